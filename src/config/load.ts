@@ -1,0 +1,79 @@
+import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { parse } from 'yaml';
+import { ConfigError } from './errors.js';
+import type { Config } from './types.js';
+import { validateConfig } from './validate.js';
+
+export const DEFAULT_CONFIG_FILE = 'config/gateway.yaml';
+const VAR = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
+
+/** Reads, substitutes and validates a configuration file; throws ConfigError listing every problem. */
+export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): Config {
+  const path = resolve(file);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError([`${path} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`]);
+  }
+  return parseConfig(text, path, env);
+}
+
+export function parseConfig(text: string, path: string, env: NodeJS.ProcessEnv = process.env): Config {
+  let raw: unknown;
+  try {
+    raw = parse(text);
+  } catch (err) {
+    throw new ConfigError([`${path} is not valid YAML: ${(err as Error).message.split('\n')[0]}`]);
+  }
+  const envProblems: string[] = [];
+  const substituted = substitute(raw, '', env, envProblems);
+  applyEnvOverrides(substituted, env);
+  try {
+    const config = validateConfig(substituted, path, dirname(path));
+    if (envProblems.length > 0) throw new ConfigError([]);
+    return config;
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    const keysWithEnvProblems = envProblems.map((p) => p.split(' ')[0]);
+    const rest = err.problems.filter((p) => !keysWithEnvProblems.includes(p.split(' ')[0]!));
+    throw new ConfigError([...envProblems, ...rest]);
+  }
+}
+
+/** `${VAR}` and `${VAR:-default}` in string values, after parsing, so a value can never inject YAML. */
+function substitute(value: unknown, key: string, env: NodeJS.ProcessEnv, problems: string[]): unknown {
+  if (typeof value === 'string') {
+    let missing = false;
+    const out = value.replace(VAR, (_, name: string, fallback: string | undefined) => {
+      const v = env[name];
+      if (v !== undefined && v !== '') return v;
+      if (fallback !== undefined) return fallback;
+      missing = true;
+      problems.push(`${key} uses \${${name}}, which is not set in the environment`);
+      return '';
+    });
+    return missing ? undefined : out;
+  }
+  if (Array.isArray(value)) return value.map((v, i) => substitute(v, `${key}[${i}]`, env, problems));
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, substitute(v, key ? `${key}.${k}` : k, env, problems)]));
+  }
+  return value;
+}
+
+/** REDIS_URL selects the redis store with that URL; PORT overrides the port. */
+function applyEnvOverrides(raw: unknown, env: NodeJS.ProcessEnv): void {
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return;
+  const root = raw as Record<string, unknown>;
+  if (env.REDIS_URL) {
+    const store = isMapping(root.store) ? root.store : {};
+    root.store = { ...store, kind: 'redis', url: env.REDIS_URL };
+  }
+  if (env.PORT) root.server = { ...(isMapping(root.server) ? root.server : {}), port: env.PORT };
+}
+
+function isMapping(v: unknown): v is Record<string, unknown> {
+  return !!v && typeof v === 'object' && !Array.isArray(v);
+}

@@ -1,0 +1,82 @@
+import type { LogLevel } from '../log.js';
+
+export interface Config {
+  /** Absolute path of the file this was loaded from ('' when built in code). */
+  file: string;
+  server: ServerConfig;
+  store: StoreConfig;
+  users: UsersConfig;
+  tokens: TokensConfig;
+  lockout: LockoutConfig;
+  upstreams: Record<string, UpstreamConfig>;
+  routes: RouteConfig[];
+  log: { level: LogLevel; access: boolean };
+}
+
+export interface ServerConfig {
+  host: string;
+  port: number;
+  /** Reverse proxies in front of the gateway whose X-Forwarded-For entries are trusted (0 = none). */
+  trustProxy: number;
+  /** In-flight requests get this long to finish on SIGTERM/SIGINT. */
+  shutdownGraceMs: number;
+}
+
+export type StoreConfig =
+  | { kind: 'memory' }
+  | { kind: 'redis'; url: string; keyPrefix: string; commandTimeoutMs: number; connectTimeoutMs: number };
+
+export interface UsersConfig {
+  /** Absolute path of the htpasswd file. */
+  htpasswd: string;
+  /** How long a verified user:password stays cached in memory. */
+  cacheTtlSeconds: number;
+  /** Reload the file when it changes. */
+  watch: boolean;
+}
+
+export interface TokensConfig {
+  issuer: string;
+  audience: string;
+  accessTtlSeconds: number;
+  refreshTtlSeconds: number;
+  refreshReuseGraceSeconds: number;
+  signing: SigningKeyConfig;
+  /** Keys that still verify but no longer sign (key rotation). */
+  verificationKeys: VerificationKeyConfig[];
+}
+
+export type SigningKeyConfig =
+  | { alg: 'HS256'; secret: string; kid?: string }
+  | { alg: 'RS256' | 'ES256'; privateKeyFile: string; kid?: string };
+
+export type VerificationKeyConfig =
+  | { alg: 'HS256'; secret: string; kid?: string }
+  | { alg: 'RS256' | 'ES256'; publicKeyFile: string; kid?: string };
+
+export interface LockoutConfig {
+  /** Failed password checks per user name within the window before 429. */
+  maxFailuresPerUser: number;
+  /** Failed password checks per client address within the window before 429. */
+  maxFailuresPerAddress: number;
+  windowSeconds: number;
+}
+
+export interface UpstreamConfig {
+  url: string;
+  timeoutMs: number;
+}
+
+export interface RouteConfig {
+  path: string;
+  upstream: string;
+  /** Pass the client's Authorization header on to the upstream. */
+  forwardAuthorization: boolean;
+  paging?: PagingRules;
+}
+
+export interface PagingRules {
+  sizes: number[];
+  defaultSize: number;
+  sortable: string[];
+}

@@ -1,0 +1,186 @@
+import { isAbsolute, resolve } from 'node:path';
+import { Checker } from './checker.js';
+import { ConfigError } from './errors.js';
+import type {
+  Config, LockoutConfig, PagingRules, RouteConfig, ServerConfig, SigningKeyConfig, StoreConfig,
+  TokensConfig, UpstreamConfig, UsersConfig, VerificationKeyConfig,
+} from './types.js';
+
+export const DEFAULT_PAGE_SIZES = [10, 20, 50, 100, 200];
+const SIXTY_DAYS = 60 * 24 * 3600;
+const ALGS = ['HS256', 'RS256', 'ES256'] as const;
+const MIN_SECRET_BYTES = 32;
+
+/** Turns parsed YAML into a Config, or throws a ConfigError listing every problem. */
+export function validateConfig(raw: unknown, file: string, baseDir: string): Config {
+  const c = new Checker();
+  const root = c.obj('(root)', raw, true);
+  c.unknownKeys('', root, ['server', 'store', 'users', 'tokens', 'lockout', 'upstreams', 'routes', 'log']);
+  const at = (p: string) => (isAbsolute(p) ? p : resolve(baseDir, p));
+
+  const upstreams = readUpstreams(c, root.upstreams);
+  const config: Config = {
+    file,
+    server: readServer(c, c.obj('server', root.server)),
+    store: readStore(c, c.obj('store', root.store)),
+    users: readUsers(c, c.obj('users', root.users, true), at),
+    tokens: readTokens(c, c.obj('tokens', root.tokens, true), at),
+    lockout: readLockout(c, c.obj('lockout', root.lockout)),
+    upstreams,
+    routes: readRoutes(c, root.routes, upstreams),
+    log: readLog(c, c.obj('log', root.log)),
+  };
+  if (c.problems.length > 0) throw new ConfigError(c.problems);
+  return config;
+}
+
+function readServer(c: Checker, s: Record<string, unknown>): ServerConfig {
+  c.unknownKeys('server', s, ['host', 'port', 'trustProxy', 'shutdownGraceMs']);
+  const trust = s.trustProxy;
+  return {
+    host: c.str('server.host', s.host, '0.0.0.0'),
+    port: c.int('server.port', s.port, 8080, 0, 65535),
+    trustProxy: trust === true || trust === 'true' ? 1 : trust === false || trust === 'false' ? 0 : c.int('server.trustProxy', trust, 0, 0, 32),
+    shutdownGraceMs: c.int('server.shutdownGraceMs', s.shutdownGraceMs, 10_000, 0),
+  };
+}
+
+function readStore(c: Checker, s: Record<string, unknown>): StoreConfig {
+  const kind = c.oneOf('store.kind', s.kind, ['memory', 'redis'], 'memory');
+  if (kind === 'memory') {
+    c.unknownKeys('store', s, ['kind']);
+    return { kind };
+  }
+  c.unknownKeys('store', s, ['kind', 'url', 'keyPrefix', 'commandTimeoutMs', 'connectTimeoutMs']);
+  return {
+    kind,
+    url: c.url('store.url', s.url, ['redis:', 'rediss:']),
+    keyPrefix: c.str('store.keyPrefix', s.keyPrefix, 'gw:'),
+    commandTimeoutMs: c.int('store.commandTimeoutMs', s.commandTimeoutMs, 500),
+    connectTimeoutMs: c.int('store.connectTimeoutMs', s.connectTimeoutMs, 1000),
+  };
+}
+
+function readUsers(c: Checker, u: Record<string, unknown>, at: (p: string) => string): UsersConfig {
+  c.unknownKeys('users', u, ['htpasswd', 'cacheTtlSeconds', 'watch']);
+  const file = c.str('users.htpasswd', u.htpasswd);
+  return {
+    htpasswd: file ? at(file) : '',
+    cacheTtlSeconds: c.int('users.cacheTtlSeconds', u.cacheTtlSeconds, 300, 0),
+    watch: c.bool('users.watch', u.watch, true),
+  };
+}
+
+function readTokens(c: Checker, t: Record<string, unknown>, at: (p: string) => string): TokensConfig {
+  c.unknownKeys('tokens', t, ['issuer', 'audience', 'accessTtlSeconds', 'refreshTtlSeconds', 'refreshReuseGraceSeconds', 'signing', 'verificationKeys']);
+  const tokens: TokensConfig = {
+    issuer: c.str('tokens.issuer', t.issuer, 'auth-gateway'),
+    audience: c.str('tokens.audience', t.audience, 'auth-gateway'),
+    accessTtlSeconds: c.int('tokens.accessTtlSeconds', t.accessTtlSeconds, 5400),
+    refreshTtlSeconds: c.int('tokens.refreshTtlSeconds', t.refreshTtlSeconds, SIXTY_DAYS),
+    refreshReuseGraceSeconds: c.int('tokens.refreshReuseGraceSeconds', t.refreshReuseGraceSeconds, 0, 0),
+    signing: readSigningKey(c, 'tokens.signing', c.obj('tokens.signing', t.signing, true), at),
+    verificationKeys: c.list('tokens.verificationKeys', t.verificationKeys).map((k, i) =>
+      readVerificationKey(c, `tokens.verificationKeys[${i}]`, c.obj(`tokens.verificationKeys[${i}]`, k, true), at)),
+  };
+  if (tokens.refreshTtlSeconds < tokens.accessTtlSeconds) {
+    c.problem('tokens.refreshTtlSeconds', 'must be at least tokens.accessTtlSeconds (a session outlives its access tokens)');
+  }
+  return tokens;
+}
+
+function readSigningKey(c: Checker, key: string, k: Record<string, unknown>, at: (p: string) => string): SigningKeyConfig {
+  const alg = c.oneOf(`${key}.alg`, k.alg, ALGS, 'HS256');
+  const kid = k.kid === undefined ? undefined : c.str(`${key}.kid`, k.kid);
+  if (alg === 'HS256') {
+    c.unknownKeys(key, k, ['alg', 'secret', 'kid']);
+    return { alg, secret: readSecret(c, `${key}.secret`, k.secret), kid };
+  }
+  c.unknownKeys(key, k, ['alg', 'privateKeyFile', 'kid']);
+  return { alg, privateKeyFile: at(c.str(`${key}.privateKeyFile`, k.privateKeyFile)), kid };
+}
+
+function readVerificationKey(c: Checker, key: string, k: Record<string, unknown>, at: (p: string) => string): VerificationKeyConfig {
+  const alg = c.oneOf(`${key}.alg`, k.alg, ALGS, 'HS256');
+  const kid = k.kid === undefined ? undefined : c.str(`${key}.kid`, k.kid);
+  if (alg === 'HS256') {
+    c.unknownKeys(key, k, ['alg', 'secret', 'kid']);
+    return { alg, secret: readSecret(c, `${key}.secret`, k.secret), kid };
+  }
+  c.unknownKeys(key, k, ['alg', 'publicKeyFile', 'kid']);
+  return { alg, publicKeyFile: at(c.str(`${key}.publicKeyFile`, k.publicKeyFile)), kid };
+}
+
+function readSecret(c: Checker, key: string, value: unknown): string {
+  if (value === undefined || value === null || value === '') {
+    c.problem(key, 'is required: set a random secret of at least 32 bytes (e.g. GATEWAY_JWT_SECRET=$(openssl rand -base64 48)); there is no built-in default');
+    return '';
+  }
+  const secret = c.str(key, value);
+  if (secret && Buffer.byteLength(secret) < MIN_SECRET_BYTES) c.problem(key, `must be at least ${MIN_SECRET_BYTES} bytes long`);
+  return secret;
+}
+
+function readLockout(c: Checker, l: Record<string, unknown>): LockoutConfig {
+  c.unknownKeys('lockout', l, ['maxFailuresPerUser', 'maxFailuresPerAddress', 'windowSeconds']);
+  return {
+    maxFailuresPerUser: c.int('lockout.maxFailuresPerUser', l.maxFailuresPerUser, 10),
+    maxFailuresPerAddress: c.int('lockout.maxFailuresPerAddress', l.maxFailuresPerAddress, 10),
+    windowSeconds: c.int('lockout.windowSeconds', l.windowSeconds, 900),
+  };
+}
+
+function readUpstreams(c: Checker, raw: unknown): Record<string, UpstreamConfig> {
+  const map = c.obj('upstreams', raw);
+  const out: Record<string, UpstreamConfig> = {};
+  for (const [name, value] of Object.entries(map)) {
+    const key = `upstreams.${name}`;
+    const u = c.obj(key, value, true);
+    c.unknownKeys(key, u, ['url', 'timeoutMs']);
+    out[name] = { url: c.url(`${key}.url`, u.url, ['http:', 'https:']), timeoutMs: c.int(`${key}.timeoutMs`, u.timeoutMs, 10_000) };
+  }
+  return out;
+}
+
+function readRoutes(c: Checker, raw: unknown, upstreams: Record<string, UpstreamConfig>): RouteConfig[] {
+  const seen = new Set<string>();
+  return c.list('routes', raw).map((value, i) => {
+    const key = `routes[${i}]`;
+    const r = c.obj(key, value, true);
+    c.unknownKeys(key, r, ['path', 'upstream', 'forwardAuthorization', 'paging']);
+    const path = c.str(`${key}.path`, r.path);
+    if (path && !/^\/(?:[A-Za-z0-9._~-]+\/)*[A-Za-z0-9._~-]+$/.test(path)) {
+      c.problem(`${key}.path`, 'must be an absolute path of plain segments without a trailing slash, e.g. /v1/conversations');
+    } else if (path.startsWith('/v1/tokens')) {
+      c.problem(`${key}.path`, 'must not be under /v1/tokens (served by the gateway itself)');
+    }
+    if (seen.has(path)) c.problem(`${key}.path`, `repeats ${path}`);
+    seen.add(path);
+    const upstream = c.str(`${key}.upstream`, r.upstream);
+    if (upstream && !upstreams[upstream]) c.problem(`${key}.upstream`, `names no upstream (known: ${Object.keys(upstreams).join(', ') || 'none'})`);
+    const route: RouteConfig = { path, upstream, forwardAuthorization: c.bool(`${key}.forwardAuthorization`, r.forwardAuthorization, false) };
+    if (r.paging !== undefined && r.paging !== false) route.paging = readPaging(c, `${key}.paging`, c.obj(`${key}.paging`, r.paging === true ? {} : r.paging));
+    return route;
+  });
+}
+
+function readPaging(c: Checker, key: string, p: Record<string, unknown>): PagingRules {
+  c.unknownKeys(key, p, ['sizes', 'defaultSize', 'sortable']);
+  const sizes = p.sizes === undefined ? DEFAULT_PAGE_SIZES : c.list(`${key}.sizes`, p.sizes).map((s, i) => c.int(`${key}.sizes[${i}]`, s, 0));
+  const defaultSize = c.int(`${key}.defaultSize`, p.defaultSize, 20);
+  if (!sizes.includes(defaultSize)) c.problem(`${key}.defaultSize`, `must be one of ${key}.sizes (${sizes.join(', ')})`);
+  const sortable = c.list(`${key}.sortable`, p.sortable).map((s, i) => {
+    const prop = c.str(`${key}.sortable[${i}]`, s);
+    if (prop && !/^[A-Za-z_][A-Za-z0-9_.]*$/.test(prop)) c.problem(`${key}.sortable[${i}]`, 'must be a property name (letters, digits, _ and .)');
+    return prop;
+  });
+  return { sizes, defaultSize, sortable };
+}
+
+function readLog(c: Checker, l: Record<string, unknown>): Config['log'] {
+  c.unknownKeys('log', l, ['level', 'access']);
+  return {
+    level: c.oneOf('log.level', l.level, ['debug', 'info', 'warn', 'error', 'silent'], 'info'),
+    access: c.bool('log.access', l.access, true),
+  };
+}
