@@ -1,0 +1,68 @@
+/**
+ * The scripts that must be atomic, and nothing else. Every key is passed in KEYS (never built inside
+ * a script) and the keys of one session share the hash tag `{sid}`, so each script runs on one slot
+ * of a Redis Cluster.
+ *
+ * Session keys: KEYS[1] = `{sid}:s` (hash: sub, rh = current refresh hash),
+ *               KEYS[2] = `{sid}:p` (hash: rotated-away refresh hash -> rotation time in ms).
+ */
+
+/** ARGV: sub, refreshHash, ttlSeconds. */
+export const CREATE_SESSION = `
+redis.call('DEL', KEYS[2])
+redis.call('HSET', KEYS[1], 'sub', ARGV[1], 'rh', ARGV[2])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return 1
+`;
+
+/**
+ * ARGV: presentedHash, nextHash, ttlSeconds, graceMs, nowMs.
+ * Returns {1, sub} rotated | {0} unknown | {2} grace | {3} reused (session deleted).
+ */
+export const ROTATE_REFRESH = `
+local current = redis.call('HGET', KEYS[1], 'rh')
+if not current then return {0} end
+if current == ARGV[1] then
+  redis.call('HSET', KEYS[1], 'rh', ARGV[2])
+  redis.call('HSET', KEYS[2], ARGV[1], ARGV[5])
+  redis.call('EXPIRE', KEYS[1], ARGV[3])
+  redis.call('EXPIRE', KEYS[2], ARGV[3])
+  return {1, redis.call('HGET', KEYS[1], 'sub')}
+end
+local rotatedAt = redis.call('HGET', KEYS[2], ARGV[1])
+if not rotatedAt then return {0} end
+if tonumber(ARGV[5]) - tonumber(rotatedAt) <= tonumber(ARGV[4]) then return {2} end
+redis.call('DEL', KEYS[1], KEYS[2])
+return {3}
+`;
+
+/** ARGV: refreshHash. Returns 1 when the session was deleted. */
+export const REVOKE_BY_REFRESH = `
+local current = redis.call('HGET', KEYS[1], 'rh')
+if not current then return 0 end
+if current == ARGV[1] or redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then
+  redis.call('DEL', KEYS[1], KEYS[2])
+  return 1
+end
+return 0
+`;
+
+/** KEYS[1] = counter. ARGV: windowSeconds. Returns {count, secondsToReset}. */
+export const HIT_COUNTER = `
+local count = redis.call('INCR', KEYS[1])
+local ttl = redis.call('TTL', KEYS[1])
+if ttl < 0 then
+  redis.call('EXPIRE', KEYS[1], ARGV[1])
+  ttl = tonumber(ARGV[1])
+end
+return {count, ttl}
+`;
+
+/** KEYS[1] = counter. Returns {count, secondsToReset}. */
+export const PEEK_COUNTER = `
+local count = redis.call('GET', KEYS[1])
+if not count then return {0, 0} end
+local ttl = redis.call('TTL', KEYS[1])
+if ttl < 0 then ttl = 0 end
+return {tonumber(count), ttl}
+`;

@@ -1,0 +1,126 @@
+import type { Clock } from '../../clock.js';
+import type { Counter, NewSession, RotateOutcome, Rotation, TokenStore } from './types.js';
+
+interface Session {
+  sub: string;
+  current: string;
+  /** Rotated-away hashes and when they were rotated away (ms). */
+  previous: Map<string, number>;
+  expiresAt: number;
+}
+
+interface StoredCounter {
+  count: number;
+  expiresAt: number;
+}
+
+const SWEEP_INTERVAL_MS = 60_000;
+
+/**
+ * One process's token store: the embedded default and the reference the Redis store is tested
+ * against. Same semantics as the Lua scripts, one synchronous step per call.
+ */
+export class MemoryTokenStore implements TokenStore {
+  readonly kind = 'memory';
+  private readonly sessions = new Map<string, Session>();
+  private readonly counters = new Map<string, StoredCounter>();
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(private readonly clock: Clock) {
+    this.sweeper = setInterval(() => this.sweep(), SWEEP_INTERVAL_MS);
+    this.sweeper.unref();
+  }
+
+  async createSession(sid: string, session: NewSession, ttlSeconds: number): Promise<void> {
+    this.sessions.set(sid, {
+      sub: session.sub,
+      current: session.refreshHash,
+      previous: new Map(),
+      expiresAt: this.clock.now() + ttlSeconds * 1000,
+    });
+  }
+
+  async rotateRefresh(sid: string, r: Rotation): Promise<RotateOutcome> {
+    const session = this.liveSession(sid);
+    if (!session) return { result: 'unknown' };
+    if (session.current === r.presentedHash) {
+      session.previous.set(session.current, r.nowMs);
+      session.current = r.nextHash;
+      session.expiresAt = this.clock.now() + r.ttlSeconds * 1000;
+      return { result: 'rotated', sub: session.sub };
+    }
+    const rotatedAt = session.previous.get(r.presentedHash);
+    if (rotatedAt === undefined) return { result: 'unknown' };
+    if (r.nowMs - rotatedAt <= r.graceMs) return { result: 'grace' };
+    this.sessions.delete(sid);
+    return { result: 'reused' };
+  }
+
+  async isLive(sid: string): Promise<boolean> {
+    return this.liveSession(sid) !== undefined;
+  }
+
+  async revoke(sid: string): Promise<void> {
+    this.sessions.delete(sid);
+  }
+
+  async revokeByRefresh(sid: string, refreshHash: string): Promise<boolean> {
+    const session = this.liveSession(sid);
+    if (!session) return false;
+    if (session.current !== refreshHash && !session.previous.has(refreshHash)) return false;
+    this.sessions.delete(sid);
+    return true;
+  }
+
+  async hit(key: string, windowSeconds: number): Promise<Counter> {
+    const now = this.clock.now();
+    let counter = this.liveCounter(key, now);
+    if (!counter) {
+      counter = { count: 0, expiresAt: now + windowSeconds * 1000 };
+      this.counters.set(key, counter);
+    }
+    counter.count += 1;
+    return { count: counter.count, resetSeconds: Math.ceil((counter.expiresAt - now) / 1000) };
+  }
+
+  async peek(key: string): Promise<Counter> {
+    const now = this.clock.now();
+    const counter = this.liveCounter(key, now);
+    if (!counter) return { count: 0, resetSeconds: 0 };
+    return { count: counter.count, resetSeconds: Math.ceil((counter.expiresAt - now) / 1000) };
+  }
+
+  async reset(key: string): Promise<void> {
+    this.counters.delete(key);
+  }
+
+  async ping(): Promise<void> {}
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+  }
+
+  private liveSession(sid: string): Session | undefined {
+    const session = this.sessions.get(sid);
+    if (session && session.expiresAt <= this.clock.now()) {
+      this.sessions.delete(sid);
+      return undefined;
+    }
+    return session;
+  }
+
+  private liveCounter(key: string, now: number): StoredCounter | undefined {
+    const counter = this.counters.get(key);
+    if (counter && counter.expiresAt <= now) {
+      this.counters.delete(key);
+      return undefined;
+    }
+    return counter;
+  }
+
+  private sweep(): void {
+    const now = this.clock.now();
+    for (const [sid, s] of this.sessions) if (s.expiresAt <= now) this.sessions.delete(sid);
+    for (const [key, c] of this.counters) if (c.expiresAt <= now) this.counters.delete(key);
+  }
+}

@@ -1,0 +1,161 @@
+import { Redis, type RedisOptions } from 'ioredis';
+import type { Logger } from '../../log.js';
+import { CREATE_SESSION, HIT_COUNTER, PEEK_COUNTER, REVOKE_BY_REFRESH, ROTATE_REFRESH } from './lua.js';
+import { StoreUnavailableError, type Counter, type NewSession, type RotateOutcome, type Rotation, type TokenStore } from './types.js';
+
+export interface RedisStoreOptions {
+  url: string;
+  keyPrefix: string;
+  /** A command that has not answered by then fails (and the request with it): fail fast, fail closed. */
+  commandTimeoutMs: number;
+  connectTimeoutMs: number;
+}
+
+interface Scripts {
+  createSession(s: string, p: string, sub: string, hash: string, ttl: number): Promise<number>;
+  rotateRefresh(s: string, p: string, presented: string, next: string, ttl: number, graceMs: number, nowMs: number): Promise<[number, string?]>;
+  revokeByRefresh(s: string, p: string, hash: string): Promise<number>;
+  hitCounter(key: string, windowSeconds: number): Promise<[number, number]>;
+  peekCounter(key: string): Promise<[number, number]>;
+}
+
+type ScriptedRedis = Redis & Scripts;
+
+const ROTATE_RESULTS = { 0: 'unknown', 2: 'grace', 3: 'reused' } as const;
+
+export function redisClientOptions(o: RedisStoreOptions): RedisOptions {
+  return {
+    keyPrefix: o.keyPrefix,
+    // Commands must not wait in a queue while Redis is down: the auth path fails fast and closed.
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    commandTimeout: o.commandTimeoutMs,
+    connectTimeout: o.connectTimeoutMs,
+    enableAutoPipelining: true,
+    retryStrategy: (attempt) => Math.min(attempt * 100, 1000),
+  };
+}
+
+/** The shared store: N gateway instances on one Redis see the same sessions and counters. */
+export class RedisTokenStore implements TokenStore {
+  readonly kind = 'redis';
+  readonly client: ScriptedRedis;
+  private outage = false;
+
+  constructor(options: RedisStoreOptions, private readonly log: Logger) {
+    const client = new Redis(options.url, redisClientOptions(options));
+    client.defineCommand('createSession', { numberOfKeys: 2, lua: CREATE_SESSION });
+    client.defineCommand('rotateRefresh', { numberOfKeys: 2, lua: ROTATE_REFRESH });
+    client.defineCommand('revokeByRefresh', { numberOfKeys: 2, lua: REVOKE_BY_REFRESH });
+    client.defineCommand('hitCounter', { numberOfKeys: 1, lua: HIT_COUNTER });
+    client.defineCommand('peekCounter', { numberOfKeys: 1, lua: PEEK_COUNTER });
+    this.client = client as ScriptedRedis;
+    client.on('error', (err: Error) => this.onError(err));
+    client.on('ready', () => this.onReady());
+  }
+
+  /** Resolves when connected, or after `timeoutMs` with false; never throws. */
+  async waitUntilReady(timeoutMs: number): Promise<boolean> {
+    if (this.client.status === 'ready') return true;
+    return new Promise((resolve) => {
+      const done = (ok: boolean) => {
+        clearTimeout(timer);
+        this.client.off('ready', onReady);
+        resolve(ok);
+      };
+      const onReady = () => done(true);
+      const timer = setTimeout(() => done(false), timeoutMs);
+      this.client.on('ready', onReady);
+    });
+  }
+
+  createSession(sid: string, session: NewSession, ttlSeconds: number): Promise<void> {
+    const [s, p] = sessionKeys(sid);
+    return this.guard(async () => {
+      await this.client.createSession(s, p, session.sub, session.refreshHash, ttlSeconds);
+    });
+  }
+
+  rotateRefresh(sid: string, r: Rotation): Promise<RotateOutcome> {
+    const [s, p] = sessionKeys(sid);
+    return this.guard(async () => {
+      const [code, sub] = await this.client.rotateRefresh(s, p, r.presentedHash, r.nextHash, r.ttlSeconds, r.graceMs, r.nowMs);
+      if (code === 1 && typeof sub === 'string') return { result: 'rotated', sub };
+      return { result: ROTATE_RESULTS[code as 0 | 2 | 3] ?? 'unknown' };
+    });
+  }
+
+  isLive(sid: string): Promise<boolean> {
+    return this.guard(async () => (await this.client.exists(sessionKeys(sid)[0])) === 1);
+  }
+
+  revoke(sid: string): Promise<void> {
+    return this.guard(async () => {
+      await this.client.del(...sessionKeys(sid));
+    });
+  }
+
+  revokeByRefresh(sid: string, refreshHash: string): Promise<boolean> {
+    const [s, p] = sessionKeys(sid);
+    return this.guard(async () => (await this.client.revokeByRefresh(s, p, refreshHash)) === 1);
+  }
+
+  hit(key: string, windowSeconds: number): Promise<Counter> {
+    return this.guard(async () => toCounter(await this.client.hitCounter(counterKey(key), windowSeconds)));
+  }
+
+  peek(key: string): Promise<Counter> {
+    return this.guard(async () => toCounter(await this.client.peekCounter(counterKey(key))));
+  }
+
+  reset(key: string): Promise<void> {
+    return this.guard(async () => {
+      await this.client.del(counterKey(key));
+    });
+  }
+
+  ping(): Promise<void> {
+    return this.guard(async () => {
+      await this.client.ping();
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.client.status === 'ready') {
+      await this.client.quit().catch(() => this.client.disconnect());
+    } else {
+      this.client.disconnect();
+    }
+  }
+
+  private async guard<T>(op: () => Promise<T>): Promise<T> {
+    try {
+      return await op();
+    } catch (err) {
+      throw new StoreUnavailableError(err);
+    }
+  }
+
+  private onError(err: Error): void {
+    if (this.outage) return;
+    this.outage = true;
+    this.log.error('redis unavailable; token checks fail closed until it returns', { error: err.message });
+  }
+
+  private onReady(): void {
+    if (this.outage) this.log.info('redis available again');
+    this.outage = false;
+  }
+}
+
+function sessionKeys(sid: string): [string, string] {
+  return [`{${sid}}:s`, `{${sid}}:p`];
+}
+
+function counterKey(key: string): string {
+  return `c:{${key}}`;
+}
+
+function toCounter([count, resetSeconds]: [number, number]): Counter {
+  return { count: Number(count), resetSeconds: Number(resetSeconds) };
+}

@@ -1,0 +1,62 @@
+/**
+ * Where token state lives. Every method either answers or throws StoreUnavailableError;
+ * the caller decides whether that fails closed (tokens) or open (counters).
+ */
+export interface TokenStore {
+  readonly kind: 'memory' | 'redis';
+  /** Starts a session: its subject and the hash of its first refresh token. */
+  createSession(sid: string, session: NewSession, ttlSeconds: number): Promise<void>;
+  /** Atomically swaps the current refresh hash for a new one (see RotateOutcome). */
+  rotateRefresh(sid: string, rotation: Rotation): Promise<RotateOutcome>;
+  /** True while the session has been neither revoked nor let expire. */
+  isLive(sid: string): Promise<boolean>;
+  /** Deletes the session: every token of it stops working at once. */
+  revoke(sid: string): Promise<void>;
+  /** Deletes the session if `refreshHash` is its current or an earlier refresh hash; true if it did. */
+  revokeByRefresh(sid: string, refreshHash: string): Promise<boolean>;
+  /** Adds one to a counter that lives `windowSeconds` from its first hit. */
+  hit(key: string, windowSeconds: number): Promise<Counter>;
+  /** Reads a counter without changing it. */
+  peek(key: string): Promise<Counter>;
+  /** Forgets a counter. */
+  reset(key: string): Promise<void>;
+  /** Resolves when the store answers. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface NewSession {
+  sub: string;
+  refreshHash: string;
+}
+
+export interface Rotation {
+  presentedHash: string;
+  nextHash: string;
+  ttlSeconds: number;
+  /** A rotated-away hash presented within this many ms of its rotation is not treated as reuse. */
+  graceMs: number;
+  nowMs: number;
+}
+
+export type RotateOutcome =
+  | { result: 'rotated'; sub: string }
+  /** No such session, or a hash it never had. */
+  | { result: 'unknown' }
+  /** A rotated-away hash, within the grace period: refused, session kept. */
+  | { result: 'grace' }
+  /** A rotated-away hash past the grace period: the session is now revoked. */
+  | { result: 'reused' };
+
+export interface Counter {
+  count: number;
+  /** Seconds until the counter resets; 0 when it does not exist. */
+  resetSeconds: number;
+}
+
+export class StoreUnavailableError extends Error {
+  constructor(cause?: unknown) {
+    super('token store unavailable', cause === undefined ? undefined : { cause });
+    this.name = 'StoreUnavailableError';
+  }
+}

@@ -1,0 +1,120 @@
+import { describe, expect, it } from 'vitest';
+import type { TokenStore } from '../../src/tokens/store/types.js';
+
+export interface StoreHarness {
+  store: () => TokenStore;
+  /** Moves the store's notion of time forward (the memory store's clock; real time for Redis). */
+  fastForward: (ms: number) => Promise<void>;
+  now: () => number;
+}
+
+let n = 0;
+const sid = () => `sid${String(++n).padStart(19, '0')}`;
+const rotation = (presentedHash: string, nextHash: string, nowMs: number, graceMs = 0) =>
+  ({ presentedHash, nextHash, ttlSeconds: 60, graceMs, nowMs });
+
+/** One contract, every store (memory and real Redis). */
+export function tokenStoreContract(name: string, h: StoreHarness): void {
+  describe(`TokenStore contract: ${name}`, () => {
+    it('creates a live session and revokes it', async () => {
+      const s = sid();
+      await h.store().createSession(s, { sub: 'alice', refreshHash: 'h1' }, 60);
+      expect(await h.store().isLive(s)).toBe(true);
+      await h.store().revoke(s);
+      expect(await h.store().isLive(s)).toBe(false);
+    });
+
+    it('rotates the current refresh hash and returns the subject', async () => {
+      const s = sid();
+      await h.store().createSession(s, { sub: 'alice', refreshHash: 'h1' }, 60);
+      expect(await h.store().rotateRefresh(s, rotation('h1', 'h2', h.now()))).toEqual({ result: 'rotated', sub: 'alice' });
+      expect(await h.store().rotateRefresh(s, rotation('h2', 'h3', h.now()))).toEqual({ result: 'rotated', sub: 'alice' });
+      expect(await h.store().isLive(s)).toBe(true);
+    });
+
+    it('treats a rotated-away hash as reuse and revokes the whole session', async () => {
+      const s = sid();
+      await h.store().createSession(s, { sub: 'alice', refreshHash: 'h1' }, 60);
+      await h.store().rotateRefresh(s, rotation('h1', 'h2', h.now()));
+      expect(await h.store().rotateRefresh(s, rotation('h1', 'x', h.now() + 1))).toEqual({ result: 'reused' });
+      expect(await h.store().isLive(s)).toBe(false);
+      expect(await h.store().rotateRefresh(s, rotation('h2', 'h3', h.now()))).toEqual({ result: 'unknown' });
+    });
+
+    it('refuses a rotated-away hash within the grace period without revoking', async () => {
+      const s = sid();
+      const t = h.now();
+      await h.store().createSession(s, { sub: 'alice', refreshHash: 'h1' }, 60);
+      await h.store().rotateRefresh(s, rotation('h1', 'h2', t, 5000));
+      expect(await h.store().rotateRefresh(s, rotation('h1', 'x', t + 5000, 5000))).toEqual({ result: 'grace' });
+      expect(await h.store().isLive(s)).toBe(true);
+      expect(await h.store().rotateRefresh(s, rotation('h2', 'h3', t + 5000, 5000))).toEqual({ result: 'rotated', sub: 'alice' });
+      expect(await h.store().rotateRefresh(s, rotation('h1', 'x', t + 5001, 5000))).toEqual({ result: 'reused' });
+      expect(await h.store().isLive(s)).toBe(false);
+    });
+
+    it('answers unknown for a hash the session never had, and keeps the session', async () => {
+      const s = sid();
+      await h.store().createSession(s, { sub: 'alice', refreshHash: 'h1' }, 60);
+      expect(await h.store().rotateRefresh(s, rotation('nope', 'x', h.now()))).toEqual({ result: 'unknown' });
+      expect(await h.store().rotateRefresh(sid(), rotation('h1', 'x', h.now()))).toEqual({ result: 'unknown' });
+      expect(await h.store().isLive(s)).toBe(true);
+    });
+
+    it('lets exactly one of 20 concurrent rotations with one hash win', async () => {
+      const s = sid();
+      await h.store().createSession(s, { sub: 'alice', refreshHash: 'h1' }, 60);
+      const outcomes = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => h.store().rotateRefresh(s, rotation('h1', `next${i}`, h.now()))),
+      );
+      expect(outcomes.filter((o) => o.result === 'rotated')).toHaveLength(1);
+    });
+
+    it('revokes by the current or an earlier refresh hash, not by another', async () => {
+      const a = sid();
+      await h.store().createSession(a, { sub: 'alice', refreshHash: 'h1' }, 60);
+      expect(await h.store().revokeByRefresh(a, 'other')).toBe(false);
+      expect(await h.store().isLive(a)).toBe(true);
+      expect(await h.store().revokeByRefresh(a, 'h1')).toBe(true);
+      expect(await h.store().isLive(a)).toBe(false);
+
+      const b = sid();
+      await h.store().createSession(b, { sub: 'bob', refreshHash: 'h1' }, 60);
+      await h.store().rotateRefresh(b, rotation('h1', 'h2', h.now()));
+      expect(await h.store().revokeByRefresh(b, 'h1')).toBe(true);
+      expect(await h.store().isLive(b)).toBe(false);
+      expect(await h.store().revokeByRefresh(sid(), 'h1')).toBe(false);
+    });
+
+    it('expires a session after its TTL, and a rotation renews the TTL', async () => {
+      const a = sid();
+      const b = sid();
+      await h.store().createSession(a, { sub: 'alice', refreshHash: 'h1' }, 1);
+      await h.store().createSession(b, { sub: 'bob', refreshHash: 'h1' }, 1);
+      await h.store().rotateRefresh(b, { ...rotation('h1', 'h2', h.now()), ttlSeconds: 60 });
+      await h.fastForward(1100);
+      expect(await h.store().isLive(a)).toBe(false);
+      expect(await h.store().isLive(b)).toBe(true);
+    });
+
+    it('counts hits in a window, peeks, resets and expires counters', async () => {
+      const key = `k:${sid()}`;
+      expect(await h.store().peek(key)).toEqual({ count: 0, resetSeconds: 0 });
+      expect((await h.store().hit(key, 60)).count).toBe(1);
+      const second = await h.store().hit(key, 60);
+      expect(second.count).toBe(2);
+      expect(second.resetSeconds).toBeGreaterThan(55);
+      expect(second.resetSeconds).toBeLessThanOrEqual(60);
+      expect((await h.store().peek(key)).count).toBe(2);
+      await h.store().reset(key);
+      expect((await h.store().peek(key)).count).toBe(0);
+      await h.store().hit(key, 1);
+      await h.fastForward(1100);
+      expect((await h.store().peek(key)).count).toBe(0);
+    });
+
+    it('pings', async () => {
+      await expect(h.store().ping()).resolves.toBeUndefined();
+    });
+  });
+}

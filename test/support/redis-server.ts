@@ -1,0 +1,95 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** A real redis-server of the test's own, on a free loopback port; it can be stopped and started again. */
+export interface TestRedis {
+  url: string;
+  port: number;
+  stop(): Promise<void>;
+  start(): Promise<void>;
+  /** Stops and removes its data directory. */
+  destroy(): Promise<void>;
+}
+
+export async function startRedis(options: { appendOnly?: boolean } = {}): Promise<TestRedis> {
+  const dir = mkdtempSync(join(tmpdir(), 'gw-redis-'));
+  let child: ChildProcess | undefined;
+  let port = 0;
+  const start = async () => {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      port = port || (await freePort());
+      child = spawn('redis-server', [
+        '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--dir', dir,
+        '--appendonly', options.appendOnly ? 'yes' : 'no', '--appendfsync', 'always',
+        '--daemonize', 'no', '--loglevel', 'warning',
+      ], { stdio: 'ignore' });
+      if (await waitForPing(port, child)) return;
+      child.kill('SIGKILL');
+      port = 0;
+    }
+    throw new Error('redis-server did not start (is it installed? apt-get install redis-server)');
+  };
+  const stop = async () => {
+    const c = child;
+    child = undefined;
+    if (!c || c.exitCode !== null) return;
+    await new Promise<void>((resolve) => {
+      c.once('exit', () => resolve());
+      c.kill('SIGTERM');
+    });
+  };
+  await start();
+  return {
+    get url() {
+      return `redis://127.0.0.1:${port}`;
+    },
+    get port() {
+      return port;
+    },
+    stop,
+    start,
+    destroy: async () => {
+      await stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Waits for PONG (never a fixed sleep); false when the process died or 5 s passed. */
+async function waitForPing(port: number, child: ChildProcess): Promise<boolean> {
+  const deadline = Date.now() + 5000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) return false;
+    if (await ping(port)) return true;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return false;
+}
+
+function ping(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = new Socket();
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(500, () => done(false));
+    socket.once('error', () => done(false));
+    socket.connect(port, '127.0.0.1', () => socket.write('PING\r\n'));
+    socket.once('data', (d) => done(d.toString().startsWith('+PONG')));
+  });
+}
