@@ -1,0 +1,49 @@
+/**
+ * Strict parsing of `Authorization` (RFC 7235 / 7617 / 6750): exactly `<scheme> <credentials>`,
+ * a known scheme (case-insensitive), token68 credentials. Basic: canonical base64 of UTF-8
+ * `user:password`, split at the first colon, no control characters.
+ */
+export type Credentials =
+  | { scheme: 'basic'; user: string; password: string }
+  | { scheme: 'bearer'; token: string };
+
+export type ParseResult = { ok: true; credentials: Credentials } | { ok: false; scheme: 'basic' | 'bearer' | 'unknown'; reason: string };
+
+const HEADER = /^([A-Za-z]+) ([A-Za-z0-9\-._~+/]+=*)$/;
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/;
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+export function parseAuthorization(header: string): ParseResult {
+  const m = HEADER.exec(header);
+  if (!m) return { ok: false, scheme: schemeOf(header), reason: 'the Authorization header is malformed' };
+  const scheme = m[1]!.toLowerCase();
+  const value = m[2]!;
+  if (scheme === 'bearer') return { ok: true, credentials: { scheme: 'bearer', token: value } };
+  if (scheme === 'basic') return parseBasic(value);
+  return { ok: false, scheme: 'unknown', reason: 'the Authorization scheme must be Basic or Bearer' };
+}
+
+function parseBasic(value: string): ParseResult {
+  const fail = (reason: string): ParseResult => ({ ok: false, scheme: 'basic', reason });
+  if (!BASE64.test(value)) return fail('the Basic credentials are not valid base64');
+  let decoded: string;
+  try {
+    decoded = utf8.decode(Buffer.from(value, 'base64'));
+  } catch {
+    return fail('the Basic credentials are not valid UTF-8');
+  }
+  const colon = decoded.indexOf(':');
+  if (colon < 0) return fail('the Basic credentials lack the colon between user and password');
+  const user = decoded.slice(0, colon);
+  const password = decoded.slice(colon + 1);
+  if (user === '') return fail('the Basic credentials have an empty user name');
+  if (CONTROL.test(user) || CONTROL.test(password)) return fail('the Basic credentials contain control characters');
+  return { ok: true, credentials: { scheme: 'basic', user, password } };
+}
+
+function schemeOf(header: string): 'basic' | 'bearer' | 'unknown' {
+  const scheme = header.trimStart().split(/[ \t]/, 1)[0]!.toLowerCase();
+  return scheme === 'basic' || scheme === 'bearer' ? scheme : 'unknown';
+}

@@ -1,0 +1,52 @@
+import { watch, type FSWatcher } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import type { Clock } from '../clock.js';
+import type { UsersConfig } from '../config/types.js';
+import type { Logger } from '../log.js';
+import { readHtpasswd } from './htpasswd.js';
+import { PasswordVerifier } from './password-verifier.js';
+
+const RELOAD_DEBOUNCE_MS = 50;
+
+/**
+ * The users of the htpasswd file. The file's folder is watched (editors and `htpasswd` replace the
+ * file rather than write it in place), and a change takes effect without a restart; a broken file is
+ * logged and the previous users stay in force.
+ */
+export class Credentials {
+  readonly verifier: PasswordVerifier;
+  private watcher: FSWatcher | undefined;
+  private reloadTimer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly config: UsersConfig, clock: Clock, private readonly log: Logger) {
+    this.verifier = new PasswordVerifier(readHtpasswd(config.htpasswd), config.cacheTtlSeconds * 1000, clock);
+    if (config.watch) this.watch();
+  }
+
+  /** Reads the file again now; false (and the old users kept) when it is broken. */
+  reload(): boolean {
+    try {
+      this.verifier.replaceUsers(readHtpasswd(this.config.htpasswd));
+      this.log.info('users reloaded', { file: this.config.htpasswd, users: this.verifier.userCount });
+      return true;
+    } catch (err) {
+      this.log.error('users file not reloaded; keeping the previous users', { error: (err as Error).message });
+      return false;
+    }
+  }
+
+  close(): void {
+    clearTimeout(this.reloadTimer);
+    this.watcher?.close();
+  }
+
+  private watch(): void {
+    const name = basename(this.config.htpasswd);
+    this.watcher = watch(dirname(this.config.htpasswd), { persistent: false }, (_event, changed) => {
+      if (changed !== null && changed !== name) return;
+      clearTimeout(this.reloadTimer);
+      this.reloadTimer = setTimeout(() => this.reload(), RELOAD_DEBOUNCE_MS);
+    });
+    this.watcher.on('error', (err) => this.log.error('users file watch failed', { error: err.message }));
+  }
+}

@@ -1,0 +1,101 @@
+import { createHmac, randomBytes } from 'node:crypto';
+import { hashSync, parseOptions, verify } from '@node-rs/bcrypt';
+import type { Clock } from '../clock.js';
+
+/** bcrypt reads only the first 72 bytes: a longer password is refused, never silently truncated. */
+export const MAX_PASSWORD_BYTES = 72;
+const MAX_CACHE_ENTRIES = 10_000;
+
+/**
+ * Checks user:password against bcrypt hashes off the event loop (the native thread pool), and keeps
+ * successes for a short time so steady Basic traffic costs no bcrypt. The cache key is an HMAC under a
+ * per-process random key over the user, the password and the stored hash, so a changed password
+ * invalidates its entry by itself and the cache never holds a password.
+ */
+export class PasswordVerifier {
+  private readonly hmacKey = randomBytes(32);
+  private readonly cache = new Map<string, number>();
+  private readonly inFlight = new Map<string, Promise<boolean>>();
+  private users: Map<string, string>;
+  private dummyHash: string;
+
+  constructor(users: Map<string, string>, private readonly cacheTtlMs: number, private readonly clock: Clock) {
+    this.users = users;
+    this.dummyHash = dummyHashFor(users);
+  }
+
+  /** Swaps in a new user table (the htpasswd file changed) and drops every cached success. */
+  replaceUsers(users: Map<string, string>): void {
+    this.users = users;
+    if (costOf(users) !== parseOptions(this.dummyHash).cost) this.dummyHash = dummyHashFor(users);
+    this.cache.clear();
+  }
+
+  get userCount(): number {
+    return this.users.size;
+  }
+
+  /** True when this exact user:password was verified within the cache TTL; costs one HMAC. */
+  isCached(user: string, password: string): boolean {
+    const hash = this.users.get(user);
+    if (hash === undefined) return false;
+    const key = this.cacheKey(user, password, hash);
+    const expiresAt = this.cache.get(key);
+    if (expiresAt === undefined) return false;
+    if (expiresAt > this.clock.now()) return true;
+    this.cache.delete(key);
+    return false;
+  }
+
+  /** Unknown users cost the same bcrypt as wrong passwords (a dummy hash of the same cost). */
+  async verify(user: string, password: string): Promise<boolean> {
+    if (!acceptablePassword(password)) return false;
+    const hash = this.users.get(user);
+    if (hash === undefined) {
+      await verify(password, this.dummyHash);
+      return false;
+    }
+    if (this.isCached(user, password)) return true;
+    const key = this.cacheKey(user, password, hash);
+    let pending = this.inFlight.get(key);
+    if (!pending) {
+      pending = this.verifyAndCache(key, password, hash).finally(() => this.inFlight.delete(key));
+      this.inFlight.set(key, pending);
+    }
+    return pending;
+  }
+
+  private async verifyAndCache(key: string, password: string, hash: string): Promise<boolean> {
+    const ok = await verify(password, hash);
+    if (ok && this.cacheTtlMs > 0) {
+      if (this.cache.size >= MAX_CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
+      this.cache.set(key, this.clock.now() + this.cacheTtlMs);
+    }
+    return ok;
+  }
+
+  private cacheKey(user: string, password: string, hash: string): string {
+    const mac = createHmac('sha256', this.hmacKey);
+    for (const part of [user, password, hash]) {
+      const bytes = Buffer.from(part, 'utf8');
+      const len = Buffer.alloc(4);
+      len.writeUInt32BE(bytes.length);
+      mac.update(len).update(bytes);
+    }
+    return mac.digest('base64url');
+  }
+}
+
+export function acceptablePassword(password: string): boolean {
+  return Buffer.byteLength(password, 'utf8') <= MAX_PASSWORD_BYTES && !password.includes('\0');
+}
+
+/** A hash of a random password at the cost the real users have, so a miss costs what a hit costs. */
+function dummyHashFor(users: Map<string, string>): string {
+  return hashSync(randomBytes(16).toString('base64url'), { cost: costOf(users) });
+}
+
+function costOf(users: Map<string, string>): number {
+  const first = users.values().next();
+  return first.done ? 10 : parseOptions(first.value).cost;
+}

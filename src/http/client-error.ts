@@ -1,0 +1,29 @@
+import type { Socket } from 'node:net';
+import type { Logger } from '../log.js';
+import { problemBody, PROBLEM_CONTENT_TYPE, type ProblemCode } from './problem.js';
+
+/**
+ * Requests Node's parser refuses before Koa sees them (oversized headers, smuggling attempts, bad
+ * framing) still get a problem body, then the connection is closed.
+ */
+export function clientErrorResponder(log: Logger): (err: NodeJS.ErrnoException, socket: Socket) => void {
+  return (err, socket) => {
+    if (!socket.writable || (err as { code?: string }).code === 'ECONNRESET') {
+      socket.destroy();
+      return;
+    }
+    const [status, code, detail]: [number, ProblemCode, string] =
+      err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'headers_too_large', 'the request headers are too large']
+        : err.code === 'HPE_URI_TOO_LONG' ? [414, 'uri_too_long', 'the request URI is too long']
+          : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'invalid_request', 'the request was not received in time']
+            : [400, 'invalid_request', 'the request is not valid HTTP/1.1'];
+    log.debug('client error', { code: err.code, status });
+    const body = JSON.stringify(problemBody(status, code, detail));
+    socket.end(
+      `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Bad Request'}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  };
+}
+
+const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 408: 'Request Timeout', 414: 'URI Too Long', 431: 'Request Header Fields Too Large' };

@@ -1,0 +1,59 @@
+import { StoreUnavailableError } from '../tokens/store/types.js';
+import type { Logger } from '../log.js';
+import { HttpProblem, PROBLEM_CONTENT_TYPE, internalError, type ProblemCode } from './problem.js';
+import type { GatewayMiddleware } from './state.js';
+
+/** Turns anything thrown below it into a problem body; nothing internal is ever sent. */
+export function errorHandler(log: Logger): GatewayMiddleware {
+  return async function handleErrors(ctx, next) {
+    try {
+      await next();
+    } catch (err) {
+      const problem = toProblem(err);
+      if (problem.status >= 500) {
+        log.error('request failed', { requestId: ctx.state.requestId, status: problem.status, error: describe(err) });
+      }
+      if (ctx.headerSent || !ctx.writable) {
+        // Too late for a problem body (a proxied response already started): cut the stream.
+        ctx.req.socket.destroy();
+        return;
+      }
+      ctx.respond = true;
+      ctx.status = problem.status;
+      ctx.set(problem.headers);
+      ctx.type = PROBLEM_CONTENT_TYPE;
+      ctx.body = problem.toBody();
+    }
+  };
+}
+
+/** Maps any error to the HttpProblem the client sees. */
+export function toProblem(err: unknown): HttpProblem {
+  if (err instanceof HttpProblem) return err;
+  if (err instanceof StoreUnavailableError) {
+    return new HttpProblem(503, 'store_unavailable', 'the token store is unavailable; retry shortly', {
+      headers: { 'Retry-After': '1' },
+    });
+  }
+  const status = (err as { status?: unknown } | null)?.status;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    // Errors from Koa itself (ctx.throw, http-errors): keep their status, use our body.
+    return new HttpProblem(status, codeForStatus(status), (err as Error).message);
+  }
+  return internalError();
+}
+
+function codeForStatus(status: number): ProblemCode {
+  switch (status) {
+    case 404: return 'not_found';
+    case 405: return 'method_not_allowed';
+    case 413: return 'payload_too_large';
+    case 415: return 'unsupported_media_type';
+    default: return 'invalid_request';
+  }
+}
+
+function describe(err: unknown): string {
+  if (err instanceof Error) return err.cause instanceof Error ? `${err.message}: ${err.cause.message}` : err.message;
+  return String(err);
+}

@@ -1,0 +1,84 @@
+import type { IncomingMessage } from 'node:http';
+import { HttpProblem } from './problem.js';
+import type { GatewayMiddleware } from './state.js';
+
+/**
+ * Reads a JSON object body of at most `limitBytes` into ctx.state.body: 415 for another content type,
+ * 413 past the limit (without reading the rest), 400 for malformed JSON or a non-object.
+ */
+export function jsonBody(limitBytes: number): GatewayMiddleware {
+  return async function readJsonBody(ctx, next) {
+    if (!ctx.is('application/json')) {
+      throw new HttpProblem(415, 'unsupported_media_type', 'the request body must be JSON (Content-Type: application/json)');
+    }
+    const declared = Number(ctx.get('content-length') || 0);
+    if (declared > limitBytes) throw tooLarge(limitBytes);
+    const raw = await readLimited(ctx.req, limitBytes);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw.toString('utf8'));
+    } catch {
+      throw new HttpProblem(400, 'malformed_json', 'the request body is not valid JSON');
+    }
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+      throw new HttpProblem(400, 'invalid_request', 'the request body must be a JSON object');
+    }
+    ctx.state.body = parsed as Record<string, unknown>;
+    await next();
+  };
+}
+
+/** The fields a handler needs, each a non-empty string; 400 naming the first that is not. */
+export function requireStrings<K extends string>(body: Record<string, unknown> | undefined, ...fields: K[]): Record<K, string> {
+  const out = {} as Record<K, string>;
+  for (const field of fields) {
+    const value = body?.[field];
+    if (value === undefined || value === null) throw new HttpProblem(400, 'invalid_request', `${field} is required`);
+    if (typeof value !== 'string') throw new HttpProblem(400, 'invalid_request', `${field} must be a string`);
+    if (value === '') throw new HttpProblem(400, 'invalid_request', `${field} must not be empty`);
+    out[field] = value;
+  }
+  return out;
+}
+
+function tooLarge(limitBytes: number): HttpProblem {
+  // The rest of the body is never read: close the connection after answering.
+  return new HttpProblem(413, 'payload_too_large', `the request body is larger than ${limitBytes} bytes`, {
+    headers: { Connection: 'close' },
+  });
+}
+
+function readLimited(req: IncomingMessage, limitBytes: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const cleanup = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('aborted', onError);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limitBytes) {
+        cleanup();
+        req.pause();
+        reject(tooLarge(limitBytes));
+      } else {
+        chunks.push(chunk);
+      }
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(Buffer.concat(chunks, size));
+    };
+    const onError = () => {
+      cleanup();
+      reject(new HttpProblem(400, 'invalid_request', 'the request body was not received completely'));
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('aborted', onError);
+  });
+}

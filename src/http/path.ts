@@ -1,0 +1,61 @@
+import { HttpProblem } from './problem.js';
+
+const UNRESERVED = /[A-Za-z0-9\-._~]/;
+const HEX = /^[0-9A-Fa-f]{2}$/;
+
+/**
+ * One spelling per path, before routing, so no spelling reaches an upstream that the same checks
+ * would not have let through: percent-encoded unreserved characters are decoded (`%2e` is `.`), other
+ * escapes upper-cased, repeated slashes collapsed and dot segments resolved (RFC 3986 section 6.2.2).
+ * Refused with 400: encoded slashes and backslashes, backslashes, NUL, bad escapes, double-encoded
+ * dots or slashes, and `..` above the root.
+ */
+export function normalizePath(raw: string): string {
+  if (!raw.startsWith('/')) throw invalidPath('the path must start with /');
+  const decoded = decodeUnreserved(raw);
+  const out: string[] = [];
+  const segments = decoded.split('/');
+  for (let i = 1; i < segments.length; i++) {
+    const segment = segments[i]!;
+    const last = i === segments.length - 1;
+    if (segment === '.' || segment === '..') {
+      if (segment === '..') {
+        if (out.length === 0) throw invalidPath('the path climbs above the root');
+        out.pop();
+      }
+      if (last) out.push('');
+      continue;
+    }
+    if (segment === '' && !last) continue;
+    out.push(segment);
+  }
+  return '/' + out.join('/');
+}
+
+function decodeUnreserved(raw: string): string {
+  let out = '';
+  for (let i = 0; i < raw.length; i++) {
+    const ch = raw[i]!;
+    if (ch === '\\') throw invalidPath('the path contains a backslash');
+    if (ch !== '%') {
+      out += ch;
+      continue;
+    }
+    const hex = raw.slice(i + 1, i + 3);
+    if (!HEX.test(hex)) throw invalidPath('the path contains a malformed percent-escape');
+    const code = parseInt(hex, 16);
+    if (code === 0x2f || code === 0x5c) throw invalidPath('the path contains an encoded slash or backslash');
+    if (code === 0) throw invalidPath('the path contains an encoded NUL');
+    if (code === 0x25 && /^(2e|2f|5c|25)$/i.test(raw.slice(i + 3, i + 5))) {
+      throw invalidPath('the path contains a double-encoded character');
+    }
+    const decoded = String.fromCharCode(code);
+    out += UNRESERVED.test(decoded) ? decoded : `%${hex.toUpperCase()}`;
+    i += 2;
+  }
+  return out;
+}
+
+function invalidPath(detail: string): HttpProblem {
+  return new HttpProblem(400, 'invalid_path', detail);
+}

@@ -1,0 +1,89 @@
+import { createHash, createPrivateKey, createPublicKey, createSecretKey, type KeyObject } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { ConfigError } from '../config/errors.js';
+import type { SigningKeyConfig, TokensConfig, VerificationKeyConfig } from '../config/types.js';
+
+export type Alg = 'HS256' | 'RS256' | 'ES256';
+
+export interface VerificationKey {
+  kid: string;
+  alg: Alg;
+  key: KeyObject;
+}
+
+export interface SigningKey extends VerificationKey {}
+
+export interface KeySet {
+  signing: SigningKey;
+  /** Every key a token may be verified with, by kid (the signing key's public half included). */
+  byKid: Map<string, VerificationKey>;
+}
+
+/**
+ * Builds the KeyObjects once at start-up: a string secret passed to jsonwebtoken on every call would
+ * make each HS256 verify try createPublicKey first (30-50x slower).
+ */
+export function loadKeys(tokens: TokensConfig): KeySet {
+  const problems: string[] = [];
+  const signing = attempt(problems, 'tokens.signing', () => signingKey(tokens.signing));
+  const byKid = new Map<string, VerificationKey>();
+  if (signing) byKid.set(signing.kid, { kid: signing.kid, alg: signing.alg, key: verifyHalf(signing) });
+  tokens.verificationKeys.forEach((k, i) => {
+    const key = attempt(problems, `tokens.verificationKeys[${i}]`, () => verificationKey(k));
+    if (!key) return;
+    if (byKid.has(key.kid)) problems.push(`tokens.verificationKeys[${i}].kid "${key.kid}" is used by another key`);
+    else byKid.set(key.kid, key);
+  });
+  if (problems.length > 0 || !signing) throw new ConfigError(problems);
+  return { signing, byKid };
+}
+
+function signingKey(c: SigningKeyConfig): SigningKey {
+  if (c.alg === 'HS256') {
+    const key = createSecretKey(Buffer.from(c.secret, 'utf8'));
+    return { alg: c.alg, key, kid: c.kid ?? derivedKid(c.alg, Buffer.from(c.secret, 'utf8')) };
+  }
+  const key = createPrivateKey(readFileSync(c.privateKeyFile));
+  checkKeyType(c.alg, key);
+  return { alg: c.alg, key, kid: c.kid ?? derivedKid(c.alg, spki(createPublicKey(key))) };
+}
+
+function verificationKey(c: VerificationKeyConfig): VerificationKey {
+  if (c.alg === 'HS256') {
+    const key = createSecretKey(Buffer.from(c.secret, 'utf8'));
+    return { alg: c.alg, key, kid: c.kid ?? derivedKid(c.alg, Buffer.from(c.secret, 'utf8')) };
+  }
+  const key = createPublicKey(readFileSync(c.publicKeyFile));
+  checkKeyType(c.alg, key);
+  return { alg: c.alg, key, kid: c.kid ?? derivedKid(c.alg, spki(key)) };
+}
+
+function verifyHalf(k: SigningKey): KeyObject {
+  return k.alg === 'HS256' ? k.key : createPublicKey(k.key);
+}
+
+function checkKeyType(alg: 'RS256' | 'ES256', key: KeyObject): void {
+  if (alg === 'RS256' && key.asymmetricKeyType !== 'rsa') throw new Error('RS256 needs an RSA key');
+  if (alg === 'ES256' && (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1')) {
+    throw new Error('ES256 needs an EC P-256 key');
+  }
+}
+
+/** A kid that changes whenever the key does, so rotation needs no bookkeeping; it reveals nothing of a secret. */
+function derivedKid(alg: Alg, material: Buffer): string {
+  return createHash('sha256').update(`auth-gateway kid\0${alg}\0`).update(material).digest('base64url').slice(0, 16);
+}
+
+function spki(key: KeyObject): Buffer {
+  return key.export({ type: 'spki', format: 'der' });
+}
+
+function attempt<T>(problems: string[], key: string, build: () => T): T | undefined {
+  try {
+    return build();
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    problems.push(`${key}: ${e.code === 'ENOENT' ? `key file not found (${e.path})` : e.message}`);
+    return undefined;
+  }
+}

@@ -1,0 +1,55 @@
+import Router from '@koa/router';
+import { HttpProblem } from '../http/problem.js';
+import { jsonBody, requireStrings } from '../http/json-body.js';
+import type { GatewayContext, GatewayMiddleware, GatewayState } from '../http/state.js';
+import type { TokenService, TokenType } from './service.js';
+
+export const TOKEN_BODY_LIMIT_BYTES = 16 * 1024;
+const TOKEN_TYPES: readonly TokenType[] = ['ACCESS_TOKEN', 'REFRESH_TOKEN'];
+
+/** POST /v1/tokens/create | refresh | revoke, each a short list of named steps. */
+export function tokenRoutes(tokens: TokenService): Router<GatewayState> {
+  const router = new Router<GatewayState>({ prefix: '/v1/tokens' });
+  const body = jsonBody(TOKEN_BODY_LIMIT_BYTES);
+
+  router.post('/create', noStore, body, async function createToken(ctx) {
+    const { appKey, appSecret } = requireStrings(ctx.state.body, 'appKey', 'appSecret');
+    ctx.body = await tokens.create({ user: appKey, password: appSecret, address: ctx.ip });
+  });
+
+  router.post('/refresh', noStore, body, async function refreshToken(ctx) {
+    const { refreshToken } = requireStrings(ctx.state.body, 'refreshToken');
+    ctx.body = await tokens.refresh(refreshToken);
+  });
+
+  router.post('/revoke', noStore, body, async function revokeToken(ctx) {
+    const { token, type } = requireStrings(ctx.state.body, 'token', 'type');
+    await tokens.revoke(token, tokenType(type));
+    // 200 with an empty body (spec section 4): an explicit null body, then the status.
+    ctx.body = null;
+    ctx.status = 200;
+  });
+
+  for (const path of ['/create', '/refresh', '/revoke']) router.all(path, methodNotAllowed);
+  router.all('/{*rest}', notFound);
+  return router;
+}
+
+/** Token responses must never be cached (RFC 6749 section 5.1). */
+const noStore: GatewayMiddleware = async function noStore(ctx, next) {
+  ctx.set('Cache-Control', 'no-store');
+  await next();
+};
+
+function tokenType(type: string): TokenType {
+  if ((TOKEN_TYPES as readonly string[]).includes(type)) return type as TokenType;
+  throw new HttpProblem(400, 'invalid_request', `type must be one of ${TOKEN_TYPES.join(', ')}`);
+}
+
+async function methodNotAllowed(ctx: GatewayContext): Promise<void> {
+  throw new HttpProblem(405, 'method_not_allowed', `${ctx.method} is not allowed here; use POST`, { headers: { Allow: 'POST' } });
+}
+
+async function notFound(ctx: GatewayContext): Promise<void> {
+  throw new HttpProblem(404, 'not_found', `${ctx.path} is not a token endpoint (create, refresh, revoke)`);
+}

@@ -1,0 +1,108 @@
+import type { Clock } from '../clock.js';
+import type { PasswordAttempt, PasswordCheck } from '../credentials/password-check.js';
+import { HttpProblem } from '../http/problem.js';
+import { invalidToken, type AccessTokenCodec } from './access-token.js';
+import { newRefreshToken, newSessionId, parseRefreshToken } from './refresh-token.js';
+import type { TokenStore } from './store/types.js';
+
+export interface TokenPair {
+  accessToken: string;
+  refreshToken: string;
+  expiresInSeconds: number;
+}
+
+export type TokenType = 'ACCESS_TOKEN' | 'REFRESH_TOKEN';
+
+export interface BearerPrincipal {
+  user: string;
+  sid: string;
+}
+
+export interface TokenServiceOptions {
+  accessTtlSeconds: number;
+  refreshTtlSeconds: number;
+  refreshReuseGraceSeconds: number;
+}
+
+/** The token rules (spec sections 3 and 5); the store only makes them atomic. */
+export class TokenService {
+  constructor(
+    private readonly codec: AccessTokenCodec,
+    private readonly store: TokenStore,
+    private readonly passwords: PasswordCheck,
+    private readonly options: TokenServiceOptions,
+    private readonly clock: Clock,
+  ) {}
+
+  async create(attempt: PasswordAttempt): Promise<TokenPair> {
+    await this.passwords.check(attempt, { trustCache: false });
+    const sid = newSessionId();
+    const refresh = newRefreshToken(sid);
+    await this.store.createSession(sid, { sub: attempt.user, refreshHash: refresh.hash }, this.options.refreshTtlSeconds);
+    return this.pair(attempt.user, sid, refresh.token);
+  }
+
+  /**
+   * Rotates: the presented refresh token must be the session's current one. An earlier one is reuse
+   * (RFC 9700 section 4.14): the whole session is revoked, unless it comes within the grace period.
+   */
+  async refresh(refreshToken: string): Promise<TokenPair> {
+    const presented = parseRefreshToken(refreshToken);
+    if (!presented) throw invalidRefreshToken();
+    const next = newRefreshToken(presented.sid);
+    const outcome = await this.store.rotateRefresh(presented.sid, {
+      presentedHash: presented.hash,
+      nextHash: next.hash,
+      ttlSeconds: this.options.refreshTtlSeconds,
+      graceMs: this.options.refreshReuseGraceSeconds * 1000,
+      nowMs: this.clock.now(),
+    });
+    if (outcome.result !== 'rotated') throw invalidRefreshToken();
+    return this.pair(outcome.sub, presented.sid, next.token);
+  }
+
+  /**
+   * Kills the session the token belongs to, so its access and refresh tokens die together (spec
+   * section 3). Unknown, expired and garbage tokens are no error (RFC 7009); `type` is a hint and the
+   * other kind is tried when the token is not of the hinted one (RFC 7009 section 2.1).
+   */
+  async revoke(token: string, type: TokenType): Promise<void> {
+    const kinds = type === 'ACCESS_TOKEN' ? [this.revokeAccess, this.revokeRefresh] : [this.revokeRefresh, this.revokeAccess];
+    for (const kind of kinds) if (await kind.call(this, token)) return;
+  }
+
+  /** Signature, claims, then the live-session check: revocation takes effect on every instance at once. */
+  async verifyAccessToken(token: string): Promise<BearerPrincipal> {
+    const claims = this.codec.verify(token);
+    if (!(await this.store.isLive(claims.sid))) throw invalidToken('the access token has been revoked');
+    return { user: claims.sub, sid: claims.sid };
+  }
+
+  private async revokeAccess(token: string): Promise<boolean> {
+    let sid: string;
+    try {
+      // An expired access token still names its session, whose refresh token may live on.
+      sid = this.codec.verify(token, { ignoreExpiration: true }).sid;
+    } catch (err) {
+      if (err instanceof HttpProblem) return false;
+      throw err;
+    }
+    await this.store.revoke(sid);
+    return true;
+  }
+
+  private async revokeRefresh(token: string): Promise<boolean> {
+    const presented = parseRefreshToken(token);
+    if (!presented) return false;
+    return this.store.revokeByRefresh(presented.sid, presented.hash);
+  }
+
+  private pair(sub: string, sid: string, refreshToken: string): TokenPair {
+    const { token } = this.codec.sign(sub, sid);
+    return { accessToken: token, refreshToken, expiresInSeconds: this.options.accessTtlSeconds };
+  }
+}
+
+function invalidRefreshToken(): HttpProblem {
+  return new HttpProblem(401, 'invalid_refresh_token', 'the refresh token is invalid, expired, revoked or already used');
+}
