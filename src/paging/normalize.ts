@@ -1,0 +1,62 @@
+import type { PagingRules } from '../config/types.js';
+import { HttpProblem } from '../http/problem.js';
+
+const NON_NEGATIVE = /^(?:0|[1-9]\d{0,8})$/;
+const SORT = /^([A-Za-z_][A-Za-z0-9_.]*)(?:,([A-Za-z]+))?$/;
+
+/**
+ * The paging rules of spec section 4 as a pure function: `size` from the allowed sizes (default when
+ * absent), `page` a 0-based non-negative integer (0 when absent), each `sort` as `prop,asc|desc` with
+ * a known property. Other parameters keep their order; the paging ones follow them in one canonical
+ * order. Throws 400 naming the parameter and what is allowed.
+ */
+export function normalizePaging(query: URLSearchParams, rules: PagingRules): URLSearchParams {
+  const out = new URLSearchParams();
+  const sizes: string[] = [];
+  const pages: string[] = [];
+  const sorts: string[] = [];
+  for (const [name, value] of query) {
+    if (name === 'size') sizes.push(value);
+    else if (name === 'page') pages.push(value);
+    else if (name === 'sort') sorts.push(value);
+    else out.append(name, value);
+  }
+  out.append('size', String(pageSize(sizes, rules)));
+  out.append('page', String(pageNumber(pages)));
+  const seen = new Set<string>();
+  for (const value of sorts) out.append('sort', sortOrder(value, rules, seen));
+  return out;
+}
+
+function pageSize(values: string[], rules: PagingRules): number {
+  const allowed = `size must be one of ${rules.sizes.join(', ')}`;
+  if (values.length === 0) return rules.defaultSize;
+  if (values.length > 1) throw new HttpProblem(400, 'invalid_page_size', `size may be given only once; ${allowed}`);
+  const size = NON_NEGATIVE.test(values[0]!) ? Number(values[0]) : NaN;
+  if (!rules.sizes.includes(size)) throw new HttpProblem(400, 'invalid_page_size', allowed, { extensions: { allowed: rules.sizes } });
+  return size;
+}
+
+function pageNumber(values: string[]): number {
+  const rule = 'page must be a non-negative integer below 1000000000 (0 is the first page)';
+  if (values.length === 0) return 0;
+  if (values.length > 1) throw new HttpProblem(400, 'invalid_page', `page may be given only once; ${rule}`);
+  if (!NON_NEGATIVE.test(values[0]!)) throw new HttpProblem(400, 'invalid_page', rule);
+  return Number(values[0]);
+}
+
+function sortOrder(value: string, rules: PagingRules, seen: Set<string>): string {
+  if (rules.sortable.length === 0) throw new HttpProblem(400, 'invalid_sort', 'this list cannot be sorted');
+  const allowed = `sort must be <property>[,asc|desc] with a property among ${rules.sortable.join(', ')}`;
+  const m = SORT.exec(value);
+  if (!m) throw new HttpProblem(400, 'invalid_sort', allowed, { extensions: { allowed: rules.sortable } });
+  const [, property, direction = 'asc'] = m as unknown as [string, string, string | undefined];
+  if (!rules.sortable.includes(property)) {
+    throw new HttpProblem(400, 'invalid_sort', `cannot sort by ${property}; ${allowed}`, { extensions: { allowed: rules.sortable } });
+  }
+  const dir = direction.toLowerCase();
+  if (dir !== 'asc' && dir !== 'desc') throw new HttpProblem(400, 'invalid_sort', `sort direction must be asc or desc, not ${direction}`);
+  if (seen.has(property)) throw new HttpProblem(400, 'invalid_sort', `sort names ${property} more than once`);
+  seen.add(property);
+  return `${property},${dir}`;
+}

@@ -1,0 +1,35 @@
+import type { PagingRules, RouteConfig, UpstreamConfig } from '../config/types.js';
+
+export interface Route {
+  path: string;
+  upstream: string;
+  forwardAuthorization: boolean;
+  paging: PagingRules | undefined;
+}
+
+/**
+ * Longest path prefix wins, on a segment boundary: /v1/contacts matches /v1/contacts and
+ * /v1/contacts/phoneNumber, never /v1/contactsX. One map lookup per segment of the request path.
+ */
+export class RouteTable {
+  private readonly byPath = new Map<string, Route>();
+
+  constructor(routes: RouteConfig[], upstreams: Record<string, UpstreamConfig>) {
+    for (const r of routes) {
+      if (!upstreams[r.upstream]) throw new Error(`route ${r.path} names unknown upstream ${r.upstream}`);
+      this.byPath.set(r.path, { path: r.path, upstream: r.upstream, forwardAuthorization: r.forwardAuthorization, paging: r.paging });
+    }
+  }
+
+  /** The route of a normalized path, or undefined. */
+  match(path: string): Route | undefined {
+    let prefix = path.endsWith('/') && path.length > 1 ? path.slice(0, -1) : path;
+    for (;;) {
+      const route = this.byPath.get(prefix);
+      if (route) return route;
+      const cut = prefix.lastIndexOf('/');
+      if (cut <= 0) return undefined;
+      prefix = prefix.slice(0, cut);
+    }
+  }
+}
