@@ -18,18 +18,16 @@ export function validateConfig(raw: unknown, file: string, baseDir: string): Con
   c.unknownKeys('', root, ['server', 'store', 'users', 'tokens', 'lockout', 'upstreams', 'routes', 'log']);
   const at = (p: string) => (isAbsolute(p) ? p : resolve(baseDir, p));
 
+  // Read in the order of the file, so problems are listed in that order too.
+  const server = readServer(c, c.obj('server', root.server));
+  const store = readStore(c, c.obj('store', root.store));
+  const users = readUsers(c, c.obj('users', root.users, true), at);
+  const tokens = readTokens(c, c.obj('tokens', root.tokens, true), at);
+  const lockout = readLockout(c, c.obj('lockout', root.lockout));
   const upstreams = readUpstreams(c, root.upstreams);
-  const config: Config = {
-    file,
-    server: readServer(c, c.obj('server', root.server)),
-    store: readStore(c, c.obj('store', root.store)),
-    users: readUsers(c, c.obj('users', root.users, true), at),
-    tokens: readTokens(c, c.obj('tokens', root.tokens, true), at),
-    lockout: readLockout(c, c.obj('lockout', root.lockout)),
-    upstreams,
-    routes: readRoutes(c, root.routes, upstreams),
-    log: readLog(c, c.obj('log', root.log)),
-  };
+  const routes = readRoutes(c, root.routes, upstreams);
+  const log = readLog(c, c.obj('log', root.log));
+  const config: Config = { file, server, store, users, tokens, lockout, upstreams, routes, log };
   if (c.problems.length > 0) throw new ConfigError(c.problems);
   return config;
 }

@@ -31,7 +31,7 @@ if current == ARGV[1] then
 end
 local rotatedAt = redis.call('HGET', KEYS[2], ARGV[1])
 if not rotatedAt then return {0} end
-if tonumber(ARGV[5]) - tonumber(rotatedAt) <= tonumber(ARGV[4]) then return {2} end
+if tonumber(ARGV[5]) - tonumber(rotatedAt) < tonumber(ARGV[4]) then return {2} end
 redis.call('DEL', KEYS[1], KEYS[2])
 return {3}
 `;

@@ -51,7 +51,7 @@ export class MemoryTokenStore implements TokenStore {
     }
     const rotatedAt = session.previous.get(r.presentedHash);
     if (rotatedAt === undefined) return { result: 'unknown' };
-    if (r.nowMs - rotatedAt <= r.graceMs) return { result: 'grace' };
+    if (r.nowMs - rotatedAt < r.graceMs) return { result: 'grace' };
     this.sessions.delete(sid);
     return { result: 'reused' };
   }

@@ -34,7 +34,7 @@ export interface Rotation {
   presentedHash: string;
   nextHash: string;
   ttlSeconds: number;
-  /** A rotated-away hash presented within this many ms of its rotation is not treated as reuse. */
+  /** A rotated-away hash presented less than this many ms after its rotation is not treated as reuse (0: never). */
   graceMs: number;
   nowMs: number;
 }

@@ -1,0 +1,217 @@
+import jwt from 'jsonwebtoken';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
+import { MemoryTokenStore } from '../../src/tokens/store/memory.js';
+import { createTokens, htpasswd, postJson, SECRET, startGateway, testConfig, type RunningGateway, type Users } from '../support/fixtures.js';
+
+let users: Users;
+let gw: RunningGateway;
+const clock = new ManualClock(Date.now());
+const store = new MemoryTokenStore(clock);
+
+beforeAll(async () => {
+  users = htpasswd({ alice: 'alice-pw', bob: 'bob-pw' });
+  gw = await startGateway(testConfig(users.file), { clock, store });
+});
+afterAll(async () => {
+  await gw.close();
+  await store.close();
+  users.remove();
+});
+
+async function problem(res: Response, status: number, code: string) {
+  expect(res.status).toBe(status);
+  expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  const body = (await res.json()) as Record<string, unknown>;
+  expect(body).toMatchObject({ status, code });
+  expect(typeof body.type).toBe('string');
+  expect(typeof body.title).toBe('string');
+  expect(typeof body.detail).toBe('string');
+  return body;
+}
+
+describe('POST /v1/tokens/create', () => {
+  it('returns a token pair for the right appKey and appSecret (spec section 4)', async () => {
+    const res = await postJson(gw.base, '/v1/tokens/create', { appKey: 'alice', appSecret: 'alice-pw' });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    const pair = (await res.json()) as Record<string, unknown>;
+    expect(Object.keys(pair).sort()).toEqual(['accessToken', 'expiresInSeconds', 'refreshToken']);
+    expect(pair.expiresInSeconds).toBe(5400);
+    expect(pair.refreshToken).toMatch(/^[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/);
+  });
+
+  it('issues a JWT with the designed claims, a kid, and exp = iat + accessTtlSeconds', async () => {
+    const { accessToken } = await createTokens(gw.base, 'alice', 'alice-pw');
+    const decoded = jwt.decode(accessToken, { complete: true })!;
+    expect(decoded.header.alg).toBe('HS256');
+    expect(typeof decoded.header.kid).toBe('string');
+    const claims = decoded.payload as Record<string, unknown>;
+    expect(claims).toMatchObject({ sub: 'alice', iss: 'auth-gateway', aud: 'auth-gateway' });
+    expect(claims.exp).toBe((claims.iat as number) + 5400);
+    expect(typeof claims.sid).toBe('string');
+    expect(typeof claims.jti).toBe('string');
+    expect(() => jwt.verify(accessToken, SECRET, { algorithms: ['HS256'], clockTimestamp: claims.iat as number })).not.toThrow();
+  });
+
+  it('answers a wrong password and an unknown user with the same 401', async () => {
+    const wrong = await problem(await postJson(gw.base, '/v1/tokens/create', { appKey: 'bob', appSecret: 'nope' }), 401, 'invalid_credentials');
+    const unknown = await problem(await postJson(gw.base, '/v1/tokens/create', { appKey: 'nobody', appSecret: 'nope' }), 401, 'invalid_credentials');
+    expect(unknown).toEqual(wrong);
+  });
+
+  it.each([
+    ['a missing appKey', { appSecret: 'x' }, 'appKey is required'],
+    ['a missing appSecret', { appKey: 'alice' }, 'appSecret is required'],
+    ['a numeric appKey', { appKey: 42, appSecret: 'x' }, 'appKey must be a string'],
+    ['an empty appSecret', { appKey: 'alice', appSecret: '' }, 'appSecret must not be empty'],
+    ['a null field', { appKey: null, appSecret: 'x' }, 'appKey is required'],
+  ])('refuses %s with 400 naming the field', async (_name, body, detail) => {
+    const p = await problem(await postJson(gw.base, '/v1/tokens/create', body), 400, 'invalid_request');
+    expect(p.detail).toBe(detail);
+  });
+
+  it.each([
+    ['malformed JSON', '{"appKey": "alice",', 400, 'malformed_json'],
+    ['a JSON array', '["alice"]', 400, 'invalid_request'],
+    ['a JSON string', '"alice"', 400, 'invalid_request'],
+    ['an empty body', '', 400, 'malformed_json'],
+  ])('refuses %s', async (_name, body, status, code) => {
+    await problem(await postJson(gw.base, '/v1/tokens/create', body), status, code);
+  });
+
+  it('refuses a non-JSON content type with 415', async () => {
+    const res = await fetch(`${gw.base}/v1/tokens/create`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'appKey=alice&appSecret=alice-pw',
+    });
+    await problem(res, 415, 'unsupported_media_type');
+  });
+
+  it('refuses a body over 16 KiB with 413, declared or streamed', async () => {
+    const big = JSON.stringify({ appKey: 'alice', appSecret: 'x'.repeat(17 * 1024) });
+    await problem(await postJson(gw.base, '/v1/tokens/create', big), 413, 'payload_too_large');
+    const stream = new ReadableStream({
+      start(c) {
+        c.enqueue(new TextEncoder().encode(big));
+        c.close();
+      },
+    });
+    const res = await fetch(`${gw.base}/v1/tokens/create`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: stream, duplex: 'half',
+    } as RequestInit);
+    await problem(res, 413, 'payload_too_large');
+  });
+
+  it.each(['GET', 'PUT', 'DELETE'])('answers %s on the token paths with 405 and Allow: POST', async (method) => {
+    for (const path of ['/v1/tokens/create', '/v1/tokens/refresh', '/v1/tokens/revoke']) {
+      const res = await fetch(`${gw.base}${path}`, { method });
+      expect(res.headers.get('allow')).toBe('POST');
+      await problem(res, 405, 'method_not_allowed');
+    }
+  });
+
+  it('answers an unknown token path with 404', async () => {
+    await problem(await postJson(gw.base, '/v1/tokens/other', {}), 404, 'not_found');
+  });
+});
+
+describe('POST /v1/tokens/refresh', () => {
+  it('returns a new pair; the new refresh token works, and the access token with it', async () => {
+    const first = await createTokens(gw.base, 'alice', 'alice-pw');
+    const res = await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: first.refreshToken });
+    expect(res.status).toBe(200);
+    const second = (await res.json()) as typeof first;
+    expect(second.expiresInSeconds).toBe(5400);
+    expect(second.refreshToken).not.toBe(first.refreshToken);
+    expect(second.accessToken).not.toBe(first.accessToken);
+    expect(jwt.decode(second.accessToken)).toMatchObject({ sub: 'alice' });
+    const third = await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: second.refreshToken });
+    expect(third.status).toBe(200);
+  });
+
+  it('revokes the whole session when a rotated-away refresh token is presented again', async () => {
+    const first = await createTokens(gw.base, 'alice', 'alice-pw');
+    const second = (await (await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: first.refreshToken })).json()) as typeof first;
+    await problem(await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: first.refreshToken }), 401, 'invalid_refresh_token');
+    // The thief's replay killed the legitimate holder's tokens too.
+    await problem(await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: second.refreshToken }), 401, 'invalid_refresh_token');
+    await expect(gw.gateway.tokens.verifyAccessToken(second.accessToken)).rejects.toMatchObject({ code: 'invalid_token' });
+  });
+
+  it.each([
+    ['garbage', 'not-a-token'],
+    ['a well-formed unknown token', `${'A'.repeat(22)}.${'B'.repeat(43)}`],
+    ['an access token', 'ACCESS'],
+  ])('refuses %s with 401 invalid_refresh_token', async (_name, token) => {
+    const refreshToken = token === 'ACCESS' ? (await createTokens(gw.base, 'alice', 'alice-pw')).accessToken : token;
+    await problem(await postJson(gw.base, '/v1/tokens/refresh', { refreshToken }), 401, 'invalid_refresh_token');
+  });
+
+  it('refuses a refresh token whose 60 days have passed', async () => {
+    const pair = await createTokens(gw.base, 'alice', 'alice-pw');
+    clock.advance(60 * 24 * 3600 * 1000 + 1000);
+    await problem(await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: pair.refreshToken }), 401, 'invalid_refresh_token');
+  });
+
+  it('lets an access token expire after expiresInSeconds while its refresh token still works (spec section 3)', async () => {
+    const pair = await createTokens(gw.base, 'alice', 'alice-pw');
+    clock.advance(5400 * 1000 + 1000);
+    await expect(gw.gateway.tokens.verifyAccessToken(pair.accessToken)).rejects.toMatchObject({ status: 401, code: 'token_expired' });
+    const res = await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: pair.refreshToken });
+    expect(res.status).toBe(200);
+  });
+});
+
+describe('POST /v1/tokens/revoke', () => {
+  it.each(['ACCESS_TOKEN', 'REFRESH_TOKEN'] as const)('with type %s kills the access and the refresh token at once', async (type) => {
+    const pair = await createTokens(gw.base, 'alice', 'alice-pw');
+    const token = type === 'ACCESS_TOKEN' ? pair.accessToken : pair.refreshToken;
+    const res = await postJson(gw.base, '/v1/tokens/revoke', { token, type });
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe('');
+    await expect(gw.gateway.tokens.verifyAccessToken(pair.accessToken)).rejects.toMatchObject({ code: 'invalid_token' });
+    await problem(await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: pair.refreshToken }), 401, 'invalid_refresh_token');
+  });
+
+  it('finds the token when the type hint is wrong (RFC 7009 section 2.1)', async () => {
+    const pair = await createTokens(gw.base, 'alice', 'alice-pw');
+    expect((await postJson(gw.base, '/v1/tokens/revoke', { token: pair.refreshToken, type: 'ACCESS_TOKEN' })).status).toBe(200);
+    await problem(await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: pair.refreshToken }), 401, 'invalid_refresh_token');
+  });
+
+  it('revokes the session of an expired access token', async () => {
+    const pair = await createTokens(gw.base, 'alice', 'alice-pw');
+    clock.advance(5400 * 1000 + 1000);
+    expect((await postJson(gw.base, '/v1/tokens/revoke', { token: pair.accessToken, type: 'ACCESS_TOKEN' })).status).toBe(200);
+    await problem(await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: pair.refreshToken }), 401, 'invalid_refresh_token');
+  });
+
+  it.each([
+    ['garbage', 'garbage', 'ACCESS_TOKEN'],
+    ['an unknown refresh token', `${'A'.repeat(22)}.${'B'.repeat(43)}`, 'REFRESH_TOKEN'],
+    ['a JWT signed by another key', jwt.sign({ sub: 'x', sid: 'y' }, 'another-secret-another-secret-another'), 'ACCESS_TOKEN'],
+  ])('answers 200 for %s (RFC 7009)', async (_name, token, type) => {
+    const res = await postJson(gw.base, '/v1/tokens/revoke', { token, type });
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe('');
+  });
+
+  it('does not let a refresh token of another session revoke a session', async () => {
+    const victim = await createTokens(gw.base, 'alice', 'alice-pw');
+    const sid = victim.refreshToken.split('.')[0]!;
+    expect((await postJson(gw.base, '/v1/tokens/revoke', { token: `${sid}.${'C'.repeat(43)}`, type: 'REFRESH_TOKEN' })).status).toBe(200);
+    await expect(gw.gateway.tokens.verifyAccessToken(victim.accessToken)).resolves.toMatchObject({ user: 'alice' });
+  });
+
+  it.each([
+    ['a missing type', { token: 'x' }, 'type is required'],
+    ['another type', { token: 'x', type: 'ID_TOKEN' }, 'type must be one of ACCESS_TOKEN, REFRESH_TOKEN'],
+    ['a lower-case type', { token: 'x', type: 'access_token' }, 'type must be one of ACCESS_TOKEN, REFRESH_TOKEN'],
+    ['a missing token', { type: 'ACCESS_TOKEN' }, 'token is required'],
+  ])('refuses %s with 400', async (_name, body, detail) => {
+    const p = await problem(await postJson(gw.base, '/v1/tokens/revoke', body), 400, 'invalid_request');
+    expect(p.detail).toBe(detail);
+  });
+});

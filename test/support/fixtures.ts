@@ -1,0 +1,124 @@
+import { hashSync } from '@node-rs/bcrypt';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { validateConfig } from '../../src/config/validate.js';
+import type { Config } from '../../src/config/types.js';
+import { createGateway, type Gateway, type GatewayDeps } from '../../src/server.js';
+
+export const SECRET = 'test-secret-test-secret-test-secret-0123456789';
+/** Cost 4 keeps tests fast; the gateway treats every cost alike. */
+export const TEST_COST = 4;
+
+export interface Users {
+  dir: string;
+  file: string;
+  write(users: Record<string, string>): void;
+  remove(): void;
+}
+
+export function htpasswd(users: Record<string, string>): Users {
+  const dir = mkdtempSync(join(tmpdir(), 'gw-users-'));
+  const file = join(dir, 'users.htpasswd');
+  const write = (u: Record<string, string>) =>
+    writeFileSync(file, Object.entries(u).map(([name, pw]) => `${name}:${hashSync(pw, { cost: TEST_COST })}`).join('\n') + '\n');
+  write(users);
+  return { dir, file, write, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+type Raw = Record<string, unknown>;
+
+/** A validated Config from plain objects, with the defaults a real file would get. */
+export function testConfig(usersFile: string, overrides: Raw = {}): Config {
+  const raw: Raw = {
+    server: { host: '127.0.0.1', port: 0, shutdownGraceMs: 2000 },
+    store: { kind: 'memory' },
+    users: { htpasswd: usersFile, watch: false },
+    tokens: { signing: { alg: 'HS256', secret: SECRET } },
+    upstreams: {},
+    routes: [],
+    log: { level: 'silent', access: false },
+    ...overrides,
+  };
+  return validateConfig(raw, '', tmpdir());
+}
+
+export interface Received {
+  method: string;
+  url: string;
+  headers: IncomingHttpHeaders;
+  rawHeaders: string[];
+  body: string;
+}
+
+export interface EchoUpstream {
+  url: string;
+  server: Server;
+  received: Received[];
+  /** Replace how it answers (default: 200 with a JSON echo). */
+  handler: (req: IncomingMessage, res: ServerResponse, received: Received) => void;
+  close(): Promise<void>;
+}
+
+/** An upstream that records what it received and echoes it back. */
+export async function echoUpstream(): Promise<EchoUpstream> {
+  const received: Received[] = [];
+  const echo: EchoUpstream = {
+    url: '',
+    server: createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const r = { method: req.method!, url: req.url!, headers: req.headers, rawHeaders: req.rawHeaders, body: Buffer.concat(chunks).toString('utf8') };
+        received.push(r);
+        echo.handler(req, res, r);
+      });
+    }),
+    received,
+    handler: (_req, res, r) => {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify(r));
+    },
+    close: () => new Promise((resolve) => {
+      echo.server.closeAllConnections();
+      echo.server.close(() => resolve());
+    }),
+  };
+  await new Promise<void>((resolve) => echo.server.listen(0, '127.0.0.1', resolve));
+  echo.url = `http://127.0.0.1:${(echo.server.address() as { port: number }).port}`;
+  return echo;
+}
+
+export function basic(user: string, password: string): string {
+  return `Basic ${Buffer.from(`${user}:${password}`, 'utf8').toString('base64')}`;
+}
+
+export async function postJson(base: string, path: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(`${base}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+export interface RunningGateway {
+  base: string;
+  port: number;
+  gateway: Gateway;
+  close(): Promise<void>;
+}
+
+/** The real gateway on a free loopback port. */
+export async function startGateway(config: Config, deps: GatewayDeps = {}): Promise<RunningGateway> {
+  const gateway = createGateway(config, deps);
+  const port = await gateway.listen(0, '127.0.0.1');
+  return { base: `http://127.0.0.1:${port}`, port, gateway, close: () => gateway.close(500) };
+}
+
+/** Creates a token pair for user:password through the API. */
+export async function createTokens(base: string, appKey: string, appSecret: string): Promise<{ accessToken: string; refreshToken: string; expiresInSeconds: number }> {
+  const res = await postJson(base, '/v1/tokens/create', { appKey, appSecret });
+  if (res.status !== 200) throw new Error(`create failed: ${res.status} ${await res.text()}`);
+  return res.json() as Promise<{ accessToken: string; refreshToken: string; expiresInSeconds: number }>;
+}

@@ -1,0 +1,111 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../../src/config/errors.js';
+import { parseConfig } from '../../src/config/load.js';
+
+const SECRET = 's'.repeat(40);
+const BASE = `
+users: { htpasswd: users.htpasswd }
+tokens:
+  signing: { alg: HS256, secret: "\${JWT_SECRET}" }
+upstreams:
+  conversations: { url: "http://127.0.0.1:9001" }
+routes:
+  - { path: /v1/conversations, upstream: conversations, paging: { sortable: [campaignId] } }
+`;
+
+function problems(yaml: string, env: Record<string, string> = { JWT_SECRET: SECRET }): string[] {
+  try {
+    parseConfig(yaml, '/etc/gw/gateway.yaml', env);
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems;
+    throw err;
+  }
+  return [];
+}
+
+describe('configuration', () => {
+  it('applies the documented defaults', () => {
+    const c = parseConfig(BASE, '/etc/gw/gateway.yaml', { JWT_SECRET: SECRET });
+    expect(c.server).toEqual({ host: '0.0.0.0', port: 8080, trustProxy: 0, shutdownGraceMs: 10000 });
+    expect(c.store).toEqual({ kind: 'memory' });
+    expect(c.users.htpasswd).toBe('/etc/gw/users.htpasswd');
+    expect(c.tokens).toMatchObject({ issuer: 'auth-gateway', accessTtlSeconds: 5400, refreshTtlSeconds: 5184000, refreshReuseGraceSeconds: 0 });
+    expect(c.lockout).toEqual({ maxFailuresPerUser: 10, maxFailuresPerAddress: 10, windowSeconds: 900 });
+    expect(c.upstreams.conversations).toEqual({ url: 'http://127.0.0.1:9001', timeoutMs: 10000 });
+    expect(c.routes[0]).toEqual({
+      path: '/v1/conversations', upstream: 'conversations', forwardAuthorization: false,
+      paging: { sizes: [10, 20, 50, 100, 200], defaultSize: 20, sortable: ['campaignId'] },
+    });
+  });
+
+  it('refuses to start without a signing secret: there is no built-in default', () => {
+    expect(problems(BASE, {})).toEqual(['tokens.signing.secret uses ${JWT_SECRET}, which is not set in the environment']);
+    expect(problems(BASE.replace('"${JWT_SECRET}"', '""'))[0]).toMatch(/^tokens\.signing\.secret is required/);
+    expect(problems(BASE.replace('"${JWT_SECRET}"', 'short'))).toEqual(['tokens.signing.secret must be at least 32 bytes long']);
+  });
+
+  it('lists every problem at once, each naming its key', () => {
+    const yaml = `
+server: { port: 99999, trustProxy: maybe }
+store: { kind: postgres }
+users: {}
+tokens:
+  accessTtlSeconds: -5
+  refreshReuseGraceSeconds: 1.5
+  signing: { alg: none }
+lockout: { windowSeconds: 0 }
+upstreams:
+  a: { url: "ftp://x", timeoutMs: abc }
+routes:
+  - { path: "v1/x", upstream: b }
+  - { path: /v1/y, upstream: a, paging: { sizes: [10], defaultSize: 20, sortable: ["bad prop"] } }
+colour: blue
+`;
+    expect(problems(yaml, {})).toEqual([
+      'colour is not a known setting',
+      'server.port must be a non-negative integer no greater than 65535',
+      'server.trustProxy must be a non-negative integer no greater than 32',
+      'store.kind must be one of memory, redis',
+      'users.htpasswd is required',
+      'tokens.accessTtlSeconds must be a positive integer',
+      'tokens.refreshReuseGraceSeconds must be a non-negative integer',
+      'tokens.signing.alg must be one of HS256, RS256, ES256',
+      expect.stringMatching(/^tokens\.signing\.secret is required/),
+      'lockout.windowSeconds must be a positive integer',
+      'upstreams.a.url must be a http: or https: URL',
+      'upstreams.a.timeoutMs must be a positive integer',
+      'routes[0].path must be an absolute path of plain segments without a trailing slash, e.g. /v1/conversations',
+      'routes[0].upstream names no upstream (known: a)',
+      'routes[1].paging.defaultSize must be one of routes[1].paging.sizes (10)',
+      'routes[1].paging.sortable[0] must be a property name (letters, digits, _ and .)',
+    ]);
+  });
+
+  it('substitutes ${VAR} and ${VAR:-default} after parsing, so a value cannot inject YAML', () => {
+    const yaml = BASE.replace('"http://127.0.0.1:9001"', '"${UP:-http://127.0.0.1:9002}"') + 'log: { level: "${LEVEL}" }\n';
+    const c = parseConfig(yaml, '/x/gateway.yaml', { JWT_SECRET: SECRET, LEVEL: 'warn' });
+    expect(c.upstreams.conversations!.url).toBe('http://127.0.0.1:9002');
+    expect(c.log.level).toBe('warn');
+    const injected = parseConfig(BASE, '/x/gateway.yaml', { JWT_SECRET: `${SECRET}"\nserver: { port: 1 }` });
+    expect(injected.server.port).toBe(8080);
+  });
+
+  it('lets REDIS_URL select the redis store and PORT override the port', () => {
+    const c = parseConfig(BASE, '/x/gateway.yaml', { JWT_SECRET: SECRET, REDIS_URL: 'redis://redis:6379', PORT: '9090' });
+    expect(c.store).toEqual({ kind: 'redis', url: 'redis://redis:6379', keyPrefix: 'gw:', commandTimeoutMs: 500, connectTimeoutMs: 1000 });
+    expect(c.server.port).toBe(9090);
+    expect(problems(BASE, { JWT_SECRET: SECRET, REDIS_URL: 'http://nope' })).toEqual(['store.url must be a redis: or rediss: URL']);
+  });
+
+  it('refuses routes under /v1/tokens and repeated routes', () => {
+    const yaml = BASE + '  - { path: /v1/tokens/x, upstream: conversations }\n  - { path: /v1/conversations, upstream: conversations }\n';
+    expect(problems(yaml)).toEqual([
+      'routes[1].path must not be under /v1/tokens (served by the gateway itself)',
+      'routes[2].path repeats /v1/conversations',
+    ]);
+  });
+
+  it('refuses invalid YAML with the file name', () => {
+    expect(problems('server: [')[0]).toMatch(/^\/etc\/gw\/gateway\.yaml is not valid YAML/);
+  });
+});
