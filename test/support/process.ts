@@ -1,0 +1,52 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+
+export interface Child {
+  proc: ChildProcess;
+  output(): string;
+  /** Sends a signal and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** A node process of the project's, with its output kept for assertions. */
+export function startNode(script: string, args: string[], env: Record<string, string>): Child {
+  const proc = spawn(process.execPath, [script, ...args], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  return {
+    proc,
+    output: () => out,
+    stop: (signal = 'SIGTERM') => new Promise((resolve) => {
+      if (proc.exitCode !== null) return resolve(proc.exitCode);
+      proc.once('exit', (code) => resolve(code));
+      proc.kill(signal);
+    }),
+  };
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Polls url until it answers with `status` (default 200); throws with the child's output after timeoutMs. */
+export async function waitForHttp(url: string, child?: Child, timeoutMs = 10_000, status = 200): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child && child.proc.exitCode !== null) throw new Error(`process exited early:\n${child.output()}`);
+    try {
+      if ((await fetch(url)).status === status) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`${url} did not answer ${status} in time${child ? `:\n${child.output()}` : ''}`);
+}
