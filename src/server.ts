@@ -15,7 +15,8 @@ import { requestId } from './http/request-id.js';
 import type { GatewayState } from './http/state.js';
 import { silentLogger, type Logger } from './log.js';
 import { Forwarder } from './proxy/forward.js';
-import { proxyToUpstream } from './proxy/gateway-routes.js';
+import { forwardToUpstream, matchRoute } from './proxy/gateway-routes.js';
+import { rateLimit } from './proxy/rate-limit.js';
 import { RouteTable } from './proxy/route-table.js';
 import { AccessTokenCodec } from './tokens/access-token.js';
 import { loadKeys } from './tokens/keys.js';
@@ -64,7 +65,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
     refreshReuseGraceSeconds: config.tokens.refreshReuseGraceSeconds,
   }, clock);
   const forwarder = new Forwarder(config.upstreams, log);
-  const routes = new RouteTable(config.routes, config.upstreams);
+  const routes = new RouteTable(config.routes, config.upstreams, config.rateLimit);
 
   const app = new Koa<GatewayState>({ proxy: config.server.trustProxy > 0, maxIpsCount: config.server.trustProxy });
   app.silent = true;
@@ -75,7 +76,9 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   app.use(health(() => store.ping()));
   app.use(tokenRoutes(tokens).routes());
   app.use(authenticate(passwords, tokens));
-  app.use(proxyToUpstream(routes, forwarder, config.server.trustProxy > 0));
+  app.use(matchRoute(routes));
+  app.use(rateLimit(store, log));
+  app.use(forwardToUpstream(forwarder, config.server.trustProxy > 0));
 
   const server = createServer(app.callback());
   server.on('clientError', clientErrorResponder(log));

@@ -8,6 +8,8 @@ export interface Config {
   users: UsersConfig;
   tokens: TokensConfig;
   lockout: LockoutConfig;
+  /** Per-principal request limit for proxied requests; undefined: none (routes may still set one). */
+  rateLimit: RateLimitRule | undefined;
   upstreams: Record<string, UpstreamConfig>;
   routes: RouteConfig[];
   log: { level: LogLevel; access: boolean };
@@ -73,6 +75,14 @@ export interface RouteConfig {
   /** Pass the client's Authorization header on to the upstream. */
   forwardAuthorization: boolean;
   paging?: PagingRules;
+  /** This route's own limit; null: none even when a global one is set; undefined: the global one. */
+  rateLimit?: RateLimitRule | null;
+}
+
+export interface RateLimitRule {
+  /** Requests each principal may make per window (also the burst). */
+  requests: number;
+  windowSeconds: number;
 }
 
 export interface PagingRules {

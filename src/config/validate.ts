@@ -2,7 +2,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { Checker } from './checker.js';
 import { ConfigError } from './errors.js';
 import type {
-  Config, LockoutConfig, PagingRules, RouteConfig, ServerConfig, SigningKeyConfig, StoreConfig,
+  Config, LockoutConfig, PagingRules, RateLimitRule, RouteConfig, ServerConfig, SigningKeyConfig, StoreConfig,
   TokensConfig, UpstreamConfig, UsersConfig, VerificationKeyConfig,
 } from './types.js';
 
@@ -15,7 +15,7 @@ const MIN_SECRET_BYTES = 32;
 export function validateConfig(raw: unknown, file: string, baseDir: string): Config {
   const c = new Checker();
   const root = c.obj('(root)', raw, true);
-  c.unknownKeys('', root, ['server', 'store', 'users', 'tokens', 'lockout', 'upstreams', 'routes', 'log']);
+  c.unknownKeys('', root, ['server', 'store', 'users', 'tokens', 'lockout', 'rateLimit', 'upstreams', 'routes', 'log']);
   const at = (p: string) => (isAbsolute(p) ? p : resolve(baseDir, p));
 
   // Read in the order of the file, so problems are listed in that order too.
@@ -24,10 +24,12 @@ export function validateConfig(raw: unknown, file: string, baseDir: string): Con
   const users = readUsers(c, c.obj('users', root.users, true), at);
   const tokens = readTokens(c, c.obj('tokens', root.tokens, true), at);
   const lockout = readLockout(c, c.obj('lockout', root.lockout));
+  const rateLimit = root.rateLimit === undefined || root.rateLimit === null || root.rateLimit === false
+    ? undefined : readRateLimit(c, 'rateLimit', c.obj('rateLimit', root.rateLimit));
   const upstreams = readUpstreams(c, root.upstreams);
   const routes = readRoutes(c, root.routes, upstreams);
   const log = readLog(c, c.obj('log', root.log));
-  const config: Config = { file, server, store, users, tokens, lockout, upstreams, routes, log };
+  const config: Config = { file, server, store, users, tokens, lockout, rateLimit, upstreams, routes, log };
   if (c.problems.length > 0) throw new ConfigError(c.problems);
   return config;
 }
@@ -145,7 +147,7 @@ function readRoutes(c: Checker, raw: unknown, upstreams: Record<string, Upstream
   return c.list('routes', raw).map((value, i) => {
     const key = `routes[${i}]`;
     const r = c.obj(key, value, true);
-    c.unknownKeys(key, r, ['path', 'upstream', 'forwardAuthorization', 'paging']);
+    c.unknownKeys(key, r, ['path', 'upstream', 'forwardAuthorization', 'paging', 'rateLimit']);
     const path = c.str(`${key}.path`, r.path);
     if (path && !/^\/(?:[A-Za-z0-9._~-]+\/)*[A-Za-z0-9._~-]+$/.test(path)) {
       c.problem(`${key}.path`, 'must be an absolute path of plain segments without a trailing slash, e.g. /v1/conversations');
@@ -158,6 +160,8 @@ function readRoutes(c: Checker, raw: unknown, upstreams: Record<string, Upstream
     if (upstream && !upstreams[upstream]) c.problem(`${key}.upstream`, `names no upstream (known: ${Object.keys(upstreams).join(', ') || 'none'})`);
     const route: RouteConfig = { path, upstream, forwardAuthorization: c.bool(`${key}.forwardAuthorization`, r.forwardAuthorization, false) };
     if (r.paging !== undefined && r.paging !== false) route.paging = readPaging(c, `${key}.paging`, c.obj(`${key}.paging`, r.paging === true ? {} : r.paging));
+    if (r.rateLimit === false || r.rateLimit === null) route.rateLimit = null;
+    else if (r.rateLimit !== undefined) route.rateLimit = readRateLimit(c, `${key}.rateLimit`, c.obj(`${key}.rateLimit`, r.rateLimit));
     return route;
   });
 }
@@ -173,6 +177,12 @@ function readPaging(c: Checker, key: string, p: Record<string, unknown>): Paging
     return prop;
   });
   return { sizes, defaultSize, sortable };
+}
+
+function readRateLimit(c: Checker, key: string, r: Record<string, unknown>): RateLimitRule {
+  c.unknownKeys(key, r, ['requests', 'windowSeconds']);
+  if (r.requests === undefined) c.problem(`${key}.requests`, 'is required');
+  return { requests: c.int(`${key}.requests`, r.requests, 1), windowSeconds: c.int(`${key}.windowSeconds`, r.windowSeconds, 60) };
 }
 
 function readLog(c: Checker, l: Record<string, unknown>): Config['log'] {

@@ -1,4 +1,5 @@
 import type { ParameterizedContext, Middleware } from 'koa';
+import type { Route } from '../proxy/route-table.js';
 
 export interface Principal {
   user: string;
@@ -9,6 +10,8 @@ export interface Principal {
 export interface GatewayState {
   requestId: string;
   principal?: Principal;
+  /** The route the path matched (set after authentication). */
+  route?: Route;
   /** The parsed JSON body of a /v1/tokens request. */
   body?: Record<string, unknown>;
 }

@@ -7,11 +7,20 @@ import type { RouteTable } from './route-table.js';
 
 const PAGED_METHODS = new Set(['GET', 'HEAD']);
 
-/** Route, canonical paging, forward: the tail of the chain for every authenticated request. */
-export function proxyToUpstream(routes: RouteTable, forwarder: Forwarder, trustForwarded: boolean): GatewayMiddleware {
-  return async function forwardRequest(ctx) {
+/** Finds the route of the (normalized) path; 404 only after authentication. */
+export function matchRoute(routes: RouteTable): GatewayMiddleware {
+  return async function findRoute(ctx, next) {
     const route = routes.match(ctx.path);
     if (!route) throw new HttpProblem(404, 'not_found', `no service is configured for ${ctx.path}`);
+    ctx.state.route = route;
+    await next();
+  };
+}
+
+/** Canonical paging, identity and forwarding headers, then the upstream: the tail of the chain. */
+export function forwardToUpstream(forwarder: Forwarder, trustForwarded: boolean): GatewayMiddleware {
+  return async function forwardRequest(ctx) {
+    const route = ctx.state.route!;
     let search = ctx.querystring;
     if (route.paging && PAGED_METHODS.has(ctx.method)) {
       search = normalizePaging(new URLSearchParams(search), route.paging).toString();

@@ -1,10 +1,12 @@
-import type { PagingRules, RouteConfig, UpstreamConfig } from '../config/types.js';
+import type { PagingRules, RateLimitRule, RouteConfig, UpstreamConfig } from '../config/types.js';
 
 export interface Route {
   path: string;
   upstream: string;
   forwardAuthorization: boolean;
   paging: PagingRules | undefined;
+  /** The limit in force on this route (its own, else the global one), if any. */
+  rateLimit: RateLimitRule | undefined;
 }
 
 /**
@@ -14,10 +16,11 @@ export interface Route {
 export class RouteTable {
   private readonly byPath = new Map<string, Route>();
 
-  constructor(routes: RouteConfig[], upstreams: Record<string, UpstreamConfig>) {
+  constructor(routes: RouteConfig[], upstreams: Record<string, UpstreamConfig>, globalRateLimit?: RateLimitRule) {
     for (const r of routes) {
       if (!upstreams[r.upstream]) throw new Error(`route ${r.path} names unknown upstream ${r.upstream}`);
-      this.byPath.set(r.path, { path: r.path, upstream: r.upstream, forwardAuthorization: r.forwardAuthorization, paging: r.paging });
+      const rateLimit = r.rateLimit === null ? undefined : r.rateLimit ?? globalRateLimit;
+      this.byPath.set(r.path, { path: r.path, upstream: r.upstream, forwardAuthorization: r.forwardAuthorization, paging: r.paging, rateLimit });
     }
   }
 

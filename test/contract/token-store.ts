@@ -114,6 +114,30 @@ export function tokenStoreContract(name: string, h: StoreHarness): void {
       expect((await h.store().peek(key)).count).toBe(0);
     });
 
+    it('rate-limits with GCRA: a burst of limit, then refusals with Retry-After, then refill', async () => {
+      const key = `r:${sid()}`;
+      const taken = [];
+      for (let i = 0; i < 4; i++) taken.push(await h.store().take(key, 3, 60));
+      expect(taken.map((d) => d.allowed)).toEqual([true, true, true, false]);
+      expect(taken.map((d) => d.remaining)).toEqual([2, 1, 0, 0]);
+      expect(taken[3]!.retryAfterSeconds).toBeGreaterThanOrEqual(19);
+      expect(taken[3]!.retryAfterSeconds).toBeLessThanOrEqual(20);
+      expect(taken[2]!.resetSeconds).toBe(60);
+
+      const fast = `r:${sid()}`;
+      expect((await h.store().take(fast, 2, 1)).allowed).toBe(true);
+      expect((await h.store().take(fast, 2, 1)).allowed).toBe(true);
+      expect((await h.store().take(fast, 2, 1)).allowed).toBe(false);
+      await h.fastForward(600);
+      expect((await h.store().take(fast, 2, 1)).allowed).toBe(true);
+    });
+
+    it('never lets concurrent takes exceed the limit', async () => {
+      const key = `r:${sid()}`;
+      const decisions = await Promise.all(Array.from({ length: 12 }, () => h.store().take(key, 5, 60)));
+      expect(decisions.filter((d) => d.allowed)).toHaveLength(5);
+    });
+
     it('pings', async () => {
       await expect(h.store().ping()).resolves.toBeUndefined();
     });

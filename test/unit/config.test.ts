@@ -97,6 +97,18 @@ colour: blue
     expect(problems(BASE, { JWT_SECRET: SECRET, REDIS_URL: 'http://nope' })).toEqual(['store.url must be a redis: or rediss: URL']);
   });
 
+  it('reads a global rate limit and per-route overrides', () => {
+    const yaml = BASE.replace('routes:', 'rateLimit: { requests: 100 }\nroutes:') +
+      '  - { path: /v1/a, upstream: conversations, rateLimit: false }\n  - { path: /v1/b, upstream: conversations, rateLimit: { requests: 5, windowSeconds: 1 } }\n';
+    const c = parseConfig(yaml, '/x/gateway.yaml', { JWT_SECRET: SECRET });
+    expect(c.rateLimit).toEqual({ requests: 100, windowSeconds: 60 });
+    expect(c.routes.map((r) => r.rateLimit)).toEqual([undefined, null, { requests: 5, windowSeconds: 1 }]);
+    expect(problems(BASE.replace('routes:', 'rateLimit: { windowSeconds: 0 }\nroutes:'))).toEqual([
+      'rateLimit.requests is required',
+      'rateLimit.windowSeconds must be a positive integer',
+    ]);
+  });
+
   it('refuses routes under /v1/tokens and repeated routes', () => {
     const yaml = BASE + '  - { path: /v1/tokens/x, upstream: conversations }\n  - { path: /v1/conversations, upstream: conversations }\n';
     expect(problems(yaml)).toEqual([

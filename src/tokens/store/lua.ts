@@ -66,3 +66,24 @@ local ttl = redis.call('TTL', KEYS[1])
 if ttl < 0 then ttl = 0 end
 return {tonumber(count), ttl}
 `;
+
+/**
+ * GCRA. KEYS[1] = bucket (holds the theoretical arrival time, ms). ARGV: limit, windowMs.
+ * Time is Redis's own (TIME), so instances with skewed clocks agree.
+ * Returns {allowed 0|1, remaining, resetMs, retryAfterMs}.
+ */
+export const TAKE_RATE = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local limit = tonumber(ARGV[1])
+local period = tonumber(ARGV[2])
+local interval = period / limit
+local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
+if tat < now then tat = now end
+local nextTat = tat + interval
+if nextTat - now > period then
+  return {0, 0, math.ceil(tat - now), math.ceil(nextTat - period - now)}
+end
+redis.call('SET', KEYS[1], string.format('%.3f', nextTat), 'PX', math.ceil(nextTat - now))
+return {1, math.floor((period - (nextTat - now)) / interval), math.ceil(nextTat - now), 0}
+`;

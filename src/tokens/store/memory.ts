@@ -1,5 +1,5 @@
 import type { Clock } from '../../clock.js';
-import type { Counter, NewSession, RotateOutcome, Rotation, TokenStore } from './types.js';
+import type { Counter, NewSession, RateDecision, RotateOutcome, Rotation, TokenStore } from './types.js';
 
 interface Session {
   sub: string;
@@ -24,6 +24,8 @@ export class MemoryTokenStore implements TokenStore {
   readonly kind = 'memory';
   private readonly sessions = new Map<string, Session>();
   private readonly counters = new Map<string, StoredCounter>();
+  /** GCRA buckets: key -> theoretical arrival time (ms). */
+  private readonly buckets = new Map<string, number>();
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(private readonly clock: Clock) {
@@ -94,6 +96,19 @@ export class MemoryTokenStore implements TokenStore {
     this.counters.delete(key);
   }
 
+  async take(key: string, limit: number, windowSeconds: number): Promise<RateDecision> {
+    const now = this.clock.now();
+    const period = windowSeconds * 1000;
+    const interval = period / limit;
+    const tat = Math.max(this.buckets.get(key) ?? 0, now);
+    const next = tat + interval;
+    if (next - now > period) {
+      return { allowed: false, remaining: 0, resetSeconds: Math.ceil((tat - now) / 1000), retryAfterSeconds: Math.ceil((next - period - now) / 1000) };
+    }
+    this.buckets.set(key, next);
+    return { allowed: true, remaining: Math.floor((period - (next - now)) / interval), resetSeconds: Math.ceil((next - now) / 1000), retryAfterSeconds: 0 };
+  }
+
   async ping(): Promise<void> {}
 
   async close(): Promise<void> {
@@ -122,5 +137,6 @@ export class MemoryTokenStore implements TokenStore {
     const now = this.clock.now();
     for (const [sid, s] of this.sessions) if (s.expiresAt <= now) this.sessions.delete(sid);
     for (const [key, c] of this.counters) if (c.expiresAt <= now) this.counters.delete(key);
+    for (const [key, tat] of this.buckets) if (tat <= now) this.buckets.delete(key);
   }
 }

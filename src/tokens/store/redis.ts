@@ -1,7 +1,7 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from '../../log.js';
-import { CREATE_SESSION, HIT_COUNTER, PEEK_COUNTER, REVOKE_BY_REFRESH, ROTATE_REFRESH } from './lua.js';
-import { StoreUnavailableError, type Counter, type NewSession, type RotateOutcome, type Rotation, type TokenStore } from './types.js';
+import { CREATE_SESSION, HIT_COUNTER, PEEK_COUNTER, REVOKE_BY_REFRESH, ROTATE_REFRESH, TAKE_RATE } from './lua.js';
+import { StoreUnavailableError, type Counter, type NewSession, type RateDecision, type RotateOutcome, type Rotation, type TokenStore } from './types.js';
 
 export interface RedisStoreOptions {
   url: string;
@@ -17,6 +17,7 @@ interface Scripts {
   revokeByRefresh(s: string, p: string, hash: string): Promise<number>;
   hitCounter(key: string, windowSeconds: number): Promise<[number, number]>;
   peekCounter(key: string): Promise<[number, number]>;
+  takeRate(key: string, limit: number, windowMs: number): Promise<[number, number, number, number]>;
 }
 
 type ScriptedRedis = Redis & Scripts;
@@ -49,6 +50,7 @@ export class RedisTokenStore implements TokenStore {
     client.defineCommand('revokeByRefresh', { numberOfKeys: 2, lua: REVOKE_BY_REFRESH });
     client.defineCommand('hitCounter', { numberOfKeys: 1, lua: HIT_COUNTER });
     client.defineCommand('peekCounter', { numberOfKeys: 1, lua: PEEK_COUNTER });
+    client.defineCommand('takeRate', { numberOfKeys: 1, lua: TAKE_RATE });
     this.client = client as ScriptedRedis;
     client.on('error', (err: Error) => this.onError(err));
     client.on('ready', () => this.onReady());
@@ -111,6 +113,13 @@ export class RedisTokenStore implements TokenStore {
   reset(key: string): Promise<void> {
     return this.guard(async () => {
       await this.client.del(counterKey(key));
+    });
+  }
+
+  take(key: string, limit: number, windowSeconds: number): Promise<RateDecision> {
+    return this.guard(async () => {
+      const [allowed, remaining, resetMs, retryMs] = await this.client.takeRate(`r:{${key}}`, limit, windowSeconds * 1000);
+      return { allowed: allowed === 1, remaining, resetSeconds: Math.ceil(resetMs / 1000), retryAfterSeconds: Math.ceil(retryMs / 1000) };
     });
   }
 

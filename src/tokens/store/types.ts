@@ -20,6 +20,11 @@ export interface TokenStore {
   peek(key: string): Promise<Counter>;
   /** Forgets a counter. */
   reset(key: string): Promise<void>;
+  /**
+   * Takes one request from a GCRA bucket of `limit` requests per `windowSeconds` (burst = limit),
+   * judged by the store's clock so every instance agrees.
+   */
+  take(key: string, limit: number, windowSeconds: number): Promise<RateDecision>;
   /** Resolves when the store answers. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -52,6 +57,16 @@ export interface Counter {
   count: number;
   /** Seconds until the counter resets; 0 when it does not exist. */
   resetSeconds: number;
+}
+
+export interface RateDecision {
+  allowed: boolean;
+  /** Requests left right now. */
+  remaining: number;
+  /** Seconds until the bucket is full again. */
+  resetSeconds: number;
+  /** When refused: seconds until one request is allowed. */
+  retryAfterSeconds: number;
 }
 
 export class StoreUnavailableError extends Error {

@@ -1,0 +1,41 @@
+import { createHash } from 'node:crypto';
+import { HttpProblem } from '../http/problem.js';
+import type { GatewayMiddleware } from '../http/state.js';
+import type { Logger } from '../log.js';
+import type { TokenStore } from '../tokens/store/types.js';
+
+/**
+ * Per-principal limit of the matched route (GCRA in the shared store, so every instance on one Redis
+ * shares it). Adds RateLimit-Limit/-Remaining/-Reset; past the limit 429 with Retry-After. When the store
+ * cannot answer, requests pass (logged once per outage): an outage of the counters must not become an
+ * outage of the API.
+ */
+export function rateLimit(store: TokenStore, log: Logger): GatewayMiddleware {
+  let failingOpen = false;
+  return async function limitRate(ctx, next) {
+    const rule = ctx.state.route!.rateLimit;
+    if (!rule) return next();
+    const key = `${ctx.state.route!.path}\0${ctx.state.principal!.user}`;
+    let decision;
+    try {
+      decision = await store.take(createHash('sha256').update(key).digest('base64url'), rule.requests, rule.windowSeconds);
+      failingOpen = false;
+    } catch (err) {
+      if (!failingOpen) log.warn('rate limit unavailable; letting requests through until the store returns', { error: (err as Error).message });
+      failingOpen = true;
+      return next();
+    }
+    const headers = {
+      'RateLimit-Limit': String(rule.requests),
+      'RateLimit-Remaining': String(decision.remaining),
+      'RateLimit-Reset': String(decision.resetSeconds),
+    };
+    if (!decision.allowed) {
+      throw new HttpProblem(429, 'rate_limited', `more than ${rule.requests} requests in ${rule.windowSeconds} s; retry in ${decision.retryAfterSeconds} s`, {
+        headers: { ...headers, 'Retry-After': String(decision.retryAfterSeconds) },
+      });
+    }
+    ctx.set(headers);
+    return next();
+  };
+}
