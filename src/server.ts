@@ -74,7 +74,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   app.use(errorHandler(log));
   app.use(canonicalPath());
   app.use(health(() => store.ping()));
-  app.use(tokenRoutes(tokens).routes());
+  app.use(underPrefix('/v1/tokens', tokenRoutes(tokens).routes()));
   app.use(authenticate(passwords, tokens));
   app.use(matchRoute(routes));
   app.use(rateLimit(store, log));
@@ -92,6 +92,16 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
       credentials.close();
       if (ownsStore) await store.close();
     },
+  };
+}
+
+/** Runs `middleware` only for paths at or under `prefix`, so other requests skip the router's matching. */
+function underPrefix<C>(prefix: string, middleware: Koa.Middleware<GatewayState, C>): Koa.Middleware<GatewayState> {
+  return function scoped(ctx, next) {
+    const p = ctx.path;
+    const inside = p.startsWith(prefix) && (p.length === prefix.length || p[prefix.length] === '/');
+    // The router adds its own context members (params, router) when it runs.
+    return inside ? middleware(ctx as Parameters<typeof middleware>[0], next) : next();
   };
 }
 

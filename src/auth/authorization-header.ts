@@ -13,7 +13,8 @@ const HEADER = /^([A-Za-z]+) ([A-Za-z0-9\-._~+/]+=*)$/;
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
-const utf8 = new TextDecoder('utf-8', { fatal: true });
+// ignoreBOM: a leading byte-order mark stays part of the user name instead of vanishing silently.
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 export function parseAuthorization(header: string): ParseResult {
   const m = HEADER.exec(header);
@@ -28,9 +29,12 @@ export function parseAuthorization(header: string): ParseResult {
 function parseBasic(value: string): ParseResult {
   const fail = (reason: string): ParseResult => ({ ok: false, scheme: 'basic', reason });
   if (!BASE64.test(value)) return fail('the Basic credentials are not valid base64');
+  const bytes = Buffer.from(value, 'base64');
+  // One spelling per credential: padding bits must be zero (RFC 4648 section 3.5).
+  if (bytes.toString('base64') !== value) return fail('the Basic credentials are not canonical base64');
   let decoded: string;
   try {
-    decoded = utf8.decode(Buffer.from(value, 'base64'));
+    decoded = utf8.decode(bytes);
   } catch {
     return fail('the Basic credentials are not valid UTF-8');
   }

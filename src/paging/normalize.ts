@@ -28,6 +28,37 @@ export function normalizePaging(query: URLSearchParams, rules: PagingRules): URL
   return out;
 }
 
+const PAGING_PARAMS = new Set(['size', 'page', 'sort']);
+
+/**
+ * The query the upstream receives: every other parameter exactly as the client spelled it (bytes
+ * untouched, even values that are not UTF-8), in order, then the paging parameters as
+ * normalizePaging makes them.
+ */
+export function canonicalQuery(search: string, rules: PagingRules): string {
+  const kept: string[] = [];
+  const paging = new URLSearchParams();
+  for (const part of search.split('&')) {
+    if (part === '') continue;
+    const eq = part.indexOf('=');
+    const name = decodeComponent(eq < 0 ? part : part.slice(0, eq));
+    if (name !== undefined && PAGING_PARAMS.has(name)) paging.append(name, decodeComponent(eq < 0 ? '' : part.slice(eq + 1)) ?? '\uFFFD');
+    else kept.push(part);
+  }
+  const canonical = normalizePaging(paging, rules).toString();
+  return kept.length === 0 ? canonical : `${kept.join('&')}&${canonical}`;
+}
+
+/** application/x-www-form-urlencoded decoding of one name or value; undefined when malformed. */
+function decodeComponent(raw: string): string | undefined {
+  if (!raw.includes('%') && !raw.includes('+')) return raw;
+  try {
+    return decodeURIComponent(raw.replace(/\+/g, ' '));
+  } catch {
+    return undefined;
+  }
+}
+
 function pageSize(values: string[], rules: PagingRules): number {
   const allowed = `size must be one of ${rules.sizes.join(', ')}`;
   if (values.length === 0) return rules.defaultSize;
@@ -46,7 +77,7 @@ function pageNumber(values: string[]): number {
 }
 
 function sortOrder(value: string, rules: PagingRules, seen: Set<string>): string {
-  if (rules.sortable.length === 0) throw new HttpProblem(400, 'invalid_sort', 'this list cannot be sorted');
+  if (rules.sortable.length === 0) throw new HttpProblem(400, 'invalid_sort', 'sort is not allowed: this list cannot be sorted');
   const allowed = `sort must be <property>[,asc|desc] with a property among ${rules.sortable.join(', ')}`;
   const m = SORT.exec(value);
   if (!m) throw new HttpProblem(400, 'invalid_sort', allowed, { extensions: { allowed: rules.sortable } });

@@ -1,4 +1,4 @@
-import { normalizePaging } from '../paging/normalize.js';
+import { canonicalQuery } from '../paging/normalize.js';
 import { HttpProblem } from '../http/problem.js';
 import type { GatewayMiddleware } from '../http/state.js';
 import type { Forwarder } from './forward.js';
@@ -23,7 +23,7 @@ export function forwardToUpstream(forwarder: Forwarder, trustForwarded: boolean)
     const route = ctx.state.route!;
     let search = ctx.querystring;
     if (route.paging && PAGED_METHODS.has(ctx.method)) {
-      search = normalizePaging(new URLSearchParams(search), route.paging).toString();
+      search = canonicalQuery(search, route.paging);
     }
     ctx.req.url = search ? `${ctx.path}?${search}` : ctx.path;
     prepareUpstreamHeaders(ctx.req, {

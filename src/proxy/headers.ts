@@ -8,8 +8,8 @@ import type { Principal } from '../http/state.js';
  */
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'upgrade', 'proxy-authorization', 'proxy-authenticate'];
 /** Identity headers only the gateway may set; a client's copies are removed first. */
-const IDENTITY = ['x-authenticated-user', 'x-authenticated-via'];
-const FORWARDING = ['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-forwarded-port', 'forwarded', 'x-real-ip'];
+const IDENTITY = new Set(['x-authenticated-user', 'x-authenticated-via']);
+const FORWARDING = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-forwarded-port', 'forwarded', 'x-real-ip']);
 
 export interface ForwardContext {
   principal: Principal;
@@ -31,8 +31,11 @@ export function prepareUpstreamHeaders(req: IncomingMessage, f: ForwardContext):
     host: h['x-forwarded-host'],
   };
   removeHopByHop(h);
-  for (const name of IDENTITY) delete h[name];
-  for (const name of FORWARDING) delete h[name];
+  for (const name of Object.keys(h)) {
+    // CGI-style upstreams read `_` as `-`: X-Authenticated_User must not pass as X-Authenticated-User.
+    const dashed = name.includes('_') ? name.replace(/_/g, '-') : name;
+    if (IDENTITY.has(dashed) || FORWARDING.has(dashed)) delete h[name];
+  }
   // The client already got its 100 Continue from the gateway.
   delete h.expect;
   if (!f.forwardAuthorization) delete h.authorization;
