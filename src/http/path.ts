@@ -32,7 +32,7 @@ export function normalizePath(raw: string): string {
     }
     if (segment === '' && !last) continue;
     // `..;x` is a dot segment to Tomcat-style servers (path parameters): refuse it rather than forward it.
-    if (/^\.\.?;/.test(segment)) throw invalidPath('the path contains a dot segment with parameters');
+    if (/^\.\.?(?:;|%3B)/i.test(segment)) throw invalidPath('the path contains a dot segment with parameters');
     out.push(segment);
   }
   return '/' + out.join('/');
