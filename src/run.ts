@@ -13,7 +13,11 @@ export async function runGateway(config: Config, log: Logger = createLogger(conf
   log.info('auth-gateway listening', { host: config.server.host, port, store: config.store.kind, routes: config.routes.map((r) => r.path) });
   let stopping = false;
   const stop = (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      // A second signal does not wait for in-flight requests.
+      log.warn('second signal; stopping at once', { signal });
+      process.exit(1);
+    }
     stopping = true;
     log.info('shutting down', { signal, graceMs: config.server.shutdownGraceMs });
     gateway.close().then(
@@ -27,7 +31,7 @@ export async function runGateway(config: Config, log: Logger = createLogger(conf
       },
     );
   };
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
   return gateway;
 }

@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import Koa from 'koa';
 import { authenticate } from './auth/authenticate.js';
 import { systemClock, type Clock } from './clock.js';
@@ -122,8 +122,16 @@ function closeServer(server: Server, graceMs: number): Promise<void> {
   return new Promise((resolve) => {
     const force = setTimeout(() => server.closeAllConnections(), graceMs);
     force.unref();
+    // From now on responses say Connection: close (the Forwarder reads res.shouldKeepAlive), and a
+    // connection whose response is done closes at once: keep-alive clients neither hold the shutdown
+    // open nor get cut at its end.
+    server.on('request', (_req, res: ServerResponse) => {
+      res.shouldKeepAlive = false;
+    });
+    const sweep = setInterval(() => server.closeIdleConnections(), 50);
     server.close(() => {
       clearTimeout(force);
+      clearInterval(sweep);
       resolve();
     });
     server.closeIdleConnections();
