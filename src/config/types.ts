@@ -26,7 +26,7 @@ export interface ServerConfig {
 
 export type StoreConfig =
   | { kind: 'memory' }
-  | { kind: 'redis'; url: string; keyPrefix: string; commandTimeoutMs: number; connectTimeoutMs: number };
+  | { kind: 'redis'; url: string; keyPrefix: string; commandTimeoutMs: number; connectTimeoutMs: number; livenessCacheMs: number };
 
 export interface UsersConfig {
   /** Absolute path of the htpasswd file. */
@@ -35,6 +35,8 @@ export interface UsersConfig {
   cacheTtlSeconds: number;
   /** Reload the file when it changes. */
   watch: boolean;
+  /** bcrypt checks allowed to wait for the thread pool at once; past it, 503. */
+  maxPendingVerifications: number;
 }
 
 export interface TokensConfig {

@@ -51,23 +51,25 @@ function readStore(c: Checker, s: Record<string, unknown>): StoreConfig {
     c.unknownKeys('store', s, ['kind']);
     return { kind };
   }
-  c.unknownKeys('store', s, ['kind', 'url', 'keyPrefix', 'commandTimeoutMs', 'connectTimeoutMs']);
+  c.unknownKeys('store', s, ['kind', 'url', 'keyPrefix', 'commandTimeoutMs', 'connectTimeoutMs', 'livenessCacheMs']);
   return {
     kind,
     url: c.url('store.url', s.url, ['redis:', 'rediss:']),
     keyPrefix: c.str('store.keyPrefix', s.keyPrefix, 'gw:'),
     commandTimeoutMs: c.int('store.commandTimeoutMs', s.commandTimeoutMs, 500),
     connectTimeoutMs: c.int('store.connectTimeoutMs', s.connectTimeoutMs, 1000),
+    livenessCacheMs: c.int('store.livenessCacheMs', s.livenessCacheMs, 2000, 0, 60_000),
   };
 }
 
 function readUsers(c: Checker, u: Record<string, unknown>, at: (p: string) => string): UsersConfig {
-  c.unknownKeys('users', u, ['htpasswd', 'cacheTtlSeconds', 'watch']);
+  c.unknownKeys('users', u, ['htpasswd', 'cacheTtlSeconds', 'watch', 'maxPendingVerifications']);
   const file = c.str('users.htpasswd', u.htpasswd);
   return {
     htpasswd: file ? at(file) : '',
     cacheTtlSeconds: c.int('users.cacheTtlSeconds', u.cacheTtlSeconds, 300, 0),
     watch: c.bool('users.watch', u.watch, true),
+    maxPendingVerifications: c.int('users.maxPendingVerifications', u.maxPendingVerifications, 64),
   };
 }
 

@@ -19,7 +19,7 @@ export class Credentials {
   private reloadTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly config: UsersConfig, clock: Clock, private readonly log: Logger) {
-    this.verifier = new PasswordVerifier(readHtpasswd(config.htpasswd), config.cacheTtlSeconds * 1000, clock);
+    this.verifier = new PasswordVerifier(readHtpasswd(config.htpasswd), config.cacheTtlSeconds * 1000, clock, config.maxPendingVerifications);
     if (config.watch) this.watch();
   }
 

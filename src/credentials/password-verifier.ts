@@ -1,10 +1,12 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { hashSync, parseOptions, verify } from '@node-rs/bcrypt';
 import type { Clock } from '../clock.js';
+import { HttpProblem } from '../http/problem.js';
 
 /** bcrypt reads only the first 72 bytes: a longer password is refused, never silently truncated. */
 export const MAX_PASSWORD_BYTES = 72;
 const MAX_CACHE_ENTRIES = 10_000;
+export const DEFAULT_MAX_PENDING = 64;
 
 /**
  * Checks user:password against bcrypt hashes off the event loop (the native thread pool), and keeps
@@ -18,8 +20,14 @@ export class PasswordVerifier {
   private readonly inFlight = new Map<string, Promise<boolean>>();
   private users: Map<string, string>;
   private dummyHash: string;
+  private pending = 0;
 
-  constructor(users: Map<string, string>, private readonly cacheTtlMs: number, private readonly clock: Clock) {
+  constructor(
+    users: Map<string, string>,
+    private readonly cacheTtlMs: number,
+    private readonly clock: Clock,
+    private readonly maxPending = DEFAULT_MAX_PENDING,
+  ) {
     this.users = users;
     this.dummyHash = dummyHashFor(users);
   }
@@ -47,12 +55,16 @@ export class PasswordVerifier {
     return false;
   }
 
-  /** Unknown users cost the same bcrypt as wrong passwords (a dummy hash of the same cost). */
+  /**
+   * Unknown users cost the same bcrypt as wrong passwords (a dummy hash of the same cost). Past
+   * maxPending bcrypt checks waiting for the thread pool, 503: a flood of guesses from many addresses
+   * must not queue unbounded work (and memory, and latency) behind it.
+   */
   async verify(user: string, password: string): Promise<boolean> {
     if (!acceptablePassword(password)) return false;
     const hash = this.users.get(user);
     if (hash === undefined) {
-      await verify(password, this.dummyHash);
+      await this.bcrypt(password, this.dummyHash);
       return false;
     }
     if (this.isCached(user, password)) return true;
@@ -65,8 +77,20 @@ export class PasswordVerifier {
     return pending;
   }
 
+  private async bcrypt(password: string, hash: string): Promise<boolean> {
+    if (this.pending >= this.maxPending) {
+      throw new HttpProblem(503, 'service_unavailable', 'too many sign-in checks in progress; retry shortly', { headers: { 'Retry-After': '1' } });
+    }
+    this.pending++;
+    try {
+      return await verify(password, hash);
+    } finally {
+      this.pending--;
+    }
+  }
+
   private async verifyAndCache(key: string, password: string, hash: string): Promise<boolean> {
-    const ok = await verify(password, hash);
+    const ok = await this.bcrypt(password, hash);
     if (ok && this.cacheTtlMs > 0) {
       if (this.cache.size >= MAX_CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
       this.cache.set(key, this.clock.now() + this.cacheTtlMs);

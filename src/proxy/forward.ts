@@ -1,5 +1,6 @@
 import { Agent, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
+import { parse as parseUrl, type Url } from 'node:url';
 import httpProxy from 'http-proxy';
 import type { UpstreamConfig } from '../config/types.js';
 import { problemBody, PROBLEM_CONTENT_TYPE } from '../http/problem.js';
@@ -11,7 +12,8 @@ const AGENT_IDLE_MS = 4000;
 
 interface Upstream {
   name: string;
-  target: string;
+  /** Parsed once (legacy Url: http-proxy reads its `path`), or http-proxy parses the string per request. */
+  target: Url;
   agent: Agent;
   timeoutMs: number;
 }
@@ -38,7 +40,7 @@ export class Forwarder {
     for (const [name, u] of Object.entries(upstreams)) {
       const options = { keepAlive: true, timeout: AGENT_IDLE_MS, scheduling: 'lifo' as const };
       const agent = u.url.startsWith('https:') ? new HttpsAgent(options) : new Agent(options);
-      this.upstreams.set(name, { name, target: u.url, agent, timeoutMs: u.timeoutMs });
+      this.upstreams.set(name, { name, target: parseUrl(u.url), agent, timeoutMs: u.timeoutMs });
     }
     this.proxy.on('proxyReq', (proxyReq, req) => {
       const exchange = this.exchanges.get(req);

@@ -19,10 +19,13 @@ export interface AccessTokenOptions {
 }
 
 const MAX_TOKEN_LENGTH = 4096;
+const VERIFIED_CACHE_ENTRIES = 10_000;
 const JWS_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 
 /** Signs and verifies the gateway's access tokens (JWT). */
 export class AccessTokenCodec {
+  private readonly verified = new Map<string, AccessClaims>();
+
   constructor(private readonly keys: KeySet, private readonly options: AccessTokenOptions, private readonly clock: Clock) {}
 
   sign(sub: string, sid: string): { token: string; claims: AccessClaims } {
@@ -42,6 +45,28 @@ export class AccessTokenCodec {
    * Throws 401 token_expired or invalid_token; never says which check a forged token failed.
    */
   verify(token: string, options: { ignoreExpiration?: boolean } = {}): AccessClaims {
+    const nowSeconds = Math.floor(this.clock.now() / 1000);
+    const known = this.verified.get(token);
+    if (known && !options.ignoreExpiration) {
+      if (known.exp > nowSeconds) return known;
+      this.verified.delete(token);
+      throw tokenExpired();
+    }
+    const claims = this.verifySignatureAndClaims(token, nowSeconds, options.ignoreExpiration ?? false);
+    if (!options.ignoreExpiration) this.remember(token, claims);
+    return claims;
+  }
+
+  /**
+   * Byte-identical tokens verified before skip the signature check until their exp: the same
+   * string cannot carry other claims. Bounded, oldest first out.
+   */
+  private remember(token: string, claims: AccessClaims): void {
+    if (this.verified.size >= VERIFIED_CACHE_ENTRIES) this.verified.delete(this.verified.keys().next().value!);
+    this.verified.set(token, claims);
+  }
+
+  private verifySignatureAndClaims(token: string, nowSeconds: number, ignoreExpiration: boolean): AccessClaims {
     const key = this.keyFor(token);
     let payload: unknown;
     try {
@@ -49,8 +74,8 @@ export class AccessTokenCodec {
         algorithms: [key.alg],
         issuer: this.options.issuer,
         audience: this.options.audience,
-        clockTimestamp: Math.floor(this.clock.now() / 1000),
-        ignoreExpiration: options.ignoreExpiration ?? false,
+        clockTimestamp: nowSeconds,
+        ignoreExpiration,
       });
     } catch (err) {
       if (err instanceof jwt.TokenExpiredError) throw tokenExpired();

@@ -10,7 +10,7 @@ let store: RedisTokenStore;
 
 beforeAll(async () => {
   redis = await startRedis();
-  store = new RedisTokenStore({ url: redis.url, keyPrefix: 'gwtest:', commandTimeoutMs: 500, connectTimeoutMs: 1000 }, silentLogger);
+  store = new RedisTokenStore({ url: redis.url, keyPrefix: 'gwtest:', commandTimeoutMs: 500, connectTimeoutMs: 1000, livenessCacheMs: 2000 }, silentLogger);
   expect(await store.waitUntilReady(5000)).toBe(true);
 });
 

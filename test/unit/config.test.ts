@@ -92,7 +92,7 @@ colour: blue
 
   it('lets REDIS_URL select the redis store and PORT override the port', () => {
     const c = parseConfig(BASE, '/x/gateway.yaml', { JWT_SECRET: SECRET, REDIS_URL: 'redis://redis:6379', PORT: '9090' });
-    expect(c.store).toEqual({ kind: 'redis', url: 'redis://redis:6379', keyPrefix: 'gw:', commandTimeoutMs: 500, connectTimeoutMs: 1000 });
+    expect(c.store).toEqual({ kind: 'redis', url: 'redis://redis:6379', keyPrefix: 'gw:', commandTimeoutMs: 500, connectTimeoutMs: 1000, livenessCacheMs: 2000 });
     expect(c.server.port).toBe(9090);
     expect(problems(BASE, { JWT_SECRET: SECRET, REDIS_URL: 'http://nope' })).toEqual(['store.url must be a redis: or rediss: URL']);
   });

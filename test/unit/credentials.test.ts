@@ -104,10 +104,20 @@ describe('PasswordVerifier', () => {
   });
 });
 
+describe('bcrypt back-pressure', () => {
+  it('answers 503 past maxPending bcrypt checks in flight, and recovers when they finish', async () => {
+    const v = new PasswordVerifier(new Map([['alice', hash('alice-pw', 8)]]), 0, new ManualClock(), 2);
+    const first = [v.verify('alice', 'wrong1'), v.verify('nobody', 'wrong2')];
+    await expect(v.verify('alice', 'wrong3')).rejects.toMatchObject({ status: 503, code: 'service_unavailable', headers: { 'Retry-After': '1' } });
+    expect(await Promise.all(first)).toEqual([false, false]);
+    expect(await v.verify('alice', 'alice-pw')).toBe(true);
+  });
+});
+
 describe('Credentials file watch', () => {
   it('takes a changed htpasswd file into effect without a restart, and keeps the old users when it breaks', async () => {
     const u = htpasswd({ alice: 'old-pw' });
-    const creds = new Credentials({ htpasswd: u.file, cacheTtlSeconds: 60, watch: true }, new ManualClock(), silentLogger);
+    const creds = new Credentials({ htpasswd: u.file, cacheTtlSeconds: 60, watch: true, maxPendingVerifications: 64 }, new ManualClock(), silentLogger);
     try {
       expect(await creds.verifier.verify('alice', 'old-pw')).toBe(true);
       u.write({ alice: 'new-pw', dave: 'dave-pw' });

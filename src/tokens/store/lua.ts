@@ -16,8 +16,8 @@ return 1
 `;
 
 /**
- * ARGV: presentedHash, nextHash, ttlSeconds, graceMs, nowMs.
- * Returns {1, sub} rotated | {0} unknown | {2} grace | {3} reused (session deleted).
+ * ARGV: presentedHash, nextHash, ttlSeconds, graceMs, nowMs, channel, sid.
+ * Returns {1, sub} rotated | {0} unknown | {2} grace | {3} reused (session deleted, sid published).
  */
 export const ROTATE_REFRESH = `
 local current = redis.call('HGET', KEYS[1], 'rh')
@@ -33,15 +33,24 @@ local rotatedAt = redis.call('HGET', KEYS[2], ARGV[1])
 if not rotatedAt then return {0} end
 if tonumber(ARGV[5]) - tonumber(rotatedAt) < tonumber(ARGV[4]) then return {2} end
 redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('PUBLISH', ARGV[6], ARGV[7])
 return {3}
 `;
 
-/** ARGV: refreshHash. Returns 1 when the session was deleted. */
+/** ARGV: channel, sid. Deletes the session and publishes its id to every instance's liveness cache. */
+export const REVOKE = `
+redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('PUBLISH', ARGV[1], ARGV[2])
+return 1
+`;
+
+/** ARGV: refreshHash, channel, sid. Returns 1 when the session was deleted (and its id published). */
 export const REVOKE_BY_REFRESH = `
 local current = redis.call('HGET', KEYS[1], 'rh')
 if not current then return 0 end
 if current == ARGV[1] or redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then
   redis.call('DEL', KEYS[1], KEYS[2])
+  redis.call('PUBLISH', ARGV[2], ARGV[3])
   return 1
 end
 return 0

@@ -1,6 +1,7 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from '../../log.js';
-import { CREATE_SESSION, HIT_COUNTER, PEEK_COUNTER, REVOKE_BY_REFRESH, ROTATE_REFRESH, TAKE_RATE } from './lua.js';
+import { LivenessCache } from './liveness-cache.js';
+import { CREATE_SESSION, HIT_COUNTER, PEEK_COUNTER, REVOKE, REVOKE_BY_REFRESH, ROTATE_REFRESH, TAKE_RATE } from './lua.js';
 import { StoreUnavailableError, type Counter, type NewSession, type RateDecision, type RotateOutcome, type Rotation, type TokenStore } from './types.js';
 
 export interface RedisStoreOptions {
@@ -9,12 +10,15 @@ export interface RedisStoreOptions {
   /** A command that has not answered by then fails (and the request with it): fail fast, fail closed. */
   commandTimeoutMs: number;
   connectTimeoutMs: number;
+  /** How long a live-session answer may be reused (0: ask Redis every time); see LivenessCache. */
+  livenessCacheMs: number;
 }
 
 interface Scripts {
   createSession(s: string, p: string, sub: string, hash: string, ttl: number): Promise<number>;
-  rotateRefresh(s: string, p: string, presented: string, next: string, ttl: number, graceMs: number, nowMs: number): Promise<[number, string?]>;
-  revokeByRefresh(s: string, p: string, hash: string): Promise<number>;
+  rotateRefresh(s: string, p: string, presented: string, next: string, ttl: number, graceMs: number, nowMs: number, channel: string, sid: string): Promise<[number, string?]>;
+  revokeSession(s: string, p: string, channel: string, sid: string): Promise<number>;
+  revokeByRefresh(s: string, p: string, hash: string, channel: string, sid: string): Promise<number>;
   hitCounter(key: string, windowSeconds: number): Promise<[number, number]>;
   peekCounter(key: string): Promise<[number, number]>;
   takeRate(key: string, limit: number, windowMs: number): Promise<[number, number, number, number]>;
@@ -41,12 +45,17 @@ export function redisClientOptions(o: RedisStoreOptions): RedisOptions {
 export class RedisTokenStore implements TokenStore {
   readonly kind = 'redis';
   readonly client: ScriptedRedis;
+  /** The connection that hears revocations; while it is down the liveness cache is off. */
+  readonly subscriber: Redis;
+  readonly liveness: LivenessCache;
+  private readonly channel: string;
   private outage = false;
 
   constructor(options: RedisStoreOptions, private readonly log: Logger) {
     const client = new Redis(options.url, redisClientOptions(options));
     client.defineCommand('createSession', { numberOfKeys: 2, lua: CREATE_SESSION });
     client.defineCommand('rotateRefresh', { numberOfKeys: 2, lua: ROTATE_REFRESH });
+    client.defineCommand('revokeSession', { numberOfKeys: 2, lua: REVOKE });
     client.defineCommand('revokeByRefresh', { numberOfKeys: 2, lua: REVOKE_BY_REFRESH });
     client.defineCommand('hitCounter', { numberOfKeys: 1, lua: HIT_COUNTER });
     client.defineCommand('peekCounter', { numberOfKeys: 1, lua: PEEK_COUNTER });
@@ -54,6 +63,16 @@ export class RedisTokenStore implements TokenStore {
     this.client = client as ScriptedRedis;
     client.on('error', (err: Error) => this.onError(err));
     client.on('ready', () => this.onReady());
+
+    this.channel = `${options.keyPrefix}revoked`;
+    this.liveness = new LivenessCache(options.livenessCacheMs);
+    this.subscriber = new Redis(options.url, { ...redisClientOptions(options), keyPrefix: '', autoResubscribe: false });
+    this.subscriber.on('error', () => this.liveness.deactivate());
+    for (const event of ['close', 'reconnecting', 'end']) this.subscriber.on(event, () => this.liveness.deactivate());
+    this.subscriber.on('message', (_channel: string, sid: string) => this.liveness.invalidate(sid));
+    this.subscriber.on('ready', () => {
+      this.subscriber.subscribe(this.channel).then(() => this.liveness.activate(), () => this.liveness.deactivate());
+    });
   }
 
   /** Resolves when connected, or after `timeoutMs` with false; never throws. */
@@ -81,25 +100,40 @@ export class RedisTokenStore implements TokenStore {
   rotateRefresh(sid: string, r: Rotation): Promise<RotateOutcome> {
     const [s, p] = sessionKeys(sid);
     return this.guard(async () => {
-      const [code, sub] = await this.client.rotateRefresh(s, p, r.presentedHash, r.nextHash, r.ttlSeconds, r.graceMs, r.nowMs);
+      const [code, sub] = await this.client.rotateRefresh(s, p, r.presentedHash, r.nextHash, r.ttlSeconds, r.graceMs, r.nowMs, this.channel, sid);
       if (code === 1 && typeof sub === 'string') return { result: 'rotated', sub };
+      if (code === 3) this.liveness.invalidate(sid);
       return { result: ROTATE_RESULTS[code as 0 | 2 | 3] ?? 'unknown' };
     });
   }
 
-  isLive(sid: string): Promise<boolean> {
-    return this.guard(async () => (await this.client.exists(sessionKeys(sid)[0])) === 1);
+  /** From the liveness cache while the invalidation channel is up; else one PTTL round trip. */
+  async isLive(sid: string): Promise<boolean> {
+    const now = Date.now();
+    // Both connections must be up: a cached answer is no answer while Redis is unreachable.
+    if (this.client.status === 'ready' && this.liveness.isLive(sid, now)) return true;
+    const epoch = this.liveness.epoch;
+    const ttlMs = await this.guard(() => this.client.pttl(sessionKeys(sid)[0]));
+    if (ttlMs === -2) return false;
+    this.liveness.remember(sid, now, ttlMs < 0 ? Number.MAX_SAFE_INTEGER : ttlMs, epoch);
+    return true;
   }
 
   revoke(sid: string): Promise<void> {
+    const [s, p] = sessionKeys(sid);
+    this.liveness.invalidate(sid);
     return this.guard(async () => {
-      await this.client.del(...sessionKeys(sid));
+      await this.client.revokeSession(s, p, this.channel, sid);
     });
   }
 
   revokeByRefresh(sid: string, refreshHash: string): Promise<boolean> {
     const [s, p] = sessionKeys(sid);
-    return this.guard(async () => (await this.client.revokeByRefresh(s, p, refreshHash)) === 1);
+    return this.guard(async () => {
+      const revoked = (await this.client.revokeByRefresh(s, p, refreshHash, this.channel, sid)) === 1;
+      if (revoked) this.liveness.invalidate(sid);
+      return revoked;
+    });
   }
 
   hit(key: string, windowSeconds: number): Promise<Counter> {
@@ -130,11 +164,11 @@ export class RedisTokenStore implements TokenStore {
   }
 
   async close(): Promise<void> {
-    if (this.client.status === 'ready') {
-      await this.client.quit().catch(() => this.client.disconnect());
-    } else {
-      this.client.disconnect();
-    }
+    this.liveness.deactivate();
+    await Promise.all([this.client, this.subscriber].map(async (c) => {
+      if (c.status === 'ready') await c.quit().catch(() => c.disconnect());
+      else c.disconnect();
+    }));
   }
 
   private async guard<T>(op: () => Promise<T>): Promise<T> {

@@ -1,0 +1,99 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RedisTokenStore } from '../../src/tokens/store/redis.js';
+import { createTokens, echoUpstream, htpasswd, postJson, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
+import { startRedis, type TestRedis } from '../support/redis-server.js';
+
+let users: Users;
+let redis: TestRedis;
+let echo: EchoUpstream;
+let a: RunningGateway;
+let b: RunningGateway;
+let raw: Redis;
+
+const config = () => testConfig(users.file, {
+  store: { kind: 'redis', url: redis.url, livenessCacheMs: 10_000 },
+  upstreams: { up: { url: echo.url } },
+  routes: [{ path: '/v1/conversations', upstream: 'up' }],
+});
+
+beforeAll(async () => {
+  users = htpasswd({ alice: 'alice-pw' });
+  redis = await startRedis();
+  echo = await echoUpstream();
+  a = await startGateway(config());
+  b = await startGateway(config());
+  raw = new Redis(redis.url);
+  await until(() => storeOf(a).liveness.enabled && storeOf(b).liveness.enabled);
+});
+afterAll(async () => {
+  raw.disconnect();
+  await a.close();
+  await b.close();
+  await echo.close();
+  await redis.destroy();
+  users.remove();
+});
+
+const storeOf = (gw: RunningGateway) => gw.gateway.store as RedisTokenStore;
+const list = (gw: RunningGateway, token: string) => fetch(`${gw.base}/v1/conversations`, { headers: { authorization: `Bearer ${token}` } });
+
+async function until(check: () => boolean | Promise<boolean>, timeoutMs = 3000, everyMs = 2): Promise<number> {
+  const started = performance.now();
+  while (performance.now() - started < timeoutMs) {
+    if (await check()) return performance.now() - started;
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+  throw new Error('condition not met in time');
+}
+
+/** B has answered from Redis once, so the session is in its liveness cache. */
+async function warm(token: string): Promise<void> {
+  expect((await list(b, token)).status).toBe(200);
+  expect((await list(b, token)).status).toBe(200);
+}
+
+describe('the session liveness cache', () => {
+  it.each([
+    ['revoke with the access token', async (t: { accessToken: string; refreshToken: string }) =>
+      postJson(a.base, '/v1/tokens/revoke', { token: t.accessToken, type: 'ACCESS_TOKEN' })],
+    ['revoke with the refresh token', async (t: { accessToken: string; refreshToken: string }) =>
+      postJson(a.base, '/v1/tokens/revoke', { token: t.refreshToken, type: 'REFRESH_TOKEN' })],
+    ['reuse of a rotated-away refresh token', async (t: { accessToken: string; refreshToken: string }) => {
+      expect((await postJson(a.base, '/v1/tokens/refresh', { refreshToken: t.refreshToken })).status).toBe(200);
+      return postJson(a.base, '/v1/tokens/refresh', { refreshToken: t.refreshToken });
+    }],
+  ])('lets %s on one instance take effect on another within 50 ms', async (_name, revoke) => {
+    const tokens = await createTokens(a.base, 'alice', 'alice-pw');
+    await warm(tokens.accessToken);
+    await revoke(tokens);
+    const elapsed = await until(async () => (await list(b, tokens.accessToken)).status === 401, 1000);
+    expect(elapsed).toBeLessThan(50);
+  });
+
+  it('is really used, and is emptied and bypassed when the invalidation channel goes down', async () => {
+    const tokens = await createTokens(a.base, 'alice', 'alice-pw');
+    await warm(tokens.accessToken);
+    const sid = tokens.refreshToken.split('.')[0]!;
+    // Deleted behind the gateway's back (no publish): B still answers from its cache.
+    await raw.del(`gw:{${sid}}:s`, `gw:{${sid}}:p`);
+    expect((await list(b, tokens.accessToken)).status).toBe(200);
+    // Cut the subscribers: the cache must not be trusted, so B asks Redis and refuses the token.
+    await raw.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
+    await until(async () => (await list(b, tokens.accessToken)).status === 401, 1000);
+    // The channel comes back by itself and the cache with it.
+    await until(() => storeOf(b).liveness.enabled, 3000, 20);
+  });
+
+  it('never answers from the cache while Redis is down', async () => {
+    const tokens = await createTokens(a.base, 'alice', 'alice-pw');
+    await warm(tokens.accessToken);
+    await redis.stop();
+    try {
+      expect((await list(b, tokens.accessToken)).status).toBe(503);
+    } finally {
+      await redis.start();
+    }
+    await until(async () => (await list(b, tokens.accessToken)).status !== 503, 3000, 50);
+  });
+});
