@@ -1,0 +1,109 @@
+// The gateway under test: its temp configuration and users, the process, and the HTTP calls the
+// scenarios need to set themselves up (token pairs, one Basic request).
+import { hashSync } from '@node-rs/bcrypt';
+import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, openSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort, spawnTracked, waitFor } from './procs.js';
+
+export const LIST_PATH = '/v1/conversations?size=20&sort=campaignId,desc';
+export const USER = 'bench';
+/** Used only by the Basic scenario, so its first request is a real bcrypt. */
+export const BASIC_USER = 'bench-basic';
+export const CREATE_USER_PREFIX = 'bench-u';
+/**
+ * The shipped default lockout per client address. The flood comes from one client (127.0.0.1), as in
+ * the issue, so after this many wrong passwords it gets cheap 429s; bearer requests never consult the
+ * lockout, so the shared address does not touch their result.
+ */
+export const MAX_FAILURES_PER_ADDRESS = 10;
+
+export interface GatewaySetup {
+  dir: string;
+  configFile: string;
+  logFile: string;
+  password: string;
+  /** Users bench-u0 … bench-u(N-1), all with the bench password: every token create costs one bcrypt. */
+  createUsers: number;
+}
+
+/** Writes the htpasswd (cost-10 bcrypt) and the YAML the gateway is started with. */
+export function writeGatewayFiles(dir: string, upstreamPort: number, createUsers: number): GatewaySetup {
+  const password = randomBytes(12).toString('base64url');
+  const hash = hashSync(password, { cost: 10 });
+  // One hash for all create users: the verifier caches per user name, so each name still costs a bcrypt.
+  const lines = [`${USER}:${hash}`, `${BASIC_USER}:${hash}`];
+  for (let i = 0; i < createUsers; i++) lines.push(`${CREATE_USER_PREFIX}${i}:${hash}`);
+  writeFileSync(join(dir, 'users.htpasswd'), lines.join('\n') + '\n');
+  const configFile = join(dir, 'gateway.yaml');
+  writeFileSync(configFile, `# written by bench/run.ts
+server: { host: 127.0.0.1, port: 8080, trustProxy: false, shutdownGraceMs: 1000 }
+store: { kind: redis, url: "\${REDIS_URL}" }
+users: { htpasswd: users.htpasswd, cacheTtlSeconds: 300 }
+tokens:
+  issuer: auth-gateway
+  audience: auth-gateway
+  signing: { alg: HS256, secret: "\${GATEWAY_JWT_SECRET}" }
+lockout: { maxFailuresPerUser: 10, maxFailuresPerAddress: ${MAX_FAILURES_PER_ADDRESS}, windowSeconds: 900 }
+upstreams:
+  conversations: { url: "http://127.0.0.1:${upstreamPort}", timeoutMs: 10000 }
+routes:
+  - { path: /v1/conversations, upstream: conversations, paging: { sortable: [campaignId] } }
+log: { level: warn, access: false }
+`);
+  return { dir, configFile, logFile: join(dir, 'gateway.log'), password, createUsers };
+}
+
+/** Starts `node dist/src/main.js serve --config FILE` and waits for /healthz. */
+export async function startGateway(setup: GatewaySetup, redisUrl: string, profileDir?: string): Promise<{ child: ChildProcess; origin: string }> {
+  const main = fileURLToPath(new URL('../src/main.js', import.meta.url));
+  const port = await freePort();
+  const log = openSync(setup.logFile, 'a');
+  const flags = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+  if (profileDir) mkdirSync(profileDir, { recursive: true });
+  const child = spawnTracked(process.execPath, [...flags, main, 'serve', '--config', setup.configFile], {
+    stdio: ['ignore', log, log],
+    env: { ...process.env, GATEWAY_JWT_SECRET: randomBytes(48).toString('base64'), REDIS_URL: redisUrl, PORT: String(port) },
+  });
+  const origin = `http://127.0.0.1:${port}`;
+  const exited = new Promise<false>((resolve) => child.once('exit', () => resolve(false)));
+  const healthy = waitFor(async () => (await call(origin, 'GET', '/healthz').catch(() => ({ status: 0 }))).status === 200, 15_000);
+  if (!(await Promise.race([healthy, exited]))) throw new Error(`the gateway did not become healthy; see ${setup.logFile}`);
+  return { child, origin };
+}
+
+export interface Reply {
+  status: number;
+  body: string;
+  ms: number;
+}
+
+/** One request on a fresh connection (set-up only, never under measurement). */
+export function call(origin: string, method: string, path: string, headers: Record<string, string> = {}, body?: string): Promise<Reply> {
+  const url = new URL(origin);
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const req = request({ host: url.hostname, port: url.port, method, path, headers: { ...headers, connection: 'close' } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (text += d));
+      res.once('end', () => resolve({ status: res.statusCode ?? 0, body: text, ms: performance.now() - started }));
+    });
+    req.setTimeout(15_000, () => req.destroy(new Error(`${method} ${path} timed out`)));
+    req.once('error', reject);
+    req.end(body);
+  });
+}
+
+export async function createTokens(origin: string, user: string, password: string): Promise<{ accessToken: string; refreshToken: string }> {
+  const reply = await call(origin, 'POST', '/v1/tokens/create', { 'content-type': 'application/json' }, JSON.stringify({ appKey: user, appSecret: password }));
+  if (reply.status !== 200) throw new Error(`POST /v1/tokens/create answered ${reply.status}: ${reply.body}`);
+  return JSON.parse(reply.body) as { accessToken: string; refreshToken: string };
+}
+
+export function basicHeader(user: string, password: string): string {
+  return `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+}

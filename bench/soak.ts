@@ -1,0 +1,53 @@
+// Scenario 6: RSS of the gateway process after N/5 and after N soak requests (Bearer GET, full speed),
+// with checkpoints in between so a slope shows.
+import { LIST_PATH } from './gateway.js';
+import { load, med, problems, type Bench, type Row } from './context.js';
+import { memory, rssMb } from './procs.js';
+import { round } from './stats.js';
+
+const RSS_LIMIT_MB = 150;
+/** Allowed RSS difference between the first and the last checkpoint (GC timing moves RSS a little). */
+const GROWTH_TOLERANCE_MB = 10;
+const FIRST_CHECKPOINT = 200_000;
+const LATER_SEGMENTS = 4;
+
+export async function soakScenario(b: Bench): Promise<Row> {
+  // The first checkpoint at 200k requests (or a fifth of a shorter soak), then four equal steps to the end.
+  const first = Math.min(FIRST_CHECKPOINT, Math.ceil(b.params.soakRequests / 5));
+  const sizes = [first, ...Array.from({ length: LATER_SEGMENTS }, () => Math.ceil((b.params.soakRequests - first) / LATER_SEGMENTS))];
+  const before = await rssMb(b.gatewayPid);
+  const checkpoints: { soakRequests: number; gatewayRequests: number; rssMb: number; anonMb: number }[] = [];
+  const segments = [];
+  const notes: string[] = [];
+  let done = 0;
+  for (const [s, amount] of sizes.entries()) {
+    const seg = await load(b, 'gateway', { path: LIST_PATH, headers: { authorization: b.bearer }, amount });
+    notes.push(...problems(`segment ${s + 1}`, seg));
+    done += seg.total;
+    segments.push(seg);
+    const mem = await memory(b.gatewayPid);
+    const rss = round(mem.rssMb, 1);
+    checkpoints.push({ soakRequests: done, gatewayRequests: b.gatewayRequests, rssMb: rss, anonMb: round(mem.anonMb, 1) });
+    b.log(`  soak ${done} requests (${b.gatewayRequests} to the gateway in all): RSS ${rss} MB (anonymous ${round(mem.anonMb, 1)} MB), ${Math.round(seg.rps)} req/s, p99 ${seg.p99.toFixed(2)} ms`);
+  }
+  const start = checkpoints[0]!;
+  const last = checkpoints[checkpoints.length - 1]!;
+  const peak = Math.max(...checkpoints.map((c) => c.rssMb));
+  const growth = round(last.rssMb - start.rssMb, 1);
+  const seconds = segments.reduce((sum, x) => sum + x.durationS, 0);
+  const okCount = segments.reduce((sum, x) => sum + x.ok, 0);
+  return {
+    id: 'soak',
+    scenario: `Soak: RSS after ${start.soakRequests} and ${last.soakRequests} Bearer GETs`,
+    rps: Math.round(okCount / seconds),
+    p50: med(segments.map((x) => x.p50)),
+    p99: med(segments.map((x) => x.p99)),
+    floorRps: null,
+    ratio: null,
+    ratioText: `RSS ${start.rssMb} → ${last.rssMb} MB`,
+    target: `peak RSS < ${RSS_LIMIT_MB} MB, growth ≤ ${GROWTH_TOLERANCE_MB} MB`,
+    met: notes.length === 0 && peak < RSS_LIMIT_MB && growth <= GROWTH_TOLERANCE_MB,
+    notes: [`RSS before the soak ${round(before, 1)} MB; checkpoints ${checkpoints.map((c) => `${c.soakRequests}: ${c.rssMb} MB`).join(', ')}; peak ${peak} MB; RssAnon (without the mapped node binary) ${start.anonMb} → ${last.anonMb} MB`, ...notes],
+    details: { rssBeforeMb: round(before, 1), checkpoints, growthMb: growth, segments },
+  };
+}
