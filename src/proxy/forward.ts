@@ -1,4 +1,4 @@
-import { Agent, type IncomingMessage, type ServerResponse } from 'node:http';
+import { Agent, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { parse as parseUrl, type Url } from 'node:url';
 import httpProxy from 'http-proxy';
@@ -21,7 +21,7 @@ interface Upstream {
 /** The state of one forwarded request, found again from http-proxy's events. */
 interface Exchange {
   upstream: Upstream;
-  proxyReq?: import('node:http').ClientRequest;
+  proxyReq?: ClientRequest;
   timer?: NodeJS.Timeout;
   timedOut: boolean;
 }
@@ -44,7 +44,10 @@ export class Forwarder {
     }
     this.proxy.on('proxyReq', (proxyReq, req) => {
       const exchange = this.exchanges.get(req);
-      if (exchange) exchange.proxyReq = proxyReq;
+      if (!exchange) return;
+      exchange.proxyReq = proxyReq;
+      // Timed out while waiting for a socket: the client already has its 504.
+      if (exchange.timedOut) proxyReq.destroy();
     });
     this.proxy.on('proxyRes', (proxyRes, req, res) => this.onResponse(proxyRes, req, res));
     // Without an 'error' listener http-proxy throws and kills the process; errors go to the per-call callback.
