@@ -1,7 +1,7 @@
-// The raw bcrypt rate: @node-rs/bcrypt `verify` of a cost-10 hash, `concurrency` calls in flight on the
+// The raw bcrypt rate: bcrypt `verify` (src/credentials/bcrypt.ts) of a cost-10 hash, `concurrency` calls in flight on the
 // libuv thread pool (the same pool size the gateway gets), for `duration` seconds.
 // Usage: node bcrypt-rate.js '{"concurrency":32,"duration":5,"cost":10}'; prints {verifies,durationS,rate}.
-import { hashSync, verify } from '@node-rs/bcrypt';
+import { hashSync, verify } from '../src/credentials/bcrypt.js';
 import { performance } from 'node:perf_hooks';
 
 interface Spec {

@@ -1,6 +1,6 @@
 // The gateway under test: its temp configuration and users, the process, and the HTTP calls the
 // scenarios need to set themselves up (token pairs, one Basic request).
-import { hashSync } from '@node-rs/bcrypt';
+import { hashSync } from '../src/credentials/bcrypt.js';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, openSync, writeFileSync } from 'node:fs';

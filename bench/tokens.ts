@@ -29,7 +29,7 @@ export async function tokensScenario(b: Bench): Promise<Row[]> {
     refresh.push(rot);
     b.log(`  refresh round ${r + 1}: ${fmtLatency(rot)}`);
 
-    // Create with a new user name each time (every one a bcrypt) vs @node-rs/bcrypt verify alone.
+    // Create with a new user name each time (every one a bcrypt) vs bcrypt verify alone.
     const left = b.createUsers - b.nextCreateUser;
     const [cold, raw] = await pair(r, async () => {
       const x = await load(b, 'gateway', {
@@ -68,7 +68,7 @@ export async function tokensScenario(b: Bench): Promise<Row[]> {
       rps: med(create.map((x) => x.gateway.rps), 0), p50: med(create.map((x) => x.gateway.p50)), p99: med(create.map((x) => x.gateway.p99)),
       floorRps: med(create.map((x) => x.raw.rate), 0), ratio: createRatio, target: `≥ ${CREATE_TARGET.toFixed(2)} × raw bcrypt`,
       met: notes.create.length === 0 && createRatio >= CREATE_TARGET,
-      notes: [`raw rate: @node-rs/bcrypt verify of a cost-10 hash, ${b.params.connections} in flight, thread pool ${threadPool}, separate process`, ...notes.create],
+      notes: [`raw rate: bcrypt verify of a cost-10 hash, ${b.params.connections} in flight, thread pool ${threadPool}, separate process`, ...notes.create],
       details: { rounds: create },
     },
     {

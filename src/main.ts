@@ -1,8 +1,8 @@
 #!/usr/bin/env node
-import { hash } from '@node-rs/bcrypt';
 import { parseArgs } from 'node:util';
 import { DEFAULT_CONFIG_FILE, loadConfig } from './config/load.js';
 import { ConfigError } from './config/errors.js';
+import { hash } from './credentials/bcrypt.js';
 import { acceptablePassword } from './credentials/password-verifier.js';
 import { readHtpasswd } from './credentials/htpasswd.js';
 import { loadKeys } from './tokens/keys.js';

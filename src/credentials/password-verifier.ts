@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import { hashSync, parseOptions, verify } from '@node-rs/bcrypt';
 import type { Clock } from '../clock.js';
 import { HttpProblem } from '../http/problem.js';
+import { costOf as hashCost, hashSync, verify } from './bcrypt.js';
 
 /** bcrypt reads only the first 72 bytes: a longer password is refused, never silently truncated. */
 export const MAX_PASSWORD_BYTES = 72;
@@ -35,7 +35,7 @@ export class PasswordVerifier {
   /** Swaps in a new user table (the htpasswd file changed) and drops every cached success. */
   replaceUsers(users: Map<string, string>): void {
     this.users = users;
-    if (costOf(users) !== parseOptions(this.dummyHash).cost) this.dummyHash = dummyHashFor(users);
+    if (costOfUsers(users) !== hashCost(this.dummyHash)) this.dummyHash = dummyHashFor(users);
     this.cache.clear();
   }
 
@@ -116,10 +116,10 @@ export function acceptablePassword(password: string): boolean {
 
 /** A hash of a random password at the cost the real users have, so a miss costs what a hit costs. */
 function dummyHashFor(users: Map<string, string>): string {
-  return hashSync(randomBytes(16).toString('base64url'), { cost: costOf(users) });
+  return hashSync(randomBytes(16).toString('base64url'), { cost: costOfUsers(users) });
 }
 
-function costOf(users: Map<string, string>): number {
+function costOfUsers(users: Map<string, string>): number {
   const first = users.values().next();
-  return first.done ? 10 : parseOptions(first.value).cost;
+  return first.done ? 10 : hashCost(first.value);
 }

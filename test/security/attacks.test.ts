@@ -1,4 +1,4 @@
-import { hashSync } from '@node-rs/bcrypt';
+import { hashSync } from '../../src/credentials/bcrypt.js';
 import { createHmac, generateKeyPairSync, randomBytes, randomUUID, type KeyObject } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request, type OutgoingHttpHeaders } from 'node:http';

@@ -1,4 +1,4 @@
-import { hashSync } from '@node-rs/bcrypt';
+import { hashSync } from '../../src/credentials/bcrypt.js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';

@@ -1,4 +1,4 @@
-import { hashSync } from '@node-rs/bcrypt';
+import { hashSync } from '../../src/credentials/bcrypt.js';
 import { writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
@@ -143,3 +143,12 @@ async function waitFor(check: () => Promise<boolean>, timeoutMs = 3000): Promise
   }
   throw new Error('condition not met in time');
 }
+
+describe('bcrypt hash prefixes', () => {
+  it.each(['$2a$', '$2b$', '$2y$'])('verifies %s hashes (htpasswd -B writes $2y$)', async (prefix) => {
+    const h = `${prefix}${hash('pw').slice(4)}`;
+    const v = new PasswordVerifier(new Map([['alice', h]]), 0, new ManualClock());
+    expect(await v.verify('alice', 'pw')).toBe(true);
+    expect(await v.verify('alice', 'other')).toBe(false);
+  });
+});
