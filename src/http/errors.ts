@@ -10,8 +10,11 @@ export function errorHandler(log: Logger): GatewayMiddleware {
       await next();
     } catch (err) {
       const problem = toProblem(err);
-      if (problem.status >= 500) {
+      if (problem.code === 'internal_error') {
         log.error('request failed', { requestId: ctx.state.requestId, status: problem.status, error: describe(err) });
+      } else if (problem.status >= 500) {
+        // Expected failures (store down, overload) are logged once per outage where they arise, not per request.
+        log.debug('request refused', { requestId: ctx.state.requestId, status: problem.status, code: problem.code });
       }
       if (ctx.headerSent || !ctx.writable) {
         // Too late for a problem body (a proxied response already started): cut the stream.

@@ -235,6 +235,8 @@ describe.each([
     // One outage, one line each way: no log storm from the reconnect loop.
     expect(logged.filter((l) => l.msg.startsWith('redis unavailable')), JSON.stringify(logged.slice(0, 10))).toHaveLength(1);
     expect(logged.filter((l) => l.msg === 'redis available again')).toHaveLength(1);
+    // Nor a line per refused request.
+    expect(logged.filter((l) => l.msg === 'request failed')).toHaveLength(0);
   });
 });
 
@@ -317,6 +319,8 @@ describe('policy while Redis is down', () => {
     expect(await eventually(async () => (await fetch(`${fresh.base}/readyz`)).status === 200, RECOVERY_MS, 20)).toBe(true);
     expect(Date.now() - restarted).toBeLessThan(RECOVERY_MS);
     const tokens = await createTokens(fresh.base, 'carol', 'carol-pw');
+    // The other gateway reconnects on its own schedule (retries up to 1 s apart).
+    expect(await eventually(async () => (await fetch(`${gw.base}/readyz`)).status === 200, RECOVERY_MS, 20)).toBe(true);
     expect((await fetch(`${gw.base}/v1/conversations`, bearer(tokens.accessToken))).status).toBe(200);
   });
 });
