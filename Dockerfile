@@ -15,7 +15,8 @@ WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json ./
-COPY config ./config
+# Only the configuration, never the demo users file: mount your own config/ (docker-compose.yml does).
+COPY config/gateway.yaml ./config/gateway.yaml
 USER node
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --retries=3 \

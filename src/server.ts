@@ -12,6 +12,7 @@ import { errorHandler } from './http/errors.js';
 import { health } from './http/health.js';
 import { canonicalPath } from './http/normalize-path.js';
 import { requestId } from './http/request-id.js';
+import { HttpProblem } from './http/problem.js';
 import type { GatewayState } from './http/state.js';
 import { silentLogger, type Logger } from './log.js';
 import { Forwarder } from './proxy/forward.js';
@@ -74,7 +75,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   app.use(errorHandler(log));
   app.use(canonicalPath());
   app.use(health(() => store.ping()));
-  app.use(underPrefix('/v1/tokens', tokenRoutes(tokens).routes()));
+  app.use(underPrefix('/v1/tokens', tokenRoutes(tokens).routes(), notATokenEndpoint));
   app.use(authenticate(passwords, tokens));
   app.use(matchRoute(routes));
   app.use(rateLimit(store, log));
@@ -95,14 +96,21 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   };
 }
 
-/** Runs `middleware` only for paths at or under `prefix`, so other requests skip the router's matching. */
-function underPrefix<C>(prefix: string, middleware: Koa.Middleware<GatewayState, C>): Koa.Middleware<GatewayState> {
+/**
+ * Runs `middleware` only for paths at or under `prefix`, so other requests skip the router's matching;
+ * what it leaves unanswered there gets `fallback`, never the rest of the chain (no upstream behind it).
+ */
+function underPrefix<C>(prefix: string, middleware: Koa.Middleware<GatewayState, C>, fallback: () => never): Koa.Middleware<GatewayState> {
   return function scoped(ctx, next) {
     const p = ctx.path;
     const inside = p.startsWith(prefix) && (p.length === prefix.length || p[prefix.length] === '/');
     // The router adds its own context members (params, router) when it runs.
-    return inside ? middleware(ctx as Parameters<typeof middleware>[0], next) : next();
+    return inside ? middleware(ctx as Parameters<typeof middleware>[0], async () => fallback()) : next();
   };
+}
+
+function notATokenEndpoint(): never {
+  throw new HttpProblem(404, 'not_found', 'not a token endpoint (create, refresh, revoke)');
 }
 
 function listen(server: Server, port: number, host: string): Promise<number> {

@@ -11,7 +11,7 @@ export function accessLog(log: Logger): GatewayMiddleware {
       log.info('request', {
         requestId: ctx.state.requestId,
         method: ctx.method,
-        path: ctx.path,
+        path: ctx.req.url?.startsWith('/') ? ctx.path : ctx.req.url?.slice(0, 200),
         status: ctx.respond === false ? ctx.res.statusCode : ctx.status,
         ms: Number(process.hrtime.bigint() - started) / 1e6,
         user: ctx.state.principal?.user,

@@ -83,8 +83,12 @@ export class Forwarder {
     removeHopByHop(proxyRes.headers);
     // Framing of the client connection is the gateway's business, not the upstream's.
     proxyRes.headers.connection = res.shouldKeepAlive ? 'keep-alive' : 'close';
-    // An upstream that dies mid-body must not leave the client waiting for the rest.
+    // A body that stalls for timeoutMs is cut, so a stuck upstream cannot hold the client forever.
+    const idle = setTimeout(() => proxyRes.destroy(), exchange?.upstream.timeoutMs ?? 10_000);
+    proxyRes.on('data', () => idle.refresh());
+    // An upstream that dies (or is cut) mid-body must not leave the client waiting for the rest.
     proxyRes.once('close', () => {
+      clearTimeout(idle);
       if (!proxyRes.complete) res.destroy();
     });
   }

@@ -711,7 +711,9 @@ const ATTACKS: Attack[] = [
   pathAttack('/v1/conversations/.%2e%3B/admin', 400, 'invalid_path'),
   // A fragment makes Node fall back to url.parse, which turns backslashes into slashes.
   pathAttack('/v1/conversations\\..\\..\\admin#x', 404, 'not_found'),
-  pathAttack('http://127.0.0.1/v1/conversations/../admin', 404, 'not_found'),
+  // Absolute-form targets are refused outright (Koa cannot even parse some of them).
+  pathAttack('http://127.0.0.1/v1/conversations/../admin', 400, 'invalid_path'),
+  pathAttack('http://[::1/v1/conversations', 400, 'invalid_path'),
   pathAttack('*', 400, 'invalid_path'),
 
   // ---------------------------------------------------------------------------------- Basic

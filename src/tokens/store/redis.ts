@@ -26,6 +26,8 @@ interface Scripts {
 
 type ScriptedRedis = Redis & Scripts;
 
+/** How often the subscriber connection proves it is alive. */
+const HEARTBEAT_MS = 500;
 const ROTATE_RESULTS = { 0: 'unknown', 2: 'grace', 3: 'reused' } as const;
 
 export function redisClientOptions(o: RedisStoreOptions): RedisOptions {
@@ -34,6 +36,9 @@ export function redisClientOptions(o: RedisStoreOptions): RedisOptions {
     // Commands must not wait in a queue while Redis is down: the auth path fails fast and closed.
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
+    // A command in flight when the connection drops must fail (503), never be replayed after the
+    // reconnect: a replayed rotation would see its own work as reuse and revoke the session.
+    autoResendUnfulfilledCommands: false,
     commandTimeout: o.commandTimeoutMs,
     connectTimeout: o.connectTimeoutMs,
     enableAutoPipelining: true,
@@ -49,6 +54,7 @@ export class RedisTokenStore implements TokenStore {
   readonly subscriber: Redis;
   readonly liveness: LivenessCache;
   private readonly channel: string;
+  private readonly heartbeat: NodeJS.Timeout;
   private outage = false;
 
   constructor(options: RedisStoreOptions, private readonly log: Logger) {
@@ -71,8 +77,26 @@ export class RedisTokenStore implements TokenStore {
     for (const event of ['close', 'reconnecting', 'end']) this.subscriber.on(event, () => this.liveness.deactivate());
     this.subscriber.on('message', (_channel: string, sid: string) => this.liveness.invalidate(sid));
     this.subscriber.on('ready', () => {
-      this.subscriber.subscribe(this.channel).then(() => this.liveness.activate(), () => this.liveness.deactivate());
+      this.subscriber.subscribe(this.channel).then(() => this.liveness.activate(), () => this.dropSubscriber());
     });
+    // An idle subscriber socket can die silently (NAT, load balancers): a PING that does not come back
+    // in time turns the cache off and reconnects, so a dead channel never passes for a quiet one.
+    this.heartbeat = setInterval(() => this.checkSubscriber(options.commandTimeoutMs), HEARTBEAT_MS);
+    this.heartbeat.unref();
+  }
+
+  private checkSubscriber(timeoutMs: number): void {
+    if (this.subscriber.status !== 'ready') return;
+    const timer = setTimeout(() => this.dropSubscriber(), timeoutMs);
+    this.subscriber.ping().then(() => clearTimeout(timer), () => {
+      clearTimeout(timer);
+      this.dropSubscriber();
+    });
+  }
+
+  private dropSubscriber(): void {
+    this.liveness.deactivate();
+    if (this.subscriber.status === 'ready') this.subscriber.disconnect(true);
   }
 
   /** Resolves when connected, or after `timeoutMs` with false; never throws. */
@@ -124,6 +148,8 @@ export class RedisTokenStore implements TokenStore {
     this.liveness.invalidate(sid);
     return this.guard(async () => {
       await this.client.revokeSession(s, p, this.channel, sid);
+      // Again after: a liveness lookup answered while the script ran must not stay cached.
+      this.liveness.invalidate(sid);
     });
   }
 
@@ -164,6 +190,7 @@ export class RedisTokenStore implements TokenStore {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.heartbeat);
     this.liveness.deactivate();
     await Promise.all([this.client, this.subscriber].map(async (c) => {
       if (c.status === 'ready') await c.quit().catch(() => c.disconnect());
