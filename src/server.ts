@@ -60,7 +60,8 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
     audience: config.tokens.audience,
     ttlSeconds: config.tokens.accessTtlSeconds,
   }, clock);
-  const tokens = new TokenService(codec, store, passwords, {
+  const credentialVersion = (user: string) => credentials.verifier.credentialVersion(user);
+  const tokens = new TokenService(codec, store, passwords, credentialVersion, {
     accessTtlSeconds: config.tokens.accessTtlSeconds,
     refreshTtlSeconds: config.tokens.refreshTtlSeconds,
     refreshReuseGraceSeconds: config.tokens.refreshReuseGraceSeconds,

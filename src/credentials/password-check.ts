@@ -31,6 +31,9 @@ export class PasswordCheck {
   }
 }
 
+/** What a token issued now must still match to stay valid (see PasswordVerifier.credentialVersion). */
+export type CredentialVersions = (user: string) => string | undefined;
+
 export function invalidCredentials(): HttpProblem {
   return new HttpProblem(401, 'invalid_credentials', 'the user name or password is wrong');
 }

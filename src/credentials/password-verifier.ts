@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { HttpProblem } from '../http/problem.js';
 import { costOf as hashCost, hashSync, verify } from './bcrypt.js';
@@ -19,6 +19,8 @@ export class PasswordVerifier {
   private readonly cache = new Map<string, number>();
   private readonly inFlight = new Map<string, Promise<boolean>>();
   private users: Map<string, string>;
+  /** user -> a fingerprint of its current hash: tokens carry it, so they die with a changed password. */
+  private versions: Map<string, string>;
   private dummyHash: string;
   private pending = 0;
 
@@ -29,14 +31,21 @@ export class PasswordVerifier {
     private readonly maxPending = DEFAULT_MAX_PENDING,
   ) {
     this.users = users;
+    this.versions = versionsOf(users);
     this.dummyHash = dummyHashFor(users);
   }
 
   /** Swaps in a new user table (the htpasswd file changed) and drops every cached success. */
   replaceUsers(users: Map<string, string>): void {
     this.users = users;
+    this.versions = versionsOf(users);
     if (costOfUsers(users) !== hashCost(this.dummyHash)) this.dummyHash = dummyHashFor(users);
     this.cache.clear();
+  }
+
+  /** The user's credential version; undefined once the user is gone from the file. */
+  credentialVersion(user: string): string | undefined {
+    return this.versions.get(user);
   }
 
   get userCount(): number {
@@ -112,6 +121,12 @@ export class PasswordVerifier {
 
 export function acceptablePassword(password: string): boolean {
   return Buffer.byteLength(password, 'utf8') <= MAX_PASSWORD_BYTES && !password.includes('\0');
+}
+
+function versionsOf(users: Map<string, string>): Map<string, string> {
+  const versions = new Map<string, string>();
+  for (const [user, hash] of users) versions.set(user, createHash('sha256').update(hash).digest('base64url').slice(0, 16));
+  return versions;
 }
 
 /** A hash of a random password at the cost the real users have, so a miss costs what a hit costs. */

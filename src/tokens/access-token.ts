@@ -7,6 +7,8 @@ import type { KeySet } from './keys.js';
 export interface AccessClaims {
   sub: string;
   sid: string;
+  /** The user's credential version at issue (see PasswordVerifier.credentialVersion). */
+  uv: string;
   jti: string;
   iat: number;
   exp: number;
@@ -28,9 +30,9 @@ export class AccessTokenCodec {
 
   constructor(private readonly keys: KeySet, private readonly options: AccessTokenOptions, private readonly clock: Clock) {}
 
-  sign(sub: string, sid: string): { token: string; claims: AccessClaims } {
+  sign(sub: string, sid: string, uv: string): { token: string; claims: AccessClaims } {
     const iat = Math.floor(this.clock.now() / 1000);
-    const claims: AccessClaims = { sub, sid, jti: randomUUID(), iat, exp: iat + this.options.ttlSeconds };
+    const claims: AccessClaims = { sub, sid, uv, jti: randomUUID(), iat, exp: iat + this.options.ttlSeconds };
     const { signing } = this.keys;
     const token = jwt.sign(
       { ...claims, iss: this.options.issuer, aud: this.options.audience },
@@ -104,13 +106,13 @@ function requireClaims(payload: unknown): AccessClaims {
   const p = payload as Partial<Record<keyof AccessClaims, unknown>>;
   if (
     typeof p !== 'object' || p === null ||
-    typeof p.sub !== 'string' || typeof p.sid !== 'string' || typeof p.jti !== 'string' ||
+    typeof p.sub !== 'string' || typeof p.sid !== 'string' || typeof p.uv !== 'string' || typeof p.jti !== 'string' ||
     typeof p.iat !== 'number' || typeof p.exp !== 'number'
   ) {
     // A token without exp would never expire: refuse it outright.
     throw invalidToken('the access token lacks required claims');
   }
-  return { sub: p.sub, sid: p.sid, jti: p.jti, iat: p.iat, exp: p.exp };
+  return { sub: p.sub, sid: p.sid, uv: p.uv, jti: p.jti, iat: p.iat, exp: p.exp };
 }
 
 export function invalidToken(detail: string): HttpProblem {

@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.js';
-import type { PasswordAttempt, PasswordCheck } from '../credentials/password-check.js';
+import type { CredentialVersions, PasswordAttempt, PasswordCheck } from '../credentials/password-check.js';
 import { HttpProblem } from '../http/problem.js';
 import { invalidToken, type AccessTokenCodec } from './access-token.js';
 import { newRefreshToken, newSessionId, parseRefreshToken } from './refresh-token.js';
@@ -30,16 +30,18 @@ export class TokenService {
     private readonly codec: AccessTokenCodec,
     private readonly store: TokenStore,
     private readonly passwords: PasswordCheck,
+    private readonly credentialVersion: CredentialVersions,
     private readonly options: TokenServiceOptions,
     private readonly clock: Clock,
   ) {}
 
   async create(attempt: PasswordAttempt): Promise<TokenPair> {
     await this.passwords.check(attempt, { trustCache: false });
+    const uv = this.credentialVersion(attempt.user)!;
     const sid = newSessionId();
     const refresh = newRefreshToken(sid);
-    await this.store.createSession(sid, { sub: attempt.user, refreshHash: refresh.hash }, this.options.refreshTtlSeconds);
-    return this.pair(attempt.user, sid, refresh.token);
+    await this.store.createSession(sid, { sub: attempt.user, refreshHash: refresh.hash, uv }, this.options.refreshTtlSeconds);
+    return this.pair(attempt.user, sid, uv, refresh.token);
   }
 
   /**
@@ -58,7 +60,12 @@ export class TokenService {
       nowMs: this.clock.now(),
     });
     if (outcome.result !== 'rotated') throw invalidRefreshToken();
-    return this.pair(outcome.sub, presented.sid, next.token);
+    if (outcome.uv !== this.credentialVersion(outcome.sub)) {
+      // The user was removed or its password changed since sign-in: the session ends here.
+      await this.store.revoke(presented.sid);
+      throw invalidRefreshToken();
+    }
+    return this.pair(outcome.sub, presented.sid, outcome.uv, next.token);
   }
 
   /**
@@ -74,6 +81,7 @@ export class TokenService {
   /** Signature, claims, then the live-session check: revocation takes effect on every instance at once. */
   async verifyAccessToken(token: string): Promise<BearerPrincipal> {
     const claims = this.codec.verify(token);
+    if (claims.uv !== this.credentialVersion(claims.sub)) throw invalidToken('the credentials of this user have changed');
     if (!(await this.store.isLive(claims.sid))) throw invalidToken('the access token has been revoked');
     return { user: claims.sub, sid: claims.sid };
   }
@@ -97,8 +105,8 @@ export class TokenService {
     return this.store.revokeByRefresh(presented.sid, presented.hash);
   }
 
-  private pair(sub: string, sid: string, refreshToken: string): TokenPair {
-    const { token } = this.codec.sign(sub, sid);
+  private pair(sub: string, sid: string, uv: string, refreshToken: string): TokenPair {
+    const { token } = this.codec.sign(sub, sid, uv);
     return { accessToken: token, refreshToken, expiresInSeconds: this.options.accessTtlSeconds };
   }
 }

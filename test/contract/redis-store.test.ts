@@ -27,7 +27,7 @@ tokenStoreContract('redis', {
 
 describe('RedisTokenStore keys', () => {
   it('prefixes every key and hash-tags a session by its id, so one script touches one cluster slot', async () => {
-    await store.createSession('abcdefghijklmnopqrstuv', { sub: 'alice', refreshHash: 'h1' }, 60);
+    await store.createSession('abcdefghijklmnopqrstuv', { sub: 'alice', refreshHash: 'h1', uv: 'v1' }, 60);
     await store.rotateRefresh('abcdefghijklmnopqrstuv', { presentedHash: 'h1', nextHash: 'h2', ttlSeconds: 60, graceMs: 0, nowMs: Date.now() });
     const raw = new Redis(redis.url);
     try {

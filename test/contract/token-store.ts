@@ -18,7 +18,7 @@ export function tokenStoreContract(name: string, h: StoreHarness): void {
   describe(`TokenStore contract: ${name}`, () => {
     it('creates a live session and revokes it', async () => {
       const s = sid();
-      await h.store().createSession(s, { sub: 'alice', refreshHash: 'h1' }, 60);
+      await h.store().createSession(s, { sub: 'alice', refreshHash: 'h1', uv: 'v1' }, 60);
       expect(await h.store().isLive(s)).toBe(true);
       await h.store().revoke(s);
       expect(await h.store().isLive(s)).toBe(false);
@@ -26,16 +26,16 @@ export function tokenStoreContract(name: string, h: StoreHarness): void {
 
     it('rotates the current refresh hash and returns the subject', async () => {
       const s = sid();
-      await h.store().createSession(s, { sub: 'alice', refreshHash: 'h1' }, 60);
-      expect(await h.store().rotateRefresh(s, rotation('h1', 'h2', h.now()))).toEqual({ result: 'rotated', sub: 'alice' });
-      expect(await h.store().rotateRefresh(s, rotation('h2', 'h3', h.now()))).toEqual({ result: 'rotated', sub: 'alice' });
+      await h.store().createSession(s, { sub: 'alice', refreshHash: 'h1', uv: 'v1' }, 60);
+      expect(await h.store().rotateRefresh(s, rotation('h1', 'h2', h.now()))).toEqual({ result: 'rotated', sub: 'alice', uv: 'v1' });
+      expect(await h.store().rotateRefresh(s, rotation('h2', 'h3', h.now()))).toEqual({ result: 'rotated', sub: 'alice', uv: 'v1' });
       expect(await h.store().isLive(s)).toBe(true);
     });
 
     it('treats a rotated-away hash as reuse and revokes the whole session, even in the same millisecond', async () => {
       const s = sid();
       const t = h.now();
-      await h.store().createSession(s, { sub: 'alice', refreshHash: 'h1' }, 60);
+      await h.store().createSession(s, { sub: 'alice', refreshHash: 'h1', uv: 'v1' }, 60);
       await h.store().rotateRefresh(s, rotation('h1', 'h2', t));
       expect(await h.store().rotateRefresh(s, rotation('h1', 'x', t))).toEqual({ result: 'reused' });
       expect(await h.store().isLive(s)).toBe(false);
@@ -45,18 +45,18 @@ export function tokenStoreContract(name: string, h: StoreHarness): void {
     it('refuses a rotated-away hash within the grace period without revoking', async () => {
       const s = sid();
       const t = h.now();
-      await h.store().createSession(s, { sub: 'alice', refreshHash: 'h1' }, 60);
+      await h.store().createSession(s, { sub: 'alice', refreshHash: 'h1', uv: 'v1' }, 60);
       await h.store().rotateRefresh(s, rotation('h1', 'h2', t, 5000));
       expect(await h.store().rotateRefresh(s, rotation('h1', 'x', t + 4999, 5000))).toEqual({ result: 'grace' });
       expect(await h.store().isLive(s)).toBe(true);
-      expect(await h.store().rotateRefresh(s, rotation('h2', 'h3', t + 4999, 5000))).toEqual({ result: 'rotated', sub: 'alice' });
+      expect(await h.store().rotateRefresh(s, rotation('h2', 'h3', t + 4999, 5000))).toEqual({ result: 'rotated', sub: 'alice', uv: 'v1' });
       expect(await h.store().rotateRefresh(s, rotation('h1', 'x', t + 5000, 5000))).toEqual({ result: 'reused' });
       expect(await h.store().isLive(s)).toBe(false);
     });
 
     it('answers unknown for a hash the session never had, and keeps the session', async () => {
       const s = sid();
-      await h.store().createSession(s, { sub: 'alice', refreshHash: 'h1' }, 60);
+      await h.store().createSession(s, { sub: 'alice', refreshHash: 'h1', uv: 'v1' }, 60);
       expect(await h.store().rotateRefresh(s, rotation('nope', 'x', h.now()))).toEqual({ result: 'unknown' });
       expect(await h.store().rotateRefresh(sid(), rotation('h1', 'x', h.now()))).toEqual({ result: 'unknown' });
       expect(await h.store().isLive(s)).toBe(true);
@@ -64,7 +64,7 @@ export function tokenStoreContract(name: string, h: StoreHarness): void {
 
     it('lets exactly one of 20 concurrent rotations with one hash win', async () => {
       const s = sid();
-      await h.store().createSession(s, { sub: 'alice', refreshHash: 'h1' }, 60);
+      await h.store().createSession(s, { sub: 'alice', refreshHash: 'h1', uv: 'v1' }, 60);
       const outcomes = await Promise.all(
         Array.from({ length: 20 }, (_, i) => h.store().rotateRefresh(s, rotation('h1', `next${i}`, h.now()))),
       );
@@ -73,14 +73,14 @@ export function tokenStoreContract(name: string, h: StoreHarness): void {
 
     it('revokes by the current or an earlier refresh hash, not by another', async () => {
       const a = sid();
-      await h.store().createSession(a, { sub: 'alice', refreshHash: 'h1' }, 60);
+      await h.store().createSession(a, { sub: 'alice', refreshHash: 'h1', uv: 'v1' }, 60);
       expect(await h.store().revokeByRefresh(a, 'other')).toBe(false);
       expect(await h.store().isLive(a)).toBe(true);
       expect(await h.store().revokeByRefresh(a, 'h1')).toBe(true);
       expect(await h.store().isLive(a)).toBe(false);
 
       const b = sid();
-      await h.store().createSession(b, { sub: 'bob', refreshHash: 'h1' }, 60);
+      await h.store().createSession(b, { sub: 'bob', refreshHash: 'h1', uv: 'v1' }, 60);
       await h.store().rotateRefresh(b, rotation('h1', 'h2', h.now()));
       expect(await h.store().revokeByRefresh(b, 'h1')).toBe(true);
       expect(await h.store().isLive(b)).toBe(false);
@@ -90,8 +90,8 @@ export function tokenStoreContract(name: string, h: StoreHarness): void {
     it('expires a session after its TTL, and a rotation renews the TTL', async () => {
       const a = sid();
       const b = sid();
-      await h.store().createSession(a, { sub: 'alice', refreshHash: 'h1' }, 1);
-      await h.store().createSession(b, { sub: 'bob', refreshHash: 'h1' }, 1);
+      await h.store().createSession(a, { sub: 'alice', refreshHash: 'h1', uv: 'v1' }, 1);
+      await h.store().createSession(b, { sub: 'bob', refreshHash: 'h1', uv: 'v1' }, 1);
       await h.store().rotateRefresh(b, { ...rotation('h1', 'h2', h.now()), ttlSeconds: 60 });
       await h.fastForward(1100);
       expect(await h.store().isLive(a)).toBe(false);

@@ -205,7 +205,7 @@ let rsaPublic: KeyObject;
 let attackerRsa: KeyObject;
 
 /** The attacker's view of genuine tokens: header (kid), claims (a live sid). */
-let live: { accessToken: string; refreshToken: string; kid: string; sid: string; other: string };
+let live: { accessToken: string; refreshToken: string; kid: string; sid: string; uv: string; other: string };
 let rsaLive: { accessToken: string; kid: string; sid: string };
 
 beforeAll(async () => {
@@ -229,7 +229,7 @@ beforeAll(async () => {
   const a = await createTokens(hs.base, 'alice', 'alice-pw');
   const b = await createTokens(hs.base, 'alice', 'alice-pw');
   const decoded = decodeJwt(a.accessToken);
-  live = { accessToken: a.accessToken, refreshToken: a.refreshToken, kid: decoded.header.kid as string, sid: decoded.payload.sid as string, other: b.accessToken };
+  live = { accessToken: a.accessToken, refreshToken: a.refreshToken, kid: decoded.header.kid as string, sid: decoded.payload.sid as string, uv: decoded.payload.uv as string, other: b.accessToken };
   const r = await createTokens(rsa.base, 'alice', 'alice-pw');
   const rd = decodeJwt(r.accessToken);
   rsaLive = { accessToken: r.accessToken, kid: rd.header.kid as string, sid: rd.payload.sid as string };
@@ -261,7 +261,7 @@ function mkTimingUsers(): Users {
 function claims(overrides: Partial<Record<string, unknown>> = {}, sid = live.sid): JwtPayload {
   const now = nowSeconds();
   const all: Record<string, unknown> = {
-    sub: 'alice', sid, jti: randomUUID(), iat: now, exp: now + 600, iss: 'auth-gateway', aud: 'auth-gateway', ...overrides,
+    sub: 'alice', sid, uv: live.uv, jti: randomUUID(), iat: now, exp: now + 600, iss: 'auth-gateway', aud: 'auth-gateway', ...overrides,
   };
   for (const k of Object.keys(all)) if (all[k] === undefined) delete all[k];
   return all;

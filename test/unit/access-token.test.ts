@@ -33,7 +33,7 @@ describe('access tokens', () => {
     ['ES256', pemFiles('ec', 'es')],
   ] as const)('signs and verifies with %s key files', (alg, files) => {
     const codec = codecFor({ ...base, signing: { alg, privateKeyFile: files.priv } });
-    const { token } = codec.sign('alice', 'sid1');
+    const { token } = codec.sign('alice', 'sid1', 'v1');
     expect(jwt.decode(token, { complete: true })!.header.alg).toBe(alg);
     expect(codec.verify(token)).toMatchObject({ sub: 'alice', sid: 'sid1' });
   });
@@ -48,7 +48,7 @@ describe('access tokens', () => {
     const oldSecret = 'o'.repeat(40);
     const clock = new ManualClock();
     const old = codecFor({ ...base, signing: { alg: 'HS256', secret: oldSecret } }, clock);
-    const { token } = old.sign('alice', 'sid1');
+    const { token } = old.sign('alice', 'sid1', 'v1');
     const rotated = codecFor({ ...base, signing: { alg: 'HS256', secret: 'n'.repeat(40) }, verificationKeys: [{ alg: 'HS256', secret: oldSecret }] }, clock);
     expect(rotated.verify(token).sub).toBe('alice');
     const forgotten = codecFor({ ...base, signing: { alg: 'HS256', secret: 'n'.repeat(40) } }, clock);
@@ -58,7 +58,7 @@ describe('access tokens', () => {
   it('expires exactly at exp, judged by the injected clock', () => {
     const clock = new ManualClock(1_800_000_000_000);
     const codec = codecFor({ ...base, signing: { alg: 'HS256', secret: 'k'.repeat(40) } }, clock);
-    const { token } = codec.sign('alice', 'sid1');
+    const { token } = codec.sign('alice', 'sid1', 'v1');
     clock.advance(59_000);
     expect(codec.verify(token).sub).toBe('alice');
     clock.advance(1_000);

@@ -7,17 +7,17 @@
  *               KEYS[2] = `{sid}:p` (hash: rotated-away refresh hash -> rotation time in ms).
  */
 
-/** ARGV: sub, refreshHash, ttlSeconds. */
+/** ARGV: sub, refreshHash, ttlSeconds, uv (credential version). */
 export const CREATE_SESSION = `
 redis.call('DEL', KEYS[2])
-redis.call('HSET', KEYS[1], 'sub', ARGV[1], 'rh', ARGV[2])
+redis.call('HSET', KEYS[1], 'sub', ARGV[1], 'rh', ARGV[2], 'uv', ARGV[4])
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 return 1
 `;
 
 /**
  * ARGV: presentedHash, nextHash, ttlSeconds, graceMs, nowMs, channel, sid.
- * Returns {1, sub} rotated | {0} unknown | {2} grace | {3} reused (session deleted, sid published).
+ * Returns {1, sub, uv} rotated | {0} unknown | {2} grace | {3} reused (session deleted, sid published).
  */
 export const ROTATE_REFRESH = `
 local current = redis.call('HGET', KEYS[1], 'rh')
@@ -27,7 +27,8 @@ if current == ARGV[1] then
   redis.call('HSET', KEYS[2], ARGV[1], ARGV[5])
   redis.call('EXPIRE', KEYS[1], ARGV[3])
   redis.call('EXPIRE', KEYS[2], ARGV[3])
-  return {1, redis.call('HGET', KEYS[1], 'sub')}
+  local fields = redis.call('HMGET', KEYS[1], 'sub', 'uv')
+  return {1, fields[1], fields[2]}
 end
 local rotatedAt = redis.call('HGET', KEYS[2], ARGV[1])
 if not rotatedAt then return {0} end

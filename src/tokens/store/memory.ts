@@ -3,6 +3,7 @@ import type { Counter, NewSession, RateDecision, RotateOutcome, Rotation, TokenS
 
 interface Session {
   sub: string;
+  uv: string;
   current: string;
   /** Rotated-away hashes and when they were rotated away (ms). */
   previous: Map<string, number>;
@@ -36,6 +37,7 @@ export class MemoryTokenStore implements TokenStore {
   async createSession(sid: string, session: NewSession, ttlSeconds: number): Promise<void> {
     this.sessions.set(sid, {
       sub: session.sub,
+      uv: session.uv,
       current: session.refreshHash,
       previous: new Map(),
       expiresAt: this.clock.now() + ttlSeconds * 1000,
@@ -49,7 +51,7 @@ export class MemoryTokenStore implements TokenStore {
       session.previous.set(session.current, r.nowMs);
       session.current = r.nextHash;
       session.expiresAt = this.clock.now() + r.ttlSeconds * 1000;
-      return { result: 'rotated', sub: session.sub };
+      return { result: 'rotated', sub: session.sub, uv: session.uv };
     }
     const rotatedAt = session.previous.get(r.presentedHash);
     if (rotatedAt === undefined) return { result: 'unknown' };

@@ -15,8 +15,8 @@ export interface RedisStoreOptions {
 }
 
 interface Scripts {
-  createSession(s: string, p: string, sub: string, hash: string, ttl: number): Promise<number>;
-  rotateRefresh(s: string, p: string, presented: string, next: string, ttl: number, graceMs: number, nowMs: number, channel: string, sid: string): Promise<[number, string?]>;
+  createSession(s: string, p: string, sub: string, hash: string, ttl: number, uv: string): Promise<number>;
+  rotateRefresh(s: string, p: string, presented: string, next: string, ttl: number, graceMs: number, nowMs: number, channel: string, sid: string): Promise<[number, string?, string?]>;
   revokeSession(s: string, p: string, channel: string, sid: string): Promise<number>;
   revokeByRefresh(s: string, p: string, hash: string, channel: string, sid: string): Promise<number>;
   hitCounter(key: string, windowSeconds: number): Promise<[number, number]>;
@@ -117,15 +117,16 @@ export class RedisTokenStore implements TokenStore {
   createSession(sid: string, session: NewSession, ttlSeconds: number): Promise<void> {
     const [s, p] = sessionKeys(sid);
     return this.guard(async () => {
-      await this.client.createSession(s, p, session.sub, session.refreshHash, ttlSeconds);
+      await this.client.createSession(s, p, session.sub, session.refreshHash, ttlSeconds, session.uv);
     });
   }
 
   rotateRefresh(sid: string, r: Rotation): Promise<RotateOutcome> {
     const [s, p] = sessionKeys(sid);
     return this.guard(async () => {
-      const [code, sub] = await this.client.rotateRefresh(s, p, r.presentedHash, r.nextHash, r.ttlSeconds, r.graceMs, r.nowMs, this.channel, sid);
-      if (code === 1 && typeof sub === 'string') return { result: 'rotated', sub };
+      const [code, sub, uv] = await this.client.rotateRefresh(s, p, r.presentedHash, r.nextHash, r.ttlSeconds, r.graceMs, r.nowMs, this.channel, sid);
+      // A session from before credential versions has none: it can match no user's version.
+      if (code === 1 && typeof sub === 'string') return { result: 'rotated', sub, uv: typeof uv === 'string' ? uv : '' };
       if (code === 3) this.liveness.invalidate(sid);
       return { result: ROTATE_RESULTS[code as 0 | 2 | 3] ?? 'unknown' };
     });

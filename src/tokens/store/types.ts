@@ -33,6 +33,8 @@ export interface TokenStore {
 export interface NewSession {
   sub: string;
   refreshHash: string;
+  /** The user's credential version when the session began. */
+  uv: string;
 }
 
 export interface Rotation {
@@ -45,7 +47,7 @@ export interface Rotation {
 }
 
 export type RotateOutcome =
-  | { result: 'rotated'; sub: string }
+  | { result: 'rotated'; sub: string; uv: string }
   /** No such session, or a hash it never had. */
   | { result: 'unknown' }
   /** A rotated-away hash, within the grace period: refused, session kept. */

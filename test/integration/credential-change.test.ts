@@ -1,0 +1,51 @@
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createTokens, echoUpstream, htpasswd, postJson, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
+
+let users: Users;
+let echo: EchoUpstream;
+let gw: RunningGateway;
+
+beforeEach(async () => {
+  users = htpasswd({ alice: 'alice-pw', bob: 'bob-pw' });
+  echo ??= await echoUpstream();
+  gw = await startGateway(testConfig(users.file, {
+    upstreams: { up: { url: echo.url } },
+    routes: [{ path: '/v1/conversations', upstream: 'up' }],
+  }));
+});
+afterEach(async () => {
+  await gw.close();
+  users.remove();
+});
+afterAll(() => echo.close());
+
+const list = (token: string) => fetch(`${gw.base}/v1/conversations`, { headers: { authorization: `Bearer ${token}` } });
+const refresh = (refreshToken: string) => postJson(gw.base, '/v1/tokens/refresh', { refreshToken });
+
+describe('tokens follow the users file', () => {
+  it.each([
+    ['removed from the file', { bob: 'bob-pw' }],
+    ['given a new password', { alice: 'new-pw', bob: 'bob-pw' }],
+  ])('a user %s loses its access and refresh tokens at once', async (_name, next) => {
+    const alice = await createTokens(gw.base, 'alice', 'alice-pw');
+    const bob = await createTokens(gw.base, 'bob', 'bob-pw');
+    expect((await list(alice.accessToken)).status).toBe(200);
+    users.write(next);
+    expect(gw.gateway.credentials.reload()).toBe(true);
+
+    const refused = await list(alice.accessToken);
+    expect(refused.status).toBe(401);
+    expect(((await refused.json()) as { code: string }).code).toBe('invalid_token');
+    expect((await refresh(alice.refreshToken)).status).toBe(401);
+    // bob's line was rewritten too (same password, new salt, so a new hash): tokens are bound to the
+    // hash line, not to the password, so his end as well; only an unchanged line keeps its tokens.
+    expect((await list(bob.accessToken)).status).toBe(401);
+  });
+
+  it('a reload that leaves a user line unchanged keeps its tokens', async () => {
+    const alice = await createTokens(gw.base, 'alice', 'alice-pw');
+    expect(gw.gateway.credentials.reload()).toBe(true);
+    expect((await list(alice.accessToken)).status).toBe(200);
+    expect((await refresh(alice.refreshToken)).status).toBe(200);
+  });
+});
