@@ -24,10 +24,18 @@ export class PasswordCheck {
   async check(attempt: PasswordAttempt, options: { trustCache: boolean }): Promise<void> {
     const verifier = this.verifier;
     if (options.trustCache && verifier.isCached(attempt.user, attempt.password)) return;
-    await this.lockout.check(attempt.user, attempt.address);
-    if (await verifier.verify(attempt.user, attempt.password)) return;
-    await this.lockout.fail(attempt.user, attempt.address);
-    throw invalidCredentials();
+    await this.lockout.reserve(attempt.user, attempt.address);
+    let ok: boolean;
+    try {
+      ok = await verifier.verify(attempt.user, attempt.password);
+    } catch (err) {
+      // Refused for overload (503): no guess was judged, so it does not count.
+      await this.lockout.release(attempt.user, attempt.address);
+      throw err;
+    }
+    // Only a wrong password keeps its count.
+    if (!ok) throw invalidCredentials();
+    await this.lockout.release(attempt.user, attempt.address);
   }
 }
 

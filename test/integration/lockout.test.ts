@@ -51,6 +51,20 @@ describe('lockout of failed password checks', () => {
     expect((await create('alice', 'alice-pw')).status).toBe(200);
   });
 
+  it('cannot be outrun by concurrent guesses: each attempt is counted before it is judged', async () => {
+    await start({ maxFailuresPerUser: 5, maxFailuresPerAddress: 100, windowSeconds: 60 });
+    const statuses = (await Promise.all(Array.from({ length: 30 }, (_, i) => create('alice', `guess-${i}`)))).map((r) => r.status);
+    expect(statuses.filter((s) => s === 401)).toHaveLength(5);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(25);
+  });
+
+  it('does not count successful sign-ins as failures', async () => {
+    await start({ maxFailuresPerUser: 2, maxFailuresPerAddress: 2, windowSeconds: 60 });
+    for (let i = 0; i < 5; i++) expect((await create('alice', 'alice-pw')).status).toBe(200);
+    expect((await create('alice', 'wrong')).status).toBe(401);
+    expect((await create('alice', 'alice-pw')).status).toBe(200);
+  });
+
   it('counts per client address across user names', async () => {
     await start({ maxFailuresPerUser: 100, maxFailuresPerAddress: 3, windowSeconds: 60 });
     for (const user of ['x1', 'x2', 'x3']) expect((await create(user, 'wrong')).status).toBe(401);
