@@ -54,6 +54,17 @@ export function tokenStoreContract(name: string, h: StoreHarness): void {
       expect(await h.store().isLive(s)).toBe(false);
     });
 
+    it('remembers the last 32 rotated-away hashes: an older one is unknown, a newer one is reuse', async () => {
+      const s = sid();
+      const t = h.now();
+      await h.store().createSession(s, { sub: 'alice', refreshHash: 'r0', uv: 'v1' }, 60);
+      for (let i = 0; i < 40; i++) await h.store().rotateRefresh(s, rotation(`r${i}`, `r${i + 1}`, t + i));
+      expect(await h.store().rotateRefresh(s, rotation('r0', 'x', t + 50))).toEqual({ result: 'unknown' });
+      expect(await h.store().isLive(s)).toBe(true);
+      expect(await h.store().rotateRefresh(s, rotation('r39', 'x', t + 50))).toEqual({ result: 'reused' });
+      expect(await h.store().isLive(s)).toBe(false);
+    });
+
     it('answers unknown for a hash the session never had, and keeps the session', async () => {
       const s = sid();
       await h.store().createSession(s, { sub: 'alice', refreshHash: 'h1', uv: 'v1' }, 60);

@@ -3,9 +3,13 @@
  * a script) and the keys of one session share the hash tag `{sid}`, so each script runs on one slot
  * of a Redis Cluster.
  *
- * Session keys: KEYS[1] = `{sid}:s` (hash: sub, rh = current refresh hash),
- *               KEYS[2] = `{sid}:p` (hash: rotated-away refresh hash -> rotation time in ms).
+ * Session keys: KEYS[1] = `{sid}:s` (hash: sub, uv, rh = current refresh hash),
+ *               KEYS[2] = `{sid}:p` (sorted set: the last ROTATED_KEPT rotated-away refresh hashes,
+ *               scored by rotation time in ms; older ones are forgotten, so a session's state stays small).
  */
+
+/** How many rotated-away refresh hashes a session remembers for reuse detection. */
+export const ROTATED_KEPT = 32;
 
 /** ARGV: sub, refreshHash, ttlSeconds, uv (credential version). */
 export const CREATE_SESSION = `
@@ -24,13 +28,14 @@ local current = redis.call('HGET', KEYS[1], 'rh')
 if not current then return {0} end
 if current == ARGV[1] then
   redis.call('HSET', KEYS[1], 'rh', ARGV[2])
-  redis.call('HSET', KEYS[2], ARGV[1], ARGV[5])
+  redis.call('ZADD', KEYS[2], ARGV[5], ARGV[1])
+  redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -${ROTATED_KEPT + 1})
   redis.call('EXPIRE', KEYS[1], ARGV[3])
   redis.call('EXPIRE', KEYS[2], ARGV[3])
   local fields = redis.call('HMGET', KEYS[1], 'sub', 'uv')
   return {1, fields[1], fields[2]}
 end
-local rotatedAt = redis.call('HGET', KEYS[2], ARGV[1])
+local rotatedAt = redis.call('ZSCORE', KEYS[2], ARGV[1])
 if not rotatedAt then return {0} end
 if tonumber(ARGV[5]) - tonumber(rotatedAt) < tonumber(ARGV[4]) then return {2} end
 redis.call('DEL', KEYS[1], KEYS[2])
@@ -49,7 +54,7 @@ return 1
 export const REVOKE_BY_REFRESH = `
 local current = redis.call('HGET', KEYS[1], 'rh')
 if not current then return 0 end
-if current == ARGV[1] or redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then
+if current == ARGV[1] or redis.call('ZSCORE', KEYS[2], ARGV[1]) then
   redis.call('DEL', KEYS[1], KEYS[2])
   redis.call('PUBLISH', ARGV[2], ARGV[3])
   return 1

@@ -1,4 +1,5 @@
 import type { Clock } from '../../clock.js';
+import { ROTATED_KEPT } from './lua.js';
 import type { Counter, NewSession, RateDecision, RotateOutcome, Rotation, TokenStore } from './types.js';
 
 interface Session {
@@ -49,6 +50,7 @@ export class MemoryTokenStore implements TokenStore {
     if (!session) return { result: 'unknown' };
     if (session.current === r.presentedHash) {
       session.previous.set(session.current, r.nowMs);
+      if (session.previous.size > ROTATED_KEPT) session.previous.delete(session.previous.keys().next().value!);
       session.current = r.nextHash;
       session.expiresAt = this.clock.now() + r.ttlSeconds * 1000;
       return { result: 'rotated', sub: session.sub, uv: session.uv };
