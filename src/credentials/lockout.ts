@@ -15,19 +15,15 @@ export class Lockout {
 
   constructor(private readonly store: TokenStore, private readonly config: LockoutConfig, private readonly log: Logger) {}
 
-  /**
-   * Counts the attempt before it is judged, so concurrent guesses cannot all slip under the limit:
-   * past it, 429 (the right password included). A success takes its count back (`release`).
-   */
-  async reserve(user: string, address: string): Promise<void> {
-    const w = this.config.windowSeconds;
-    const counters = await this.guard(() => Promise.all([this.store.hit(userKey(user), w), this.store.hit(addressKey(address), w)]));
+  async check(user: string, address: string): Promise<void> {
+    const counters = await this.guard(() => Promise.all([this.store.peek(userKey(user)), this.store.peek(addressKey(address))]));
     if (!counters) return;
     const [byUser, byAddress] = counters;
-    const retryAfter = Math.max(
-      byUser.count > this.config.maxFailuresPerUser ? byUser.resetSeconds : 0,
-      byAddress.count > this.config.maxFailuresPerAddress ? byAddress.resetSeconds : 0,
-    );
+    const locked = [
+      byUser.count >= this.config.maxFailuresPerUser ? byUser.resetSeconds : 0,
+      byAddress.count >= this.config.maxFailuresPerAddress ? byAddress.resetSeconds : 0,
+    ];
+    const retryAfter = Math.max(...locked);
     if (retryAfter > 0) {
       throw new HttpProblem(429, 'too_many_attempts', `too many failed sign-in attempts; retry in ${retryAfter} s`, {
         headers: { 'Retry-After': String(retryAfter) },
@@ -35,9 +31,9 @@ export class Lockout {
     }
   }
 
-  /** The reserved attempt succeeded: it does not count as a failure. */
-  async release(user: string, address: string): Promise<void> {
-    await this.guard(() => Promise.all([this.store.release(userKey(user)), this.store.release(addressKey(address))]));
+  async fail(user: string, address: string): Promise<void> {
+    const w = this.config.windowSeconds;
+    await this.guard(() => Promise.all([this.store.hit(userKey(user), w), this.store.hit(addressKey(address), w)]));
   }
 
   private async guard<T>(op: () => Promise<T>): Promise<T | undefined> {

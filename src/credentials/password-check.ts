@@ -14,6 +14,9 @@ export interface PasswordAttempt {
  * lockout first, then bcrypt, and a failure counts toward the lockout.
  */
 export class PasswordCheck {
+  /** The last check queued per user name: checks of one user run one after another. */
+  private readonly queues = new Map<string, Promise<unknown>>();
+
   constructor(private readonly verifier: PasswordVerifier, private readonly lockout: Lockout) {}
 
   /**
@@ -24,18 +27,24 @@ export class PasswordCheck {
   async check(attempt: PasswordAttempt, options: { trustCache: boolean }): Promise<void> {
     const verifier = this.verifier;
     if (options.trustCache && verifier.isCached(attempt.user, attempt.password)) return;
-    await this.lockout.reserve(attempt.user, attempt.address);
-    let ok: boolean;
-    try {
-      ok = await verifier.verify(attempt.user, attempt.password);
-    } catch (err) {
-      // Refused for overload (503): no guess was judged, so it does not count.
-      await this.lockout.release(attempt.user, attempt.address);
-      throw err;
-    }
-    // Only a wrong password keeps its count.
-    if (!ok) throw invalidCredentials();
-    await this.lockout.release(attempt.user, attempt.address);
+    // One at a time per user name, so each guess sees the failures of the one before it: concurrent
+    // guesses at one user cannot all pass the lockout check before any failure is counted.
+    return this.oneAtATime(attempt.user, async () => {
+      await this.lockout.check(attempt.user, attempt.address);
+      if (await verifier.verify(attempt.user, attempt.password)) return;
+      await this.lockout.fail(attempt.user, attempt.address);
+      throw invalidCredentials();
+    });
+  }
+
+  private oneAtATime<T>(user: string, work: () => Promise<T>): Promise<T> {
+    const run = (this.queues.get(user) ?? Promise.resolve()).then(work, work);
+    const tail = run.catch(() => undefined);
+    this.queues.set(user, tail);
+    void tail.then(() => {
+      if (this.queues.get(user) === tail) this.queues.delete(user);
+    });
+    return run;
   }
 }
 

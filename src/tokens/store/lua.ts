@@ -73,11 +73,13 @@ end
 return {count, ttl}
 `;
 
-/** KEYS[1] = counter. Takes one back, never below 0, keeping the TTL. */
-export const RELEASE_COUNTER = `
-local count = tonumber(redis.call('GET', KEYS[1]) or '0')
-if count > 0 then redis.call('DECR', KEYS[1]) end
-return 1
+/** KEYS[1] = counter. Returns {count, secondsToReset}. */
+export const PEEK_COUNTER = `
+local count = redis.call('GET', KEYS[1])
+if not count then return {0, 0} end
+local ttl = redis.call('TTL', KEYS[1])
+if ttl < 0 then ttl = 0 end
+return {tonumber(count), ttl}
 `;
 
 /**

@@ -89,9 +89,15 @@ export class MemoryTokenStore implements TokenStore {
     return { count: counter.count, resetSeconds: Math.ceil((counter.expiresAt - now) / 1000) };
   }
 
-  async release(key: string): Promise<void> {
-    const counter = this.liveCounter(key, this.clock.now());
-    if (counter && counter.count > 0) counter.count -= 1;
+  async peek(key: string): Promise<Counter> {
+    const now = this.clock.now();
+    const counter = this.liveCounter(key, now);
+    if (!counter) return { count: 0, resetSeconds: 0 };
+    return { count: counter.count, resetSeconds: Math.ceil((counter.expiresAt - now) / 1000) };
+  }
+
+  async reset(key: string): Promise<void> {
+    this.counters.delete(key);
   }
 
   async take(key: string, limit: number, windowSeconds: number): Promise<RateDecision> {

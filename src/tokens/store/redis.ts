@@ -1,7 +1,7 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from '../../log.js';
 import { LivenessCache } from './liveness-cache.js';
-import { CREATE_SESSION, HIT_COUNTER, RELEASE_COUNTER, REVOKE, REVOKE_BY_REFRESH, ROTATE_REFRESH, TAKE_RATE } from './lua.js';
+import { CREATE_SESSION, HIT_COUNTER, PEEK_COUNTER, REVOKE, REVOKE_BY_REFRESH, ROTATE_REFRESH, TAKE_RATE } from './lua.js';
 import { StoreUnavailableError, type Counter, type NewSession, type RateDecision, type RotateOutcome, type Rotation, type TokenStore } from './types.js';
 
 export interface RedisStoreOptions {
@@ -20,7 +20,7 @@ interface Scripts {
   revokeSession(s: string, p: string, channel: string, sid: string): Promise<number>;
   revokeByRefresh(s: string, p: string, hash: string, channel: string, sid: string): Promise<number>;
   hitCounter(key: string, windowSeconds: number): Promise<[number, number]>;
-  releaseCounter(key: string): Promise<number>;
+  peekCounter(key: string): Promise<[number, number]>;
   takeRate(key: string, limit: number, windowMs: number): Promise<[number, number, number, number]>;
 }
 
@@ -64,7 +64,7 @@ export class RedisTokenStore implements TokenStore {
     client.defineCommand('revokeSession', { numberOfKeys: 2, lua: REVOKE });
     client.defineCommand('revokeByRefresh', { numberOfKeys: 2, lua: REVOKE_BY_REFRESH });
     client.defineCommand('hitCounter', { numberOfKeys: 1, lua: HIT_COUNTER });
-    client.defineCommand('releaseCounter', { numberOfKeys: 1, lua: RELEASE_COUNTER });
+    client.defineCommand('peekCounter', { numberOfKeys: 1, lua: PEEK_COUNTER });
     client.defineCommand('takeRate', { numberOfKeys: 1, lua: TAKE_RATE });
     this.client = client as ScriptedRedis;
     client.on('error', (err: Error) => this.onError(err));
@@ -167,9 +167,13 @@ export class RedisTokenStore implements TokenStore {
     return this.guard(async () => toCounter(await this.client.hitCounter(counterKey(key), windowSeconds)));
   }
 
-  release(key: string): Promise<void> {
+  peek(key: string): Promise<Counter> {
+    return this.guard(async () => toCounter(await this.client.peekCounter(counterKey(key))));
+  }
+
+  reset(key: string): Promise<void> {
     return this.guard(async () => {
-      await this.client.releaseCounter(counterKey(key));
+      await this.client.del(counterKey(key));
     });
   }
 

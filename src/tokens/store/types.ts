@@ -16,8 +16,10 @@ export interface TokenStore {
   revokeByRefresh(sid: string, refreshHash: string): Promise<boolean>;
   /** Adds one to a counter that lives `windowSeconds` from its first hit. */
   hit(key: string, windowSeconds: number): Promise<Counter>;
-  /** Takes one back from a counter (never below 0); the window stays as it was. */
-  release(key: string): Promise<void>;
+  /** Reads a counter without changing it. */
+  peek(key: string): Promise<Counter>;
+  /** Forgets a counter. */
+  reset(key: string): Promise<void>;
   /**
    * Takes one request from a GCRA bucket of `limit` requests per `windowSeconds` (burst = limit),
    * judged by the store's clock so every instance agrees.
