@@ -26,7 +26,11 @@ export class PasswordCheck {
    */
   async check(attempt: PasswordAttempt, options: { trustCache: boolean }): Promise<void> {
     const verifier = this.verifier;
-    if (options.trustCache && verifier.isCached(attempt.user, attempt.password)) return;
+    if (verifier.isCached(attempt.user, attempt.password)) {
+      // A proven password is no guess: it need not wait in line, only (for create) respect a lockout.
+      if (!options.trustCache) await this.lockout.check(attempt.user, attempt.address);
+      return;
+    }
     // One at a time per user name, so each guess sees the failures of the one before it: concurrent
     // guesses at one user cannot all pass the lockout check before any failure is counted.
     return this.oneAtATime(attempt.user, async () => {
