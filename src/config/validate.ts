@@ -92,25 +92,25 @@ function readTokens(c: Checker, t: Record<string, unknown>, at: (p: string) => s
 }
 
 function readSigningKey(c: Checker, key: string, k: Record<string, unknown>, at: (p: string) => string): SigningKeyConfig {
-  const alg = c.oneOf(`${key}.alg`, k.alg, ALGS, 'HS256');
-  const kid = k.kid === undefined ? undefined : c.str(`${key}.kid`, k.kid);
-  if (alg === 'HS256') {
-    c.unknownKeys(key, k, ['alg', 'secret', 'kid']);
-    return { alg, secret: readSecret(c, `${key}.secret`, k.secret), kid };
-  }
-  c.unknownKeys(key, k, ['alg', 'privateKeyFile', 'kid']);
-  return { alg, privateKeyFile: at(c.str(`${key}.privateKeyFile`, k.privateKeyFile)), kid };
+  const p = readKeyParts(c, key, k, 'privateKeyFile', at);
+  return p.alg === 'HS256' ? { alg: p.alg, secret: p.value, kid: p.kid } : { alg: p.alg, privateKeyFile: p.value, kid: p.kid };
 }
 
 function readVerificationKey(c: Checker, key: string, k: Record<string, unknown>, at: (p: string) => string): VerificationKeyConfig {
+  const p = readKeyParts(c, key, k, 'publicKeyFile', at);
+  return p.alg === 'HS256' ? { alg: p.alg, secret: p.value, kid: p.kid } : { alg: p.alg, publicKeyFile: p.value, kid: p.kid };
+}
+
+/** alg, kid, and the secret (HS256) or the key file (RS256/ES256, named by `fileField`). */
+function readKeyParts(c: Checker, key: string, k: Record<string, unknown>, fileField: string, at: (p: string) => string) {
   const alg = c.oneOf(`${key}.alg`, k.alg, ALGS, 'HS256');
   const kid = k.kid === undefined ? undefined : c.str(`${key}.kid`, k.kid);
   if (alg === 'HS256') {
     c.unknownKeys(key, k, ['alg', 'secret', 'kid']);
-    return { alg, secret: readSecret(c, `${key}.secret`, k.secret), kid };
+    return { alg, kid, value: readSecret(c, `${key}.secret`, k.secret) };
   }
-  c.unknownKeys(key, k, ['alg', 'publicKeyFile', 'kid']);
-  return { alg, publicKeyFile: at(c.str(`${key}.publicKeyFile`, k.publicKeyFile)), kid };
+  c.unknownKeys(key, k, ['alg', fileField, 'kid']);
+  return { alg, kid, value: at(c.str(`${key}.${fileField}`, k[fileField])) };
 }
 
 function readSecret(c: Checker, key: string, value: unknown): string {

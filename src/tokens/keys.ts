@@ -39,23 +39,23 @@ export function loadKeys(tokens: TokensConfig): KeySet {
 }
 
 function signingKey(c: SigningKeyConfig): SigningKey {
-  if (c.alg === 'HS256') {
-    const key = createSecretKey(Buffer.from(c.secret, 'utf8'));
-    return { alg: c.alg, key, kid: c.kid ?? derivedKid(c.alg, Buffer.from(c.secret, 'utf8')) };
-  }
+  if (c.alg === 'HS256') return hmacKey(c.secret, c.kid);
   const key = createPrivateKey(readFileSync(c.privateKeyFile));
   checkKeyType(c.alg, key);
   return { alg: c.alg, key, kid: c.kid ?? derivedKid(c.alg, spki(createPublicKey(key))) };
 }
 
 function verificationKey(c: VerificationKeyConfig): VerificationKey {
-  if (c.alg === 'HS256') {
-    const key = createSecretKey(Buffer.from(c.secret, 'utf8'));
-    return { alg: c.alg, key, kid: c.kid ?? derivedKid(c.alg, Buffer.from(c.secret, 'utf8')) };
-  }
+  if (c.alg === 'HS256') return hmacKey(c.secret, c.kid);
   const key = createPublicKey(readFileSync(c.publicKeyFile));
   checkKeyType(c.alg, key);
   return { alg: c.alg, key, kid: c.kid ?? derivedKid(c.alg, spki(key)) };
+}
+
+/** An HS256 key signs and verifies alike. */
+function hmacKey(secret: string, kid: string | undefined): VerificationKey {
+  const material = Buffer.from(secret, 'utf8');
+  return { alg: 'HS256', key: createSecretKey(material), kid: kid ?? derivedKid('HS256', material) };
 }
 
 function verifyHalf(k: SigningKey): KeyObject {
