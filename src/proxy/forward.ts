@@ -37,6 +37,14 @@ export class Forwarder {
   private readonly exchanges = new WeakMap<IncomingMessage, Exchange>();
 
   constructor(upstreams: Record<string, UpstreamConfig>, private readonly log: Logger) {
+    // Of http-proxy's incoming passes only `stream` (open the upstream request, pipe the body) runs.
+    // The others rewrite what the gateway decides itself, and `deleteLength` did it wrongly: for a
+    // DELETE or OPTIONS without Content-Length it declared `content-length: 0` and dropped
+    // Transfer-Encoding, yet still piped the de-chunked body, which the upstream then read as a second
+    // request on the pooled connection (request smuggling past authentication). Framing is left as
+    // Node's parser read it: chunked stays chunked, a length stays that length, none means no body.
+    const passes = (this.proxy as unknown as { webPasses: Array<{ name: string }> }).webPasses;
+    passes.splice(0, passes.length, ...passes.filter((pass) => pass.name === 'stream'));
     for (const [name, u] of Object.entries(upstreams)) {
       const options = { keepAlive: true, timeout: AGENT_IDLE_MS, scheduling: 'lifo' as const };
       const agent = u.url.startsWith('https:') ? new HttpsAgent(options) : new Agent(options);
