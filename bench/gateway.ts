@@ -19,7 +19,7 @@ export const CREATE_USER_PREFIX = 'bench-u';
  * the issue, so after this many wrong passwords it gets cheap 429s; bearer requests never consult the
  * lockout, so the shared address does not touch their result.
  */
-export const MAX_FAILURES_PER_ADDRESS = 10;
+export const ADDRESS_BURST = 10;
 
 export interface GatewaySetup {
   dir: string;
@@ -47,9 +47,9 @@ tokens:
   issuer: auth-gateway
   audience: auth-gateway
   signing: { alg: HS256, secret: "\${GATEWAY_JWT_SECRET}" }
-lockout: { maxFailuresPerUser: 10, maxFailuresPerAddress: ${MAX_FAILURES_PER_ADDRESS}, windowSeconds: 900 }
+lockout: { maxFailuresPerUser: 10, addressBurst: ${ADDRESS_BURST}, addressFailuresPerMinute: 30, windowSeconds: 900 }
 upstreams:
-  conversations: { url: "http://127.0.0.1:${upstreamPort}", timeoutMs: 10000 }
+  conversations: { url: "http://127.0.0.1:${upstreamPort}", timeouts: { responseMs: 10000 } }
 routes:
   - { path: /v1/conversations, upstream: conversations, paging: { sortable: [campaignId] } }
 log: { level: warn, access: false }

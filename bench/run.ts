@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { SCENARIOS, load, type Bench, type Params, type Row, type ScenarioId } from './context.js';
-import { BASIC_USER, basicHeader, createTokens, LIST_PATH, MAX_FAILURES_PER_ADDRESS, startGateway, USER, writeGatewayFiles } from './gateway.js';
+import { BASIC_USER, basicHeader, createTokens, LIST_PATH, ADDRESS_BURST, startGateway, USER, writeGatewayFiles } from './gateway.js';
 import { killAllNow, rssMb, startRedis, startService, stopAll, stopChild } from './procs.js';
 import { newestProfile, profileTable, summarizeProfile } from './profile.js';
 import { machine, markdownTable, provenance, writeResults, type Results } from './report.js';
@@ -127,7 +127,7 @@ async function main(): Promise<void> {
         loadGenerator: 'autocannon 9 in a child process per run (open-loop node:http pacer for fixed-rate latency and the flood)',
         upstreamBodyBytes: upstream.info.bytes,
         store: 'redis (redis-server of the bench, no persistence)',
-        lockout: `maxFailuresPerAddress ${MAX_FAILURES_PER_ADDRESS}: all load comes from 127.0.0.1`,
+        lockout: `addressBurst ${ADDRESS_BURST}, then 30 failures/min: all load comes from 127.0.0.1`,
         wallSeconds: Math.round((Date.now() - started) / 1000),
         loadavg1AtStart: loadBefore,
       },
@@ -142,7 +142,7 @@ async function main(): Promise<void> {
       `Notes: ${params.connections} connections; ${params.rounds} round(s) of ${params.duration} s, floor and gateway alternating; medians of the rounds; ` +
         'the ratio is the median of per-round gateway/floor ratios.' +
         (params.scenarios.includes('latency') ? ' Latency: open-loop pacer (node:http), latency from hand-off to the agent.' : '') +
-        (params.scenarios.includes('flood') ? ` Flood: a new user name per wrong password, all from one client (127.0.0.1) under the default lockout (maxFailuresPerAddress ${MAX_FAILURES_PER_ADDRESS}): past it, cheap 429s.` : ''),
+        (params.scenarios.includes('flood') ? ` Flood: a new user name per wrong password, all from one client (127.0.0.1) under the default brute-force policy (an address bursts ${ADDRESS_BURST} failures, then one check per 2 s): past it, cheap 429s.` : ''),
       ...rows.flatMap((r) => r.notes.map((n) => `- ${r.id}: ${n}`)),
       `- gateway RSS (1-min load average) after each step: ${rss.map((x) => `${x.after} ${x.rssMb} MB (${x.loadavg1})`).join(', ')}; load average at start ${loadBefore} on ${cpus().length} cores`,
       `- gateway log (warn and above): ${gatewayLog.length} lines${gatewayLog.length ? `, first: ${gatewayLog[0]}` : ''}`,

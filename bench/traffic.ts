@@ -1,6 +1,6 @@
 // Scenarios 1, 2, 3 and 5: bearer and Basic throughput against the floor, latency at a fixed rate,
 // bearer throughput under a flood of wrong Basic passwords.
-import { call, LIST_PATH, MAX_FAILURES_PER_ADDRESS } from './gateway.js';
+import { call, LIST_PATH, ADDRESS_BURST } from './gateway.js';
 import { fmtLatency, load, med, paced, pair, problems, type Bench, type Row } from './context.js';
 import type { PacedOutput } from './paced.js';
 import { runJson } from './procs.js';
@@ -146,7 +146,7 @@ export async function floodScenario(b: Bench): Promise<Row> {
     target: `≥ ${FLOOD_TARGET.toFixed(2)} × no flood`,
     met: notes.length === 0 && ratio >= FLOOD_TARGET,
     notes: [
-      `wrong passwords were answered at ${med(rounds.map((x) => x.attackerRate), 0)}/s of ${FLOOD_RATE}/s sent, p50 ${med(rounds.map((x) => x.attacker.p50), 0)} ms (each a new user name from 127.0.0.1; lockout.maxFailuresPerAddress ${MAX_FAILURES_PER_ADDRESS}, so the flood is answered with 429 once that many failed)`,
+      `wrong passwords were answered at ${med(rounds.map((x) => x.attackerRate), 0)}/s of ${FLOOD_RATE}/s sent, p50 ${med(rounds.map((x) => x.attacker.p50), 0)} ms (each a new user name from 127.0.0.1; lockout.addressBurst ${ADDRESS_BURST}, so past that many failures the flood is answered with 429 but for one check per 2 s)`,
       ...notes,
     ],
     details: { floodRate: FLOOD_RATE, rounds },

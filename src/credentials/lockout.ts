@@ -2,38 +2,98 @@ import { createHash } from 'node:crypto';
 import type { LockoutConfig } from '../config/types.js';
 import { HttpProblem } from '../http/problem.js';
 import type { Logger } from '../log.js';
-import type { TokenStore } from '../tokens/store/types.js';
+import type { Counter, TokenStore } from '../tokens/store/types.js';
+
+/** What `check` read, so that `fail` and `succeed` need not read it again. */
+export interface Standing {
+  pair: Counter | undefined;
+  account: Counter | undefined;
+}
 
 /**
- * Counts failed password checks per user name and per client address in the shared store. Past a
- * limit every check is refused with 429 until the window passes, the right password included.
- * When the store cannot answer, lockout fails open (logged once per outage): a Redis outage must not
- * lock every user out.
+ * The brute-force policy, in the shared store so every instance applies it together:
+ * - one user name from one address: `maxFailuresPerUser` failures within the window, then that pair gets
+ *   429 until the window ends (the same user from another address is not affected);
+ * - one user name from all addresses: `maxFailuresPerAccount` consecutive failures (a success starts the
+ *   count again; NIST SP 800-63B caps it at 100), then 429 for everyone until the window ends or an operator
+ *   clears it, except clients whose password was verified moments ago (see PasswordCheck);
+ * - one address, whatever user names it tries: failures drain a bucket of `addressBurst` that refills at
+ *   `addressFailuresPerMinute`; while it is empty the address gets 429 with a Retry-After of a few seconds.
+ *   Its guessing is slowed, but its users (a shared NAT, a load balancer without trustProxy) are never
+ *   locked out: a correct password gets in as soon as the next check is allowed.
+ * Every counter fails open on its own when the store cannot answer (logged once per outage): an outage of
+ * the counters must not become an outage of sign-in. Each decision is logged once, with the user and the
+ * address, never the password.
  */
 export class Lockout {
   private failingOpen = false;
+  private readonly bucketWindowSeconds: number;
 
-  constructor(private readonly store: TokenStore, private readonly config: LockoutConfig, private readonly log: Logger) {}
+  constructor(private readonly store: TokenStore, private readonly config: LockoutConfig, private readonly log: Logger) {
+    // GCRA of `addressBurst` per window: the burst, then one check per (window / burst) seconds.
+    this.bucketWindowSeconds = Math.max(1, Math.round((config.addressBurst * 60) / config.addressFailuresPerMinute));
+  }
 
-  async check(user: string, address: string): Promise<void> {
-    const counters = await this.guard(() => Promise.all([this.store.peek(userKey(user)), this.store.peek(addressKey(address))]));
-    if (!counters) return;
-    const [byUser, byAddress] = counters;
-    const locked = [
-      byUser.count >= this.config.maxFailuresPerUser ? byUser.resetSeconds : 0,
-      byAddress.count >= this.config.maxFailuresPerAddress ? byAddress.resetSeconds : 0,
-    ];
-    const retryAfter = Math.max(...locked);
-    if (retryAfter > 0) {
-      throw new HttpProblem(429, 'too_many_attempts', `too many failed sign-in attempts; retry in ${retryAfter} s`, {
-        headers: { 'Retry-After': String(retryAfter) },
-      });
+  /** Before a password is judged: 429 when the pair, the account or the address is held back. */
+  async check(user: string, address: string): Promise<Standing> {
+    const [pair, account, throttle] = await Promise.all([
+      this.guard(() => this.store.peek(pairKey(user, address))),
+      this.guard(() => this.store.peek(accountKey(user))),
+      this.guard(() => this.store.peek(throttleKey(address))),
+    ]);
+    if (throttle && throttle.resetSeconds > 0) {
+      throw tooMany(throttle.resetSeconds, 'too many failed sign-in attempts from this address');
+    }
+    if (pair && pair.count >= this.config.maxFailuresPerUser) {
+      throw tooMany(pair.resetSeconds, 'too many failed sign-in attempts for this user from this address');
+    }
+    if (account && account.count >= this.config.maxFailuresPerAccount) {
+      throw tooMany(account.resetSeconds, 'too many failed sign-in attempts for this user');
+    }
+    return { pair, account };
+  }
+
+  /** A wrong password (or unknown user): counts toward all three limits. */
+  async fail(user: string, address: string): Promise<void> {
+    const w = this.config.windowSeconds;
+    const [pair, account, bucket] = await Promise.all([
+      this.guard(() => this.store.hit(pairKey(user, address), w)),
+      this.guard(() => this.store.hit(accountKey(user), w)),
+      this.guard(() => this.store.take(bucketKey(address), this.config.addressBurst, this.bucketWindowSeconds)),
+    ]);
+    const who = { user: user.slice(0, 128), address };
+    if (pair?.count === this.config.maxFailuresPerUser) {
+      this.log.warn('sign-in locked for this user from this address', { event: 'lockout', scope: 'user+address', ...who, failures: pair.count, retryAfterSeconds: pair.resetSeconds });
+    }
+    if (account?.count === this.config.maxFailuresPerAccount) {
+      this.log.warn('sign-in locked for this user from every address', { event: 'lockout', scope: 'account', ...who, failures: account.count, retryAfterSeconds: account.resetSeconds });
+    }
+    if (bucket && (!bucket.allowed || bucket.remaining === 0)) {
+      // The bucket is empty: hold the address back until its next check is allowed.
+      const retryAfterSeconds = bucket.allowed ? Math.ceil(this.bucketWindowSeconds / this.config.addressBurst) : bucket.retryAfterSeconds;
+      await this.guard(() => this.store.hit(throttleKey(address), Math.max(1, retryAfterSeconds)));
+      this.log.warn('sign-in attempts from this address slowed down', { event: 'throttle', scope: 'address', ...who, retryAfterSeconds });
     }
   }
 
-  async fail(user: string, address: string): Promise<void> {
-    const w = this.config.windowSeconds;
-    await this.guard(() => Promise.all([this.store.hit(userKey(user), w), this.store.hit(addressKey(address), w)]));
+  /** A correct password: the failures before it were not consecutive any more. */
+  async succeed(user: string, address: string, standing: Standing): Promise<void> {
+    await Promise.all([
+      standing.pair?.count ? this.guard(() => this.store.reset(pairKey(user, address))) : undefined,
+      standing.account?.count ? this.guard(() => this.store.reset(accountKey(user))) : undefined,
+    ]);
+  }
+
+  /** Lifts what an operator names: the account lock of a user, the throttle of an address, or both and their pair. */
+  async clear(target: { user?: string; address?: string }): Promise<void> {
+    const { user, address } = target;
+    const keys = [
+      ...(user !== undefined ? [accountKey(user)] : []),
+      // The address's bucket refills by itself within seconds; the hold on it is what refuses.
+      ...(address !== undefined ? [throttleKey(address)] : []),
+      ...(user !== undefined && address !== undefined ? [pairKey(user, address)] : []),
+    ];
+    await Promise.all(keys.map((key) => this.store.reset(key)));
   }
 
   private async guard<T>(op: () => Promise<T>): Promise<T | undefined> {
@@ -51,11 +111,30 @@ export class Lockout {
   }
 }
 
-// User names are client input of any length: key them by digest.
-function userKey(user: string): string {
-  return `lock:u:${createHash('sha256').update(user).digest('base64url')}`;
+function tooMany(retryAfter: number, why: string): HttpProblem {
+  const seconds = Math.max(1, retryAfter);
+  return new HttpProblem(429, 'too_many_attempts', `${why}; retry in ${seconds} s`, { headers: { 'Retry-After': String(seconds) } });
 }
 
-function addressKey(address: string): string {
+// User names are client input of any length: key them by digest (length-prefixed, so no pair collides).
+function digest(...parts: string[]): string {
+  const h = createHash('sha256');
+  for (const p of parts) h.update(`${Buffer.byteLength(p)}:`).update(p);
+  return h.digest('base64url');
+}
+
+function pairKey(user: string, address: string): string {
+  return `lock:p:${digest(user, address)}`;
+}
+
+function accountKey(user: string): string {
+  return `lock:u:${digest(user)}`;
+}
+
+function throttleKey(address: string): string {
+  return `lock:t:${address}`;
+}
+
+function bucketKey(address: string): string {
   return `lock:a:${address}`;
 }

@@ -11,10 +11,10 @@ export interface PasswordAttempt {
 
 /**
  * The one place a user name and password are judged, for Basic and for token create alike:
- * lockout first, then bcrypt, and a failure counts toward the lockout.
+ * lockout first, then bcrypt; a failure counts toward the lockout, a success clears its count.
  */
 export class PasswordCheck {
-  /** The last check queued per user name: checks of one user run one after another. */
+  /** The last check queued per client address: one address's checks run one after another. */
   private readonly queues = new Map<string, Promise<unknown>>();
 
   constructor(private readonly verifier: PasswordVerifier, private readonly lockout: Lockout) {}
@@ -31,22 +31,27 @@ export class PasswordCheck {
       if (!options.trustCache) await this.lockout.check(attempt.user, attempt.address);
       return;
     }
-    // One at a time per user name, so each guess sees the failures of the one before it: concurrent
-    // guesses at one user cannot all pass the lockout check before any failure is counted.
-    return this.oneAtATime(attempt.user, async () => {
-      await this.lockout.check(attempt.user, attempt.address);
-      if (await verifier.verify(attempt.user, attempt.password)) return;
+    // One at a time per address, so each guess sees the failures of the one before it: concurrent
+    // guesses from one address (at one user or at many) cannot all pass the check before any failure
+    // is counted. Guesses at one user from many addresses can overshoot the account limit by the
+    // number in flight (at most users.maxPendingVerifications per instance).
+    return this.oneAtATime(attempt.address, async () => {
+      const standing = await this.lockout.check(attempt.user, attempt.address);
+      if (await verifier.verify(attempt.user, attempt.password)) {
+        await this.lockout.succeed(attempt.user, attempt.address, standing);
+        return;
+      }
       await this.lockout.fail(attempt.user, attempt.address);
       throw invalidCredentials();
     });
   }
 
-  private oneAtATime<T>(user: string, work: () => Promise<T>): Promise<T> {
-    const run = (this.queues.get(user) ?? Promise.resolve()).then(work, work);
+  private oneAtATime<T>(key: string, work: () => Promise<T>): Promise<T> {
+    const run = (this.queues.get(key) ?? Promise.resolve()).then(work, work);
     const tail = run.catch(() => undefined);
-    this.queues.set(user, tail);
+    this.queues.set(key, tail);
     void tail.then(() => {
-      if (this.queues.get(user) === tail) this.queues.delete(user);
+      if (this.queues.get(key) === tail) this.queues.delete(key);
     });
     return run;
   }

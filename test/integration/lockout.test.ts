@@ -1,13 +1,18 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
+import { createLogger } from '../../src/log.js';
 import { MemoryTokenStore } from '../../src/tokens/store/memory.js';
 import { basic, echoUpstream, htpasswd, postJson, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
+
+// The brute-force policy from the outside: each outcome the policy promises is one test. Time is the
+// gateway's injected clock (the memory store reads it too), so windows and refills are exact.
 
 let users: Users;
 let echo: EchoUpstream;
 let clock: ManualClock;
 let store: MemoryTokenStore;
 let gw: RunningGateway;
+let logLines: string[];
 
 beforeAll(async () => {
   users = htpasswd({ alice: 'alice-pw', bob: 'bob-pw', carol: 'carol-pw' });
@@ -18,82 +23,150 @@ afterAll(async () => {
   users.remove();
 });
 
-async function start(lockout: Record<string, number>, server: Record<string, unknown> = {}) {
+/** Defaults of the shipped policy unless overridden; trustProxy 1 so a test can speak from any address. */
+async function start(lockout: Record<string, number> = {}) {
   clock = new ManualClock(Date.now());
   store = new MemoryTokenStore(clock);
+  logLines = [];
   gw = await startGateway(testConfig(users.file, {
-    server: { host: '127.0.0.1', port: 0, ...server },
+    server: { host: '127.0.0.1', port: 0, trustProxy: 1 },
     lockout,
     upstreams: { up: { url: echo.url } },
     routes: [{ path: '/v1/conversations', upstream: 'up' }],
-  }), { clock, store });
+  }), { clock, store, log: createLogger('debug', (line) => logLines.push(line)) });
 }
 afterEach(async () => {
   await gw.close();
   await store.close();
 });
 
-const create = (appKey: string, appSecret: string, headers: Record<string, string> = {}) =>
-  postJson(gw.base, '/v1/tokens/create', { appKey, appSecret }, headers);
+const from = (address: string) => ({ 'x-forwarded-for': address });
+const create = (appKey: string, appSecret: string, address = '203.0.113.1') =>
+  postJson(gw.base, '/v1/tokens/create', { appKey, appSecret }, from(address));
+const list = (user: string, password: string, address = '203.0.113.1') =>
+  fetch(`${gw.base}/v1/conversations`, { headers: { authorization: basic(user, password), ...from(address) } });
+const retryAfter = (res: Response) => Number(res.headers.get('retry-after'));
+const decisions = () => logLines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.event === 'lockout' || l.event === 'throttle');
 
-describe('lockout of failed password checks', () => {
-  it('answers 429 with Retry-After past the per-user limit, even with the right password, until the window passes', async () => {
-    await start({ maxFailuresPerUser: 3, maxFailuresPerAddress: 100, windowSeconds: 60 });
-    for (let i = 0; i < 3; i++) expect((await create('alice', 'wrong')).status).toBe(401);
-    const locked = await create('alice', 'alice-pw');
+/** Signs in, waiting out each Retry-After (on the injected clock); the total wait in seconds. */
+async function signInWaiting(user: string, password: string, address: string): Promise<{ status: number; waitedSeconds: number }> {
+  let waited = 0;
+  for (let i = 0; i < 10; i++) {
+    const res = await create(user, password, address);
+    if (res.status !== 429) return { status: res.status, waitedSeconds: waited };
+    waited += retryAfter(res);
+    clock.advance(retryAfter(res) * 1000);
+  }
+  return { status: 429, waitedSeconds: waited };
+}
+
+describe('brute-force policy', () => {
+  it('failures against other and unknown user names from an address hold a real user\'s correct password back for at most a few seconds', async () => {
+    await start();
+    // As a new user would try it: ten made-up user names, then the real ones, from one address.
+    for (let i = 1; i <= 10; i++) expect((await create(`mallory${i}`, 'guess', '198.51.100.7')).status).toBe(401);
+    // Real user names, wrong passwords: the address is slowed down, not its users locked out.
+    expect((await create('bob', 'wrong', '198.51.100.7')).status).toBe(429);
+    const carol = await signInWaiting('carol', 'carol-pw', '198.51.100.7');
+    expect(carol.status).toBe(200);
+    expect(carol.waitedSeconds).toBeLessThanOrEqual(2);
+    // Basic from the same address alike.
+    clock.advance(2000);
+    expect((await list('alice', 'alice-pw', '198.51.100.7')).status).toBe(200);
+    // Another address was never affected.
+    expect((await create('bob', 'bob-pw', '198.51.100.8')).status).toBe(200);
+  });
+
+  it('guessing one user from one address is stopped after maxFailuresPerUser; the same user from another address still gets in', async () => {
+    await start({ maxFailuresPerUser: 3 });
+    for (let i = 0; i < 3; i++) expect((await create('alice', `guess-${i}`, '198.51.100.7')).status).toBe(401);
+    const locked = await create('alice', 'alice-pw', '198.51.100.7');
     expect(locked.status).toBe(429);
-    expect(Number(locked.headers.get('retry-after'))).toBeGreaterThan(0);
-    expect(Number(locked.headers.get('retry-after'))).toBeLessThanOrEqual(60);
     expect(await locked.json()).toMatchObject({ code: 'too_many_attempts', status: 429 });
-    // Another user from the same address is not affected by alice's counter.
-    expect((await create('bob', 'bob-pw')).status).toBe(200);
-    clock.advance(61_000);
-    expect((await create('alice', 'alice-pw')).status).toBe(200);
+    expect(retryAfter(locked)).toBeGreaterThan(800);
+    expect(retryAfter(locked)).toBeLessThanOrEqual(900);
+    expect((await create('alice', 'alice-pw', '192.0.2.44')).status).toBe(200);
+    expect((await list('alice', 'alice-pw', '192.0.2.44')).status).toBe(200);
+    // Other users from the guessing address are not locked either.
+    expect((await create('bob', 'bob-pw', '198.51.100.7')).status).toBe(200);
+    // The window passes: the pair may try again.
+    clock.advance(901_000);
+    expect((await create('alice', 'alice-pw', '198.51.100.7')).status).toBe(200);
   });
 
-  it('cannot be outrun by concurrent guesses at one user', async () => {
-    await start({ maxFailuresPerUser: 5, maxFailuresPerAddress: 100, windowSeconds: 60 });
-    const statuses = (await Promise.all(Array.from({ length: 30 }, (_, i) => create('alice', `guess-${i}`)))).map((r) => r.status);
-    expect(statuses.filter((s) => s === 401)).toHaveLength(5);
-    expect(statuses.filter((s) => s === 429)).toHaveLength(25);
+  it('guessing one user from many addresses stops at maxFailuresPerAccount consecutive failures; recently verified clients keep working; an operator can lift it', async () => {
+    await start({ maxFailuresPerAccount: 5 });
+    // alice's own client signs in with Basic before the attack: its password is proven (cached).
+    expect((await list('alice', 'alice-pw', '192.0.2.1')).status).toBe(200);
+    for (let i = 0; i < 5; i++) expect((await create('alice', 'guess', `198.51.100.${i}`)).status).toBe(401);
+    const locked = await create('alice', 'alice-pw', '198.51.100.99');
+    expect(locked.status).toBe(429);
+    expect(await locked.json()).toMatchObject({ code: 'too_many_attempts', detail: expect.stringMatching(/for this user;/) });
+    // The running client is not cut off: its password was verified moments ago.
+    expect((await list('alice', 'alice-pw', '192.0.2.1')).status).toBe(200);
+    // bob is another account.
+    expect((await create('bob', 'bob-pw', '198.51.100.99')).status).toBe(200);
+    // `auth-gateway lockout clear --user alice` does this.
+    await gw.gateway.lockout.clear({ user: 'alice' });
+    expect((await create('alice', 'alice-pw', '198.51.100.99')).status).toBe(200);
   });
 
-  it('lets concurrent sign-ins of many users from one address through (no false lockout)', async () => {
-    await start({ maxFailuresPerUser: 2, maxFailuresPerAddress: 2, windowSeconds: 60 });
-    const statuses = (await Promise.all([
-      ...Array.from({ length: 10 }, () => create('alice', 'alice-pw')),
-      ...Array.from({ length: 10 }, () => create('bob', 'bob-pw')),
-    ])).map((r) => r.status);
-    expect(statuses.every((s) => s === 200)).toBe(true);
+  it('counts consecutive failures: a correct password starts the account count again', async () => {
+    await start({ maxFailuresPerAccount: 5 });
+    for (let i = 0; i < 4; i++) expect((await create('alice', 'guess', `198.51.100.${i}`)).status).toBe(401);
+    expect((await create('alice', 'alice-pw', '192.0.2.9')).status).toBe(200);
+    for (let i = 4; i < 8; i++) expect((await create('alice', 'guess', `198.51.100.${i}`)).status).toBe(401);
+    // Only 4 consecutive: not locked. (The password is cached now, so use create, which always checks.)
+    expect((await create('alice', 'alice-pw', '192.0.2.9')).status).toBe(200);
   });
 
-  it('counts per client address across user names', async () => {
-    await start({ maxFailuresPerUser: 100, maxFailuresPerAddress: 3, windowSeconds: 60 });
-    for (const user of ['x1', 'x2', 'x3']) expect((await create(user, 'wrong')).status).toBe(401);
-    expect((await create('carol', 'carol-pw')).status).toBe(429);
+  it('bounds the guesses one address gets judged in a minute: burst + rate, however fast and however concurrent it sends', async () => {
+    await start({ addressBurst: 10, addressFailuresPerMinute: 30 });
+    let judged = 0;
+    let refused = 0;
+    // 60 s of 20 concurrent guesses every 250 ms (4,800 attempts), each at a new user name.
+    for (let tick = 0; tick < 240; tick++) {
+      const statuses = await Promise.all(Array.from({ length: 20 }, (_, i) => create(`spray-${tick}-${i}`, 'guess', '198.51.100.7').then((r) => r.status)));
+      judged += statuses.filter((s) => s === 401).length;
+      refused += statuses.filter((s) => s === 429).length;
+      clock.advance(250);
+    }
+    expect(judged + refused).toBe(4800);
+    // 10 at once, then one every 2 s: 10 + 30 in the minute (one more for a refill landing on the edge).
+    expect(judged, `judged ${judged} of 4800 guesses in 60 s`).toBeGreaterThanOrEqual(38);
+    expect(judged, `judged ${judged} of 4800 guesses in 60 s`).toBeLessThanOrEqual(41);
+  }, 60_000);
+
+  it('counts failed Basic attempts toward the same policy as token create', async () => {
+    await start({ maxFailuresPerUser: 2 });
+    for (let i = 0; i < 2; i++) expect((await list('bob', 'wrong', '198.51.100.7')).status).toBe(401);
+    expect((await list('bob', 'bob-pw', '198.51.100.7')).status).toBe(429);
+    expect((await create('bob', 'bob-pw', '198.51.100.7')).status).toBe(429);
   });
 
-  it('counts failed Basic attempts toward the same lockout', async () => {
-    await start({ maxFailuresPerUser: 2, maxFailuresPerAddress: 100, windowSeconds: 60 });
+  it('keys the address on the entry the trusted proxy added, never on the client-controlled leftmost one', async () => {
+    await start({ maxFailuresPerUser: 2 });
+    // A client spoofing the leftmost entry cannot escape its counter: the proxy appends the real address.
     for (let i = 0; i < 2; i++) {
-      const res = await fetch(`${gw.base}/v1/conversations`, { headers: { authorization: basic('bob', 'wrong') } });
+      const res = await postJson(gw.base, '/v1/tokens/create', { appKey: 'carol', appSecret: 'wrong' }, { 'x-forwarded-for': `1.1.1.${i}, 203.0.113.7` });
       expect(res.status).toBe(401);
     }
-    expect((await fetch(`${gw.base}/v1/conversations`, { headers: { authorization: basic('bob', 'bob-pw') } })).status).toBe(429);
-    expect((await create('bob', 'bob-pw')).status).toBe(429);
+    expect((await postJson(gw.base, '/v1/tokens/create', { appKey: 'carol', appSecret: 'carol-pw' }, { 'x-forwarded-for': '9.9.9.9, 203.0.113.7' })).status).toBe(429);
+    expect((await postJson(gw.base, '/v1/tokens/create', { appKey: 'carol', appSecret: 'carol-pw' }, { 'x-forwarded-for': '203.0.113.8' })).status).toBe(200);
   });
 
-  it('keys the address on the peer, not on a client-sent X-Forwarded-For, unless trustProxy says so', async () => {
-    await start({ maxFailuresPerUser: 100, maxFailuresPerAddress: 2, windowSeconds: 60 });
-    for (let i = 0; i < 2; i++) expect((await create(`u${i}`, 'wrong', { 'x-forwarded-for': `10.0.0.${i}` })).status).toBe(401);
-    expect((await create('carol', 'carol-pw', { 'x-forwarded-for': '10.0.0.99' })).status).toBe(429);
-  });
-
-  it('with trustProxy 1 keys the address on the entry the trusted proxy added (the rightmost)', async () => {
-    await start({ maxFailuresPerUser: 100, maxFailuresPerAddress: 2, windowSeconds: 60 }, { trustProxy: 1 });
-    // A client spoofing the leftmost entry cannot escape its counter: the proxy appends the real address.
-    for (let i = 0; i < 2; i++) expect((await create(`u${i}`, 'wrong', { 'x-forwarded-for': `1.1.1.${i}, 203.0.113.7` })).status).toBe(401);
-    expect((await create('carol', 'carol-pw', { 'x-forwarded-for': '9.9.9.9, 203.0.113.7' })).status).toBe(429);
-    expect((await create('carol', 'carol-pw', { 'x-forwarded-for': '203.0.113.8' })).status).toBe(200);
+  it('logs each lockout and throttle decision once, with user and address, never the password', async () => {
+    await start({ maxFailuresPerUser: 3, addressBurst: 5 });
+    for (let i = 0; i < 6; i++) await create('alice', 'Secret-Guess-1', '198.51.100.7');
+    for (let i = 0; i < 3; i++) await create(`nobody${i}`, 'Secret-Guess-2', '198.51.100.8');
+    await create('nobody9', 'Secret-Guess-2', '198.51.100.8');
+    await create('nobody9', 'Secret-Guess-2', '198.51.100.8');
+    const lockouts = decisions().filter((d) => d.event === 'lockout');
+    expect(lockouts).toEqual([expect.objectContaining({ scope: 'user+address', user: 'alice', address: '198.51.100.7', failures: 3, level: 'warn' })]);
+    expect(logLines.join('\n')).not.toContain('Secret-Guess');
+    // The address bursts 5, then each further failure (one per refill) is one throttle decision.
+    const throttles = decisions().filter((d) => d.event === 'throttle');
+    expect(throttles.length).toBeGreaterThanOrEqual(1);
+    for (const t of throttles) expect(t).toMatchObject({ scope: 'address', address: expect.stringMatching(/^198\.51\.100\.[78]$/), retryAfterSeconds: expect.any(Number) });
   });
 });
