@@ -9,8 +9,9 @@ import { PasswordCheck } from './credentials/password-check.js';
 import { accessLog } from './http/access-log.js';
 import { clientErrorResponder } from './http/client-error.js';
 import { errorHandler } from './http/errors.js';
+import { handleExpectations } from './http/expect.js';
 import { health } from './http/health.js';
-import { canonicalPath } from './http/normalize-path.js';
+import { isTokenPath, requestForm } from './http/request-form.js';
 import { requestId } from './http/request-id.js';
 import { HttpProblem } from './http/problem.js';
 import type { GatewayState } from './http/state.js';
@@ -39,6 +40,7 @@ export interface Gateway {
   store: TokenStore;
   tokens: TokenService;
   credentials: Credentials;
+  lockout: Lockout;
   /** Listens on config.server (or the given port); resolves with the bound port. */
   listen(port?: number, host?: string): Promise<number>;
   /** Stops accepting, lets in-flight requests finish within graceMs, then closes everything. */
@@ -54,7 +56,8 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
 
   const keys = loadKeys(config.tokens);
   const credentials = new Credentials(config.users, clock, log);
-  const passwords = new PasswordCheck(credentials.verifier, new Lockout(store, config.lockout, log));
+  const lockout = new Lockout(store, config.lockout, log);
+  const passwords = new PasswordCheck(credentials.verifier, lockout);
   const codec = new AccessTokenCodec(keys, {
     issuer: config.tokens.issuer,
     audience: config.tokens.audience,
@@ -74,19 +77,29 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   app.use(requestId());
   if (config.log.access) app.use(accessLog(log));
   app.use(errorHandler(log));
-  app.use(canonicalPath());
+  app.use(requestForm());
   app.use(health(() => store.ping()));
-  app.use(underPrefix('/v1/tokens', tokenRoutes(tokens).routes(), notATokenEndpoint));
+  app.use(onTokenPaths(tokenRoutes(tokens, config.server.bodyTimeoutMs).routes(), notATokenEndpoint));
   app.use(authenticate(passwords, tokens));
   app.use(matchRoute(routes));
   app.use(rateLimit(store, log));
   app.use(forwardToUpstream(forwarder, config.server.trustProxy > 0));
 
-  const server = createServer(app.callback());
+  const handle = app.callback();
+  const server = createServer({
+    // Headers must arrive in time; bodies are judged by the idle limit of their route (a slow but
+    // steady upload passes) or, on token endpoints, by server.bodyTimeoutMs: no total request limit.
+    headersTimeout: config.server.headersTimeoutMs,
+    requestTimeout: 0,
+    connectionsCheckingInterval: Math.min(1000, config.server.headersTimeoutMs),
+    // A missing Host gets a problem body from requestForm, not Node's bare 400.
+    requireHostHeader: false,
+  }, handle);
   server.on('clientError', clientErrorResponder(log));
+  handleExpectations(server, handle);
 
   return {
-    app, server, store, tokens, credentials,
+    app, server, store, tokens, credentials, lockout,
     listen: (port = config.server.port, host = config.server.host) => listen(server, port, host),
     close: async (graceMs = config.server.shutdownGraceMs) => {
       await closeServer(server, graceMs);
@@ -98,15 +111,13 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
 }
 
 /**
- * Runs `middleware` only for paths at or under `prefix`, so other requests skip the router's matching;
- * what it leaves unanswered there gets `fallback`, never the rest of the chain (no upstream behind it).
+ * Runs `middleware` only for token paths (see isTokenPath), so other requests skip the router's
+ * matching; what it leaves unanswered there gets `fallback`, never the rest of the chain.
  */
-function underPrefix<C>(prefix: string, middleware: Koa.Middleware<GatewayState, C>, fallback: () => never): Koa.Middleware<GatewayState> {
+function onTokenPaths<C>(middleware: Koa.Middleware<GatewayState, C>, fallback: () => never): Koa.Middleware<GatewayState> {
   return function scoped(ctx, next) {
-    const p = ctx.path;
-    const inside = p.startsWith(prefix) && (p.length === prefix.length || p[prefix.length] === '/');
     // The router adds its own context members (params, router) when it runs.
-    return inside ? middleware(ctx as Parameters<typeof middleware>[0], async () => fallback()) : next();
+    return isTokenPath(ctx.path) ? middleware(ctx as Parameters<typeof middleware>[0], async () => fallback()) : next();
   };
 }
 

@@ -22,6 +22,10 @@ export interface ServerConfig {
   trustProxy: number;
   /** In-flight requests get this long to finish on SIGTERM/SIGINT. */
   shutdownGraceMs: number;
+  /** The request line and headers must arrive within this (Node's headersTimeout). */
+  headersTimeoutMs: number;
+  /** A token request's whole body must arrive within this; proxied bodies have an idle limit instead. */
+  bodyTimeoutMs: number;
 }
 
 export type StoreConfig =
@@ -59,16 +63,32 @@ export type VerificationKeyConfig =
   | { alg: 'RS256' | 'ES256'; publicKeyFile: string; kid?: string };
 
 export interface LockoutConfig {
-  /** Failed password checks per user name within the window before 429. */
+  /** Failed password checks of one user name from one address within the window before that pair gets 429. */
   maxFailuresPerUser: number;
-  /** Failed password checks per client address within the window before 429. */
-  maxFailuresPerAddress: number;
+  /** Consecutive failed checks of one user name from all addresses before the account gets 429 (NIST SP 800-63B: at most 100). */
+  maxFailuresPerAccount: number;
   windowSeconds: number;
+  /** Failed checks an address may make at once before it is slowed down. */
+  addressBurst: number;
+  /** After the burst: failed checks an address may make per minute (the throttle's refill rate). */
+  addressFailuresPerMinute: number;
 }
 
 export interface UpstreamConfig {
   url: string;
-  timeoutMs: number;
+  timeouts: Timeouts;
+  /** Send the client's Host header instead of the upstream's own (for backends that build URLs from it). */
+  preserveHost: boolean;
+}
+
+/** What each timeout measures, so a slow upload or a quiet stream is never mistaken for a dead upstream. */
+export interface Timeouts {
+  /** Opening a new connection to the upstream. */
+  connectMs: number;
+  /** Response headers, counted from the moment the request body has been sent in full. */
+  responseMs: number;
+  /** No bytes in either direction while a body (request or response) is streaming. */
+  idleMs: number;
 }
 
 export interface RouteConfig {
@@ -76,6 +96,12 @@ export interface RouteConfig {
   upstream: string;
   /** Pass the client's Authorization header on to the upstream. */
   forwardAuthorization: boolean;
+  /** Remove the route's path from the request path and join the rest onto the upstream URL's path. */
+  stripPrefix: boolean;
+  /** This route's own timeouts (each falls back to the upstream's). */
+  timeouts: Timeouts;
+  /** Request-target and method override headers the upstream may see on this route (lower case). */
+  allowHeaders: string[];
   paging?: PagingRules;
   /** This route's own limit; null: none even when a global one is set; undefined: the global one. */
   rateLimit?: RateLimitRule | null;

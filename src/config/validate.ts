@@ -1,9 +1,10 @@
 import { isAbsolute, resolve } from 'node:path';
+import { OVERRIDE_HEADERS } from '../proxy/headers.js';
 import { Checker } from './checker.js';
 import { ConfigError } from './errors.js';
 import type {
   Config, LockoutConfig, PagingRules, RateLimitRule, RouteConfig, ServerConfig, SigningKeyConfig, StoreConfig,
-  TokensConfig, UpstreamConfig, UsersConfig, VerificationKeyConfig,
+  Timeouts, TokensConfig, UpstreamConfig, UsersConfig, VerificationKeyConfig,
 } from './types.js';
 
 export const DEFAULT_PAGE_SIZES = [10, 20, 50, 100, 200];
@@ -35,13 +36,15 @@ export function validateConfig(raw: unknown, file: string, baseDir: string): Con
 }
 
 function readServer(c: Checker, s: Record<string, unknown>): ServerConfig {
-  c.unknownKeys('server', s, ['host', 'port', 'trustProxy', 'shutdownGraceMs']);
+  c.unknownKeys('server', s, ['host', 'port', 'trustProxy', 'shutdownGraceMs', 'headersTimeoutMs', 'bodyTimeoutMs']);
   const trust = s.trustProxy;
   return {
     host: c.str('server.host', s.host, '0.0.0.0'),
     port: c.int('server.port', s.port, 8080, 0, 65535),
     trustProxy: trust === true || trust === 'true' ? 1 : trust === false || trust === 'false' ? 0 : c.int('server.trustProxy', trust, 0, 0, 32),
     shutdownGraceMs: c.int('server.shutdownGraceMs', s.shutdownGraceMs, 10_000, 0),
+    headersTimeoutMs: c.int('server.headersTimeoutMs', s.headersTimeoutMs, 10_000, 100),
+    bodyTimeoutMs: c.int('server.bodyTimeoutMs', s.bodyTimeoutMs, 10_000, 100),
   };
 }
 
@@ -124,11 +127,16 @@ function readSecret(c: Checker, key: string, value: unknown): string {
 }
 
 function readLockout(c: Checker, l: Record<string, unknown>): LockoutConfig {
-  c.unknownKeys('lockout', l, ['maxFailuresPerUser', 'maxFailuresPerAddress', 'windowSeconds']);
+  c.unknownKeys('lockout', l, ['maxFailuresPerUser', 'maxFailuresPerAccount', 'windowSeconds', 'addressBurst', 'addressFailuresPerMinute', 'maxFailuresPerAddress']);
+  if (l.maxFailuresPerAddress !== undefined) {
+    c.problem('lockout.maxFailuresPerAddress', 'is gone: an address is now slowed down, never locked out (use lockout.addressBurst and lockout.addressFailuresPerMinute)');
+  }
   return {
     maxFailuresPerUser: c.int('lockout.maxFailuresPerUser', l.maxFailuresPerUser, 10),
-    maxFailuresPerAddress: c.int('lockout.maxFailuresPerAddress', l.maxFailuresPerAddress, 10),
+    maxFailuresPerAccount: c.int('lockout.maxFailuresPerAccount', l.maxFailuresPerAccount, 100),
     windowSeconds: c.int('lockout.windowSeconds', l.windowSeconds, 900),
+    addressBurst: c.int('lockout.addressBurst', l.addressBurst, 10),
+    addressFailuresPerMinute: c.int('lockout.addressFailuresPerMinute', l.addressFailuresPerMinute, 30, 1, 6000),
   };
 }
 
@@ -138,18 +146,34 @@ function readUpstreams(c: Checker, raw: unknown): Record<string, UpstreamConfig>
   for (const [name, value] of Object.entries(map)) {
     const key = `upstreams.${name}`;
     const u = c.obj(key, value, true);
-    c.unknownKeys(key, u, ['url', 'timeoutMs']);
-    out[name] = { url: c.url(`${key}.url`, u.url, ['http:', 'https:']), timeoutMs: c.int(`${key}.timeoutMs`, u.timeoutMs, 10_000) };
+    c.unknownKeys(key, u, ['url', 'timeouts', 'timeoutMs', 'preserveHost']);
+    const url = c.url(`${key}.url`, u.url, ['http:', 'https:']);
+    const timeouts = readTimeouts(c, `${key}.timeouts`, c.obj(`${key}.timeouts`, u.timeouts), DEFAULT_TIMEOUTS);
+    // The one-number form of earlier releases: the response-headers timeout.
+    if (u.timeoutMs !== undefined) timeouts.responseMs = c.int(`${key}.timeoutMs`, u.timeoutMs, DEFAULT_TIMEOUTS.responseMs);
+    out[name] = { url, timeouts, preserveHost: c.bool(`${key}.preserveHost`, u.preserveHost, false) };
   }
   return out;
 }
+
+const DEFAULT_TIMEOUTS: Timeouts = { connectMs: 5000, responseMs: 30_000, idleMs: 60_000 };
+
+function readTimeouts(c: Checker, key: string, t: Record<string, unknown>, defaults: Timeouts): Timeouts {
+  c.unknownKeys(key, t, ['connectMs', 'responseMs', 'idleMs']);
+  return {
+    connectMs: c.int(`${key}.connectMs`, t.connectMs, defaults.connectMs),
+    responseMs: c.int(`${key}.responseMs`, t.responseMs, defaults.responseMs),
+    idleMs: c.int(`${key}.idleMs`, t.idleMs, defaults.idleMs),
+  };
+}
+
 
 function readRoutes(c: Checker, raw: unknown, upstreams: Record<string, UpstreamConfig>): RouteConfig[] {
   const seen = new Set<string>();
   return c.list('routes', raw).map((value, i) => {
     const key = `routes[${i}]`;
     const r = c.obj(key, value, true);
-    c.unknownKeys(key, r, ['path', 'upstream', 'forwardAuthorization', 'paging', 'rateLimit']);
+    c.unknownKeys(key, r, ['path', 'upstream', 'forwardAuthorization', 'paging', 'rateLimit', 'stripPrefix', 'timeouts', 'allowHeaders']);
     const path = c.str(`${key}.path`, r.path);
     if (path && !/^\/(?:[A-Za-z0-9._~-]+\/)*[A-Za-z0-9._~-]+$/.test(path)) {
       c.problem(`${key}.path`, 'must be an absolute path of plain segments without a trailing slash, e.g. /v1/conversations');
@@ -160,7 +184,18 @@ function readRoutes(c: Checker, raw: unknown, upstreams: Record<string, Upstream
     seen.add(path);
     const upstream = c.str(`${key}.upstream`, r.upstream);
     if (upstream && !upstreams[upstream]) c.problem(`${key}.upstream`, `names no upstream (known: ${Object.keys(upstreams).join(', ') || 'none'})`);
-    const route: RouteConfig = { path, upstream, forwardAuthorization: c.bool(`${key}.forwardAuthorization`, r.forwardAuthorization, false) };
+    const route: RouteConfig = {
+      path,
+      upstream,
+      forwardAuthorization: c.bool(`${key}.forwardAuthorization`, r.forwardAuthorization, false),
+      stripPrefix: c.bool(`${key}.stripPrefix`, r.stripPrefix, false),
+      timeouts: readTimeouts(c, `${key}.timeouts`, c.obj(`${key}.timeouts`, r.timeouts), upstreams[upstream]?.timeouts ?? DEFAULT_TIMEOUTS),
+      allowHeaders: c.list(`${key}.allowHeaders`, r.allowHeaders).map((h, j) => {
+        const name = c.str(`${key}.allowHeaders[${j}]`, h).toLowerCase();
+        if (name && !OVERRIDE_HEADERS.includes(name)) c.problem(`${key}.allowHeaders[${j}]`, `must be one of the override headers the gateway removes (${OVERRIDE_HEADERS.join(', ')})`);
+        return name;
+      }),
+    };
     if (r.paging !== undefined && r.paging !== false) route.paging = readPaging(c, `${key}.paging`, c.obj(`${key}.paging`, r.paging === true ? {} : r.paging));
     if (r.rateLimit === false || r.rateLimit === null) route.rateLimit = null;
     else if (r.rateLimit !== undefined) route.rateLimit = readRateLimit(c, `${key}.rateLimit`, c.obj(`${key}.rateLimit`, r.rateLimit));

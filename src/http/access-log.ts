@@ -1,22 +1,50 @@
 import type { Logger } from '../log.js';
-import type { GatewayMiddleware } from './state.js';
+import type { GatewayContext, GatewayMiddleware } from './state.js';
 
-/** One line per request, written after the response (proxied ones included) has gone out. */
+const PROBES = new Set(['/healthz', '/readyz']);
+
+/**
+ * One line per request, written after the response (proxied ones included) has gone out. It never
+ * carries a secret: no query string (its values can be tokens, e-mail addresses or anything else the
+ * gateway cannot tell apart), no userinfo and no raw request target that is not a plain path, no
+ * header values. The user name is logged; the password and tokens never are. Health probes log at debug.
+ */
 export function accessLog(log: Logger): GatewayMiddleware {
   return async function logAccess(ctx, next) {
     const started = process.hrtime.bigint();
+    const socket = ctx.req.socket;
+    const bytesBefore = socket.bytesWritten;
+    const write = () => {
+      const outcome = ctx.state.outcome;
+      const line = {
+        requestId: ctx.state.requestId,
+        address: ctx.ip,
+        method: ctx.method,
+        path: loggablePath(ctx),
+        status: ctx.respond === false ? ctx.res.statusCode : ctx.status,
+        code: ctx.state.problem ?? outcome?.code,
+        cut: outcome?.cut,
+        user: ctx.state.principal?.user,
+        via: ctx.state.principal?.via,
+        route: ctx.state.route?.path,
+        upstream: ctx.state.route?.upstream,
+        bytes: socket.bytesWritten - bytesBefore,
+        ms: Number(process.hrtime.bigint() - started) / 1e6,
+      };
+      if (PROBES.has(line.path)) log.debug('request', line);
+      else log.info('request', line);
+    };
     try {
       await next();
     } finally {
-      log.info('request', {
-        requestId: ctx.state.requestId,
-        method: ctx.method,
-        path: ctx.req.url?.startsWith('/') ? ctx.path : ctx.req.url?.slice(0, 200),
-        status: ctx.respond === false ? ctx.res.statusCode : ctx.status,
-        ms: Number(process.hrtime.bigint() - started) / 1e6,
-        user: ctx.state.principal?.user,
-        via: ctx.state.principal?.via,
-      });
+      // A proxied response is over by now; one the gateway answers itself is written after this returns.
+      if (ctx.respond === false || ctx.res.writableFinished || ctx.res.destroyed) write();
+      else ctx.res.once('close', write);
     }
   };
+}
+
+/** The normalized path of an origin-form target; anything else only says what it was. */
+function loggablePath(ctx: GatewayContext): string {
+  return ctx.req.url?.startsWith('/') ? ctx.path.slice(0, 2048) : '(not a path: refused)';
 }

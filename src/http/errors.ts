@@ -23,7 +23,11 @@ export function errorHandler(log: Logger): GatewayMiddleware {
       }
       ctx.respond = true;
       ctx.status = problem.status;
+      ctx.state.problem = problem.code;
       ctx.set(problem.headers);
+      // A body the gateway did not read would be taken for the next request, or trickle in for ever:
+      // the connection ends with this answer.
+      if (!ctx.req.complete) ctx.set('Connection', 'close');
       ctx.type = PROBLEM_CONTENT_TYPE;
       ctx.body = problem.toBody();
     }

@@ -1,19 +1,22 @@
 import type { IncomingMessage } from 'node:http';
+import { continueIfExpected } from './expect.js';
 import { HttpProblem } from './problem.js';
 import type { GatewayMiddleware } from './state.js';
 
 /**
- * Reads a JSON object body of at most `limitBytes` into ctx.state.body: 415 for another content type,
- * 413 past the limit (without reading the rest), 400 for malformed JSON or a non-object.
+ * Reads a JSON object body of at most `limitBytes`, arriving within `timeoutMs`, into ctx.state.body:
+ * 415 for another content type, 413 past the limit (without reading the rest), 408 when it trickles in
+ * too slowly, 400 for malformed JSON or a non-object.
  */
-export function jsonBody(limitBytes: number): GatewayMiddleware {
+export function jsonBody(limitBytes: number, timeoutMs: number): GatewayMiddleware {
   return async function readJsonBody(ctx, next) {
     if (!ctx.is('application/json')) {
       throw new HttpProblem(415, 'unsupported_media_type', 'the request body must be JSON (Content-Type: application/json)');
     }
     const declared = Number(ctx.get('content-length') || 0);
     if (declared > limitBytes) throw tooLarge(limitBytes);
-    const raw = await readLimited(ctx.req, limitBytes);
+    continueIfExpected(ctx);
+    const raw = await readLimited(ctx.req, limitBytes, timeoutMs);
     let parsed: unknown;
     try {
       parsed = JSON.parse(raw.toString('utf8'));
@@ -48,11 +51,17 @@ function tooLarge(limitBytes: number): HttpProblem {
   });
 }
 
-function readLimited(req: IncomingMessage, limitBytes: number): Promise<Buffer> {
+function readLimited(req: IncomingMessage, limitBytes: number, timeoutMs: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    const timer = setTimeout(() => {
+      cleanup();
+      req.pause();
+      reject(new HttpProblem(408, 'request_timeout', `the request body did not arrive within ${timeoutMs} ms`, { headers: { Connection: 'close' } }));
+    }, timeoutMs);
     const cleanup = () => {
+      clearTimeout(timer);
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);

@@ -3,6 +3,8 @@ import { STATUS_CODES } from 'node:http';
 /** Every code the gateway can answer with; the `code` member of a problem body. */
 export type ProblemCode =
   | 'invalid_request'
+  | 'request_timeout'
+  | 'expectation_failed'
   | 'malformed_json'
   | 'unsupported_media_type'
   | 'payload_too_large'

@@ -1,5 +1,7 @@
 import type { ParameterizedContext, Middleware } from 'koa';
+import type { ForwardOutcome } from '../proxy/forward.js';
 import type { Route } from '../proxy/route-table.js';
+import type { ProblemCode } from './problem.js';
 
 export interface Principal {
   user: string;
@@ -14,6 +16,12 @@ export interface GatewayState {
   route?: Route;
   /** The parsed JSON body of a /v1/tokens request. */
   body?: Record<string, unknown>;
+  /** `100 Continue` was sent. */
+  continued?: boolean;
+  /** The problem code, when the gateway answered with a problem body itself. */
+  problem?: ProblemCode;
+  /** How a forwarded exchange ended. */
+  outcome?: ForwardOutcome;
 }
 
 export type GatewayContext = ParameterizedContext<GatewayState>;

@@ -1,40 +1,74 @@
 import { Agent, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
+import type { Socket } from 'node:net';
 import { parse as parseUrl, type Url } from 'node:url';
 import httpProxy from 'http-proxy';
-import type { UpstreamConfig } from '../config/types.js';
-import { problemBody, PROBLEM_CONTENT_TYPE } from '../http/problem.js';
+import type { Timeouts, UpstreamConfig } from '../config/types.js';
+import { problemBody, PROBLEM_CONTENT_TYPE, type ProblemCode } from '../http/problem.js';
 import type { Logger } from '../log.js';
 import { removeHopByHop } from './headers.js';
+import { rewriteLocation, type LocationMap } from './location.js';
 
 /** Below Node's default server keep-alive timeout (5 s), so a pooled socket is never reused as the upstream closes it. */
 const AGENT_IDLE_MS = 4000;
+const EXCHANGE = Symbol('exchange');
 
 interface Upstream {
   name: string;
   /** Parsed once (legacy Url: http-proxy reads its `path`), or http-proxy parses the string per request. */
   target: Url;
+  /** `scheme://host:port` of the upstream, as it would appear in its own absolute redirects. */
+  origin: string;
+  /** The upstream URL's own path, without a trailing slash. */
+  basePath: string;
   agent: Agent;
-  timeoutMs: number;
+  preserveHost: boolean;
 }
 
-/** The state of one forwarded request, found again from http-proxy's events. */
-interface Exchange {
-  upstream: Upstream;
-  proxyReq?: ClientRequest;
-  timer?: NodeJS.Timeout;
-  timedOut: boolean;
+/** What one forwarded request needs beyond the request itself (all from its route). */
+export interface ForwardOptions {
+  upstream: string;
+  timeouts: Timeouts;
+  /** The route prefix removed from the path (stripPrefix), mapped back in redirects. */
+  strippedPrefix: string | undefined;
+}
+
+/** How a forwarded exchange ended, for the access log and metrics. */
+export interface ForwardOutcome {
+  /** The problem code when the gateway answered in the upstream's place. */
+  code?: ProblemCode;
+  /** Why the response was cut after it began (it was logged as started, never as complete). */
+  cut?: 'client_closed' | 'upstream_closed' | 'response_idle';
 }
 
 /**
- * Streams requests to upstreams with http-proxy over one keep-alive agent per upstream. Upstream
- * refused/reset → 502, no response headers within timeoutMs → 504 (problem bodies); a failure after the
- * response started cuts the stream; a client that leaves tears the upstream request down.
+ * Where the exchange is: the one socket timeout on the upstream connection means something else in each
+ * phase, so a slow upload, a slow backend and a quiet stream are each judged by their own limit.
+ */
+const enum Phase { Sending, Waiting, Streaming }
+
+interface Exchange {
+  upstream: Upstream;
+  options: ForwardOptions;
+  res: ServerResponse;
+  phase: Phase;
+  proxyReq?: ClientRequest;
+  proxyRes?: IncomingMessage;
+  /** Set when the gateway gave up on the upstream, before it destroys the request. */
+  failure?: { status: 408 | 504; code: ProblemCode; detail: string };
+  outcome: ForwardOutcome;
+}
+
+type Tagged = IncomingMessage & { [EXCHANGE]?: Exchange };
+
+/**
+ * Streams requests to upstreams with http-proxy over one keep-alive agent per upstream, and writes the
+ * responses itself. Refused/reset before a response → 502, timed out → 504 (problem bodies); a failure
+ * after the response began cuts the stream; a client that leaves tears the upstream request down.
  */
 export class Forwarder {
-  private readonly proxy = httpProxy.createProxyServer({ changeOrigin: true, xfwd: false, ws: false });
+  private readonly proxy = httpProxy.createProxyServer({ xfwd: false, ws: false, selfHandleResponse: true });
   private readonly upstreams = new Map<string, Upstream>();
-  private readonly exchanges = new WeakMap<IncomingMessage, Exchange>();
 
   constructor(upstreams: Record<string, UpstreamConfig>, private readonly log: Logger) {
     // Of http-proxy's incoming passes only `stream` (open the upstream request, pipe the body) runs.
@@ -43,40 +77,43 @@ export class Forwarder {
     // Transfer-Encoding, yet still piped the de-chunked body, which the upstream then read as a second
     // request on the pooled connection (request smuggling past authentication). Framing is left as
     // Node's parser read it: chunked stays chunked, a length stays that length, none means no body.
+    // Its outgoing passes do not run either (selfHandleResponse): see onResponse.
     const passes = (this.proxy as unknown as { webPasses: Array<{ name: string }> }).webPasses;
     passes.splice(0, passes.length, ...passes.filter((pass) => pass.name === 'stream'));
     for (const [name, u] of Object.entries(upstreams)) {
       const options = { keepAlive: true, timeout: AGENT_IDLE_MS, scheduling: 'lifo' as const };
       const agent = u.url.startsWith('https:') ? new HttpsAgent(options) : new Agent(options);
-      this.upstreams.set(name, { name, target: parseUrl(u.url), agent, timeoutMs: u.timeoutMs });
+      const target = parseUrl(u.url);
+      const url = new URL(u.url);
+      this.upstreams.set(name, {
+        name, target, agent, preserveHost: u.preserveHost,
+        origin: url.origin,
+        basePath: url.pathname.replace(/\/+$/, ''),
+      });
     }
-    this.proxy.on('proxyReq', (proxyReq, req) => {
-      const exchange = this.exchanges.get(req);
-      if (!exchange) return;
-      exchange.proxyReq = proxyReq;
-      // Timed out while waiting for a socket: the client already has its 504.
-      if (exchange.timedOut) proxyReq.destroy();
-    });
-    this.proxy.on('proxyRes', (proxyRes, req, res) => this.onResponse(proxyRes, req, res));
+    this.proxy.on('proxyReq', (proxyReq, req) => this.onRequest(proxyReq, req as Tagged));
+    this.proxy.on('proxyRes', (proxyRes, req) => this.onResponse(proxyRes, req as Tagged));
     // Without an 'error' listener http-proxy throws and kills the process; errors go to the per-call callback.
     this.proxy.on('error', (err) => this.log.warn('proxy error', { error: err.message }));
     this.proxy.on('econnreset', () => {});
   }
 
   /** Forwards req (url and headers already rewritten); settles when the response is done or the client left. */
-  forward(req: IncomingMessage, res: ServerResponse, upstreamName: string): Promise<void> {
-    const upstream = this.upstreams.get(upstreamName)!;
-    const exchange: Exchange = { upstream, timedOut: false };
-    this.exchanges.set(req, exchange);
+  forward(req: IncomingMessage, res: ServerResponse, options: ForwardOptions): Promise<ForwardOutcome> {
+    const upstream = this.upstreams.get(options.upstream)!;
+    const exchange: Exchange = { upstream, options, res, phase: Phase.Sending, outcome: {} };
+    (req as Tagged)[EXCHANGE] = exchange;
     return new Promise((resolve) => {
-      exchange.timer = setTimeout(() => this.onTimeout(exchange, res), upstream.timeoutMs);
       res.once('close', () => {
-        clearTimeout(exchange.timer);
-        // The client left before the response finished: stop the upstream working for nobody.
-        if (!res.writableFinished) exchange.proxyReq?.destroy();
-        resolve();
+        // The client left (or was cut) before the response finished: stop the upstream working for nobody.
+        if (!res.writableFinished) {
+          exchange.outcome.cut ??= 'client_closed';
+          exchange.proxyReq?.destroy();
+          exchange.proxyRes?.destroy();
+        }
+        resolve(exchange.outcome);
       });
-      this.proxy.web(req, res, { target: upstream.target, agent: upstream.agent }, (err) => this.onError(err, exchange, res));
+      this.proxy.web(req, res, { target: upstream.target, agent: upstream.agent, changeOrigin: !upstream.preserveHost }, (err) => this.onError(err, exchange));
     });
   }
 
@@ -85,45 +122,115 @@ export class Forwarder {
     this.proxy.close();
   }
 
-  private onResponse(proxyRes: IncomingMessage, req: IncomingMessage, res: ServerResponse): void {
-    const exchange = this.exchanges.get(req);
-    if (exchange) clearTimeout(exchange.timer);
-    removeHopByHop(proxyRes.headers);
-    // Framing of the client connection is the gateway's business, not the upstream's.
-    proxyRes.headers.connection = res.shouldKeepAlive ? 'keep-alive' : 'close';
-    // A body that stalls for timeoutMs is cut, so a stuck upstream cannot hold the client forever.
-    const idle = setTimeout(() => proxyRes.destroy(), exchange?.upstream.timeoutMs ?? 10_000);
-    proxyRes.on('data', () => idle.refresh());
-    // An upstream that dies (or is cut) mid-body must not leave the client waiting for the rest.
-    proxyRes.once('close', () => {
-      clearTimeout(idle);
-      if (!proxyRes.complete) res.destroy();
+  /** The upstream request has its socket: from now on the socket's inactivity timer is the only timer. */
+  private onRequest(proxyReq: ClientRequest, req: Tagged): void {
+    const exchange = req[EXCHANGE];
+    if (!exchange) return;
+    exchange.proxyReq = proxyReq;
+    const socket = proxyReq.socket as Socket;
+    const { timeouts } = exchange.options;
+    if (socket.connecting) {
+      socket.setTimeout(timeouts.connectMs);
+      socket.once('connect', () => socket.setTimeout(exchange.phase === Phase.Waiting ? timeouts.responseMs : timeouts.idleMs));
+    } else {
+      socket.setTimeout(timeouts.idleMs);
+    }
+    proxyReq.on('timeout', () => this.onTimeout(exchange, socket));
+    proxyReq.once('finish', () => {
+      // The whole request body is sent: now the upstream's own time to answer runs.
+      if (exchange.phase !== Phase.Sending) return;
+      exchange.phase = Phase.Waiting;
+      if (!socket.connecting) socket.setTimeout(timeouts.responseMs);
     });
   }
 
-  private onTimeout(exchange: Exchange, res: ServerResponse): void {
-    exchange.timedOut = true;
-    if (exchange.proxyReq) exchange.proxyReq.destroy();
-    else this.fail(res, 504, exchange.upstream);
+  private onTimeout(exchange: Exchange, socket: Socket): void {
+    const { timeouts } = exchange.options;
+    const name = exchange.upstream.name;
+    if (exchange.phase === Phase.Streaming) {
+      // A response body that stalls (no bytes for idleMs) is cut, so a stuck upstream cannot hold the client forever.
+      exchange.outcome.cut = 'response_idle';
+      exchange.proxyRes?.destroy();
+      exchange.res.destroy();
+      return;
+    }
+    if (socket.connecting) {
+      exchange.failure = { status: 504, code: 'gateway_timeout', detail: `the ${name} service could not be reached within ${timeouts.connectMs} ms` };
+    } else if (exchange.phase === Phase.Waiting) {
+      exchange.failure = { status: 504, code: 'gateway_timeout', detail: `the ${name} service did not answer within ${timeouts.responseMs} ms` };
+    } else if (exchange.proxyReq?.writableNeedDrain) {
+      // Sending, and the upstream stopped reading the body.
+      exchange.failure = { status: 504, code: 'gateway_timeout', detail: `the ${name} service stopped reading the request body for ${timeouts.idleMs} ms` };
+    } else {
+      // Sending, and the client stopped sending its body.
+      exchange.failure = { status: 408, code: 'request_timeout', detail: `no bytes of the request body arrived for ${timeouts.idleMs} ms` };
+    }
+    exchange.proxyReq?.destroy();
   }
 
-  private onError(err: Error, exchange: Exchange, res: ServerResponse): void {
-    clearTimeout(exchange.timer);
-    const status = exchange.timedOut ? 504 : 502;
-    this.log.warn('upstream failed', { upstream: exchange.upstream.name, status, error: (err as NodeJS.ErrnoException).code ?? err.message });
-    this.fail(res, status, exchange.upstream);
+  /**
+   * Writes the upstream's response. http-proxy's outgoing passes would have written `connection` after
+   * any listener of ours (HTTP/1.0 clients lost keep-alive) and passed redirects to the upstream's own
+   * address through: here Node frames the client's response by the client's protocol, and Location
+   * headers that point at the upstream point at the gateway.
+   */
+  private onResponse(proxyRes: IncomingMessage, req: Tagged): void {
+    const exchange = req[EXCHANGE];
+    const res = exchange?.res;
+    if (!exchange || !res || res.headersSent || res.destroyed) {
+      proxyRes.destroy();
+      return;
+    }
+    exchange.phase = Phase.Streaming;
+    exchange.proxyRes = proxyRes;
+    exchange.proxyReq?.socket?.setTimeout(exchange.options.timeouts.idleMs);
+    const headers = proxyRes.headers;
+    removeHopByHop(headers);
+    // Node frames the client's response itself: chunked for HTTP/1.1, a length or the connection's end for HTTP/1.0.
+    delete headers['transfer-encoding'];
+    if (headers.location !== undefined || headers['content-location'] !== undefined) this.rewriteLocations(headers, req, exchange);
+    res.writeHead(proxyRes.statusCode!, proxyRes.statusMessage, headers);
+    proxyRes.pipe(res);
+    // An upstream that dies (or is cut) mid-body must not leave the client waiting for the rest.
+    proxyRes.once('close', () => {
+      if (proxyRes.complete) return;
+      exchange.outcome.cut ??= 'upstream_closed';
+      res.destroy();
+    });
   }
 
-  private fail(res: ServerResponse, status: 502 | 504, upstream: Upstream): void {
+  private rewriteLocations(headers: IncomingMessage['headers'], req: IncomingMessage, exchange: Exchange): void {
+    const { upstream, options } = exchange;
+    // prepareUpstreamHeaders left the client-facing scheme and host in X-Forwarded-*.
+    const host = req.headers['x-forwarded-host'];
+    const map: LocationMap = {
+      upstreamOrigin: upstream.origin,
+      upstreamBasePath: upstream.basePath,
+      clientOrigin: typeof host === 'string' ? `${req.headers['x-forwarded-proto']}://${host}` : undefined,
+      routePrefix: options.strippedPrefix,
+    };
+    for (const name of ['location', 'content-location'] as const) {
+      const value = headers[name];
+      if (typeof value === 'string') headers[name] = rewriteLocation(value, map);
+    }
+  }
+
+  private onError(err: Error, exchange: Exchange): void {
+    const failure = exchange.failure ?? { status: 502, code: 'bad_gateway' as const, detail: `the ${exchange.upstream.name} service is unavailable` };
+    if (exchange.outcome.cut) return;
+    this.log.warn('upstream failed', { upstream: exchange.upstream.name, status: failure.status, error: (err as NodeJS.ErrnoException).code ?? err.message });
+    const res = exchange.res;
     if (res.headersSent || res.destroyed) {
+      exchange.outcome.cut ??= 'upstream_closed';
       res.destroy();
       return;
     }
-    const body = status === 504
-      ? problemBody(504, 'gateway_timeout', `the ${upstream.name} service did not answer within ${upstream.timeoutMs} ms`)
-      : problemBody(502, 'bad_gateway', `the ${upstream.name} service is unavailable`);
-    const json = JSON.stringify(body);
-    res.writeHead(status, { 'Content-Type': PROBLEM_CONTENT_TYPE, 'Content-Length': Buffer.byteLength(json) });
+    exchange.outcome.code = failure.code;
+    const json = JSON.stringify(problemBody(failure.status, failure.code, failure.detail));
+    const headers: Record<string, string | number> = { 'Content-Type': PROBLEM_CONTENT_TYPE, 'Content-Length': Buffer.byteLength(json) };
+    // A request body the gateway stopped reading must not be taken for the next request.
+    if (!exchange.res.req.complete) headers.Connection = 'close';
+    res.writeHead(failure.status, headers);
     res.end(json);
   }
 }

@@ -1,4 +1,5 @@
 import { canonicalQuery } from '../paging/normalize.js';
+import { continueIfExpected } from '../http/expect.js';
 import { HttpProblem } from '../http/problem.js';
 import type { GatewayMiddleware } from '../http/state.js';
 import type { Forwarder } from './forward.js';
@@ -25,14 +26,24 @@ export function forwardToUpstream(forwarder: Forwarder, trustForwarded: boolean)
     if (route.paging && PAGED_METHODS.has(ctx.method)) {
       search = canonicalQuery(search, route.paging);
     }
-    ctx.req.url = search ? `${ctx.path}?${search}` : ctx.path;
+    // With stripPrefix the upstream sees the rest of the path, joined onto its own URL's path.
+    const path = route.stripPrefix ? ctx.path.slice(route.path.length) || '/' : ctx.path;
+    ctx.req.url = search ? `${path}?${search}` : path;
+    // Authenticated, routed and within its limit: only now may the client send its body.
+    continueIfExpected(ctx);
     prepareUpstreamHeaders(ctx.req, {
       principal: ctx.state.principal!,
       requestId: ctx.state.requestId,
       forwardAuthorization: route.forwardAuthorization,
+      allowHeaders: route.allowHeaders,
       trustForwarded,
     });
     ctx.respond = false;
-    await forwarder.forward(ctx.req, ctx.res, route.upstream);
+    const outcome = await forwarder.forward(ctx.req, ctx.res, {
+      upstream: route.upstream,
+      timeouts: route.timeouts,
+      strippedPrefix: route.stripPrefix ? route.path : undefined,
+    });
+    ctx.state.outcome = outcome;
   };
 }

@@ -3,18 +3,33 @@ import type { TLSSocket } from 'node:tls';
 import type { Principal } from '../http/state.js';
 
 /**
- * Hop-by-hop headers (RFC 9110 section 7.6.1): never forwarded, either way. Transfer-Encoding is left
- * to Node, which decodes the incoming framing and re-frames the outgoing message itself.
+ * Hop-by-hop headers (RFC 9110 section 7.6.1): never forwarded, either way. Transfer-Encoding and
+ * Content-Length are not among them: they are the framing Node's parser read, passed on unchanged
+ * so the upstream reads exactly the bytes that are sent (see Forwarder).
  */
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'upgrade', 'proxy-authorization', 'proxy-authenticate'];
+/** Request-target and method override headers: removed before forwarding unless a route allows one. */
+export const OVERRIDE_HEADERS = [
+  'x-original-url', 'x-rewrite-url', 'x-original-uri', 'x-forwarded-uri', 'x-forwarded-path', 'x-envoy-original-path',
+  'x-http-method-override', 'x-http-method', 'x-method-override', 'x-original-method',
+  'x-forwarded-prefix', 'x-forwarded-server', 'x-forwarded-scheme', 'x-forwarded-ssl', 'x-original-host', 'x-host',
+  'x-client-ip', 'true-client-ip', 'x-cluster-client-ip', 'client-ip', 'x-remote-ip', 'x-remote-addr', 'x-originating-ip',
+  'cf-connecting-ip', 'fastly-client-ip', 'x-original-forwarded-for', 'front-end-https',
+];
 /** Identity headers only the gateway may set; a client's copies are removed first. */
-const IDENTITY = new Set(['x-authenticated-user', 'x-authenticated-via']);
-const FORWARDING = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-forwarded-port', 'forwarded', 'x-real-ip']);
+const IDENTITY = ['x-authenticated-user', 'x-authenticated-via'];
+const FORWARDING = ['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-forwarded-port', 'forwarded', 'x-real-ip'];
+/** Headers a client may never send on: identity, forwarding, and (unless a route allows one) overrides. */
+const REMOVED = new Set([...IDENTITY, ...FORWARDING, ...OVERRIDE_HEADERS]);
+/** `host[:port]`: a DNS name or IPv4 address, or an IPv6 literal in brackets. Nothing a list or URL could be built from. */
+const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9._-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?$/;
 
 export interface ForwardContext {
   principal: Principal;
   requestId: string;
   forwardAuthorization: boolean;
+  /** Override headers this route lets through (lower case). */
+  allowHeaders: readonly string[];
   /** Trust the client-sent X-Forwarded-* chain (a trusted proxy sits in front of the gateway). */
   trustForwarded: boolean;
 }
@@ -25,18 +40,14 @@ export interface ForwardContext {
  */
 export function prepareUpstreamHeaders(req: IncomingMessage, f: ForwardContext): void {
   const h = req.headers;
-  const forwarded = {
-    for: h['x-forwarded-for'],
-    proto: h['x-forwarded-proto'],
-    host: h['x-forwarded-host'],
-  };
+  const forwarded = f.trustForwarded ? { for: h['x-forwarded-for'], proto: h['x-forwarded-proto'], host: h['x-forwarded-host'] } : undefined;
   removeHopByHop(h);
-  for (const name of Object.keys(h)) {
+  for (const name in h) {
     // CGI-style upstreams read `_` as `-`: X-Authenticated_User must not pass as X-Authenticated-User.
     const dashed = name.includes('_') ? name.replace(/_/g, '-') : name;
-    if (IDENTITY.has(dashed) || FORWARDING.has(dashed)) delete h[name];
+    if (REMOVED.has(dashed) && !(name === dashed && f.allowHeaders.includes(name))) delete h[name];
   }
-  // The client already got its 100 Continue from the gateway.
+  // The gateway answers Expect itself, after authentication (see continueAfterAuth).
   delete h.expect;
   if (!f.forwardAuthorization) delete h.authorization;
 
@@ -45,17 +56,33 @@ export function prepareUpstreamHeaders(req: IncomingMessage, f: ForwardContext):
   h['x-request-id'] = f.requestId;
 
   const peer = req.socket.remoteAddress ?? '';
-  const scheme = (req.socket as TLSSocket).encrypted ? 'https' : 'http';
-  h['x-forwarded-for'] = f.trustForwarded && typeof forwarded.for === 'string' && forwarded.for ? `${forwarded.for}, ${peer}` : peer;
-  h['x-forwarded-proto'] = f.trustForwarded && isProto(forwarded.proto) ? forwarded.proto : scheme;
-  const host = f.trustForwarded && typeof forwarded.host === 'string' && forwarded.host ? forwarded.host : h.host;
+  h['x-forwarded-for'] = typeof forwarded?.for === 'string' && forwarded.for ? `${forwarded.for}, ${peer}` : peer;
+  h['x-forwarded-proto'] = clientScheme(req, forwarded?.proto);
+  const host = clientHost(req, forwarded?.host);
   if (host) h['x-forwarded-host'] = host;
+}
+
+/** The scheme the client used: a trusted proxy's word for it, else the connection's. */
+export function clientScheme(req: IncomingMessage, forwardedProto?: unknown): 'http' | 'https' {
+  if (forwardedProto === 'http' || forwardedProto === 'https') return forwardedProto;
+  return (req.socket as TLSSocket).encrypted ? 'https' : 'http';
+}
+
+/** The host the client addressed (a trusted proxy's X-Forwarded-Host, else Host), only when well-formed. */
+export function clientHost(req: IncomingMessage, forwardedHost?: unknown): string | undefined {
+  if (typeof forwardedHost === 'string' && isValidHost(forwardedHost)) return forwardedHost;
+  const host = req.headers.host;
+  return host !== undefined && isValidHost(host) ? host : undefined;
+}
+
+export function isValidHost(value: string): boolean {
+  return HOST.test(value) && !value.includes('..');
 }
 
 /** Removes hop-by-hop headers, including those a Connection header names. */
 export function removeHopByHop(h: IncomingHttpHeaders): void {
   const connection = h.connection;
-  if (typeof connection === 'string') {
+  if (typeof connection === 'string' && connection !== 'keep-alive' && connection !== 'close') {
     for (const name of connection.split(',')) {
       const n = name.trim().toLowerCase();
       if (n && n !== 'host' && n !== 'transfer-encoding' && n !== 'content-length') delete h[n];
@@ -67,8 +94,4 @@ export function removeHopByHop(h: IncomingHttpHeaders): void {
 /** User names are UTF-8; header values are not: anything outside visible ASCII (and %) is percent-encoded. */
 export function headerSafe(value: string): string {
   return /^[\x21-\x24\x26-\x7e]+$/.test(value) ? value : encodeURIComponent(value);
-}
-
-function isProto(v: unknown): v is string {
-  return v === 'http' || v === 'https';
 }

@@ -1,9 +1,12 @@
-import type { PagingRules, RateLimitRule, RouteConfig, UpstreamConfig } from '../config/types.js';
+import type { PagingRules, RateLimitRule, RouteConfig, Timeouts, UpstreamConfig } from '../config/types.js';
 
 export interface Route {
   path: string;
   upstream: string;
   forwardAuthorization: boolean;
+  stripPrefix: boolean;
+  timeouts: Timeouts;
+  allowHeaders: readonly string[];
   paging: PagingRules | undefined;
   /** The limit in force on this route (its own, else the global one), if any. */
   rateLimit: RateLimitRule | undefined;
@@ -20,7 +23,10 @@ export class RouteTable {
     for (const r of routes) {
       if (!upstreams[r.upstream]) throw new Error(`route ${r.path} names unknown upstream ${r.upstream}`);
       const rateLimit = r.rateLimit === null ? undefined : r.rateLimit ?? globalRateLimit;
-      this.byPath.set(r.path, { path: r.path, upstream: r.upstream, forwardAuthorization: r.forwardAuthorization, paging: r.paging, rateLimit });
+      this.byPath.set(r.path, {
+        path: r.path, upstream: r.upstream, forwardAuthorization: r.forwardAuthorization, stripPrefix: r.stripPrefix,
+        timeouts: r.timeouts, allowHeaders: r.allowHeaders, paging: r.paging, rateLimit,
+      });
     }
   }
 

@@ -8,9 +8,10 @@ export const TOKEN_BODY_LIMIT_BYTES = 16 * 1024;
 const TOKEN_TYPES: readonly TokenType[] = ['ACCESS_TOKEN', 'REFRESH_TOKEN'];
 
 /** POST /v1/tokens/create | refresh | revoke, each a short list of named steps. */
-export function tokenRoutes(tokens: TokenService): Router<GatewayState> {
-  const router = new Router<GatewayState>({ prefix: '/v1/tokens' });
-  const body = jsonBody(TOKEN_BODY_LIMIT_BYTES);
+export function tokenRoutes(tokens: TokenService, bodyTimeoutMs: number): Router<GatewayState> {
+  // Exact paths only: /v1/tokens/CREATE or /v1/tokens/create/ are no token endpoint.
+  const router = new Router<GatewayState>({ prefix: '/v1/tokens', sensitive: true, strict: true });
+  const body = jsonBody(TOKEN_BODY_LIMIT_BYTES, bodyTimeoutMs);
 
   router.post('/create', noStore, body, async function createToken(ctx) {
     const { appKey, appSecret } = requireStrings(ctx.state.body, 'appKey', 'appSecret');

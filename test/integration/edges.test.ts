@@ -10,7 +10,7 @@ beforeAll(async () => {
   users = htpasswd({ alice: 'alice-pw' });
   echo = await echoUpstream();
   gw = await startGateway(testConfig(users.file, {
-    upstreams: { up: { url: echo.url, timeoutMs: 300 } },
+    upstreams: { up: { url: echo.url, timeouts: { idleMs: 300 } } },
     // A catch-all route under /v1 must still never see /v1/tokens.
     routes: [{ path: '/v1', upstream: 'up' }],
   }));
@@ -33,7 +33,7 @@ describe('edges', () => {
     expect((await fetch(`${gw.base}/v1/tokensX`, { headers: auth })).status).toBe(200);
   });
 
-  it('cuts a response whose body stalls for the upstream timeoutMs', async () => {
+  it('cuts a response whose body stalls for the upstream idle timeout', async () => {
     echo.handler = (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/plain' });
       res.write('partial');

@@ -183,7 +183,7 @@ const ALICE = basic('alice', 'alice-pw');
 const LONG_PW = 'L'.repeat(36) + '0123456789abcdefghijklmnopqrstuvwxyz';
 const CAROL_PW = 'a:b:c';
 const OTHER_SECRET = 'another-deployments-secret-another-deployments-secret';
-const HIGH_LOCKOUT = { maxFailuresPerUser: 100_000, maxFailuresPerAddress: 100_000, windowSeconds: 60 };
+const HIGH_LOCKOUT = { maxFailuresPerUser: 100_000, addressBurst: 100_000, addressFailuresPerMinute: 6000, windowSeconds: 60 };
 const ROUTES = [
   { path: '/v1/conversations', upstream: 'up', paging: { sortable: ['campaignId', 'createdAt'] } },
   { path: '/v1/contacts', upstream: 'up' },

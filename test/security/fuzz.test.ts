@@ -286,7 +286,7 @@ beforeAll(async () => {
   users = htpasswd({ alice: 'alice-pw' });
   echo = await echoUpstream();
   gw = await startGateway(testConfig(users.file, {
-    lockout: { maxFailuresPerUser: 100_000, maxFailuresPerAddress: 100_000, windowSeconds: 60 },
+    lockout: { maxFailuresPerUser: 100_000, addressBurst: 100_000, addressFailuresPerMinute: 6000, windowSeconds: 60 },
     upstreams: { up: { url: echo.url, timeoutMs: 2000 } },
     routes: [
       { path: '/v1/conversations', upstream: 'up', paging: { sortable: ['campaignId', 'createdAt'] } },

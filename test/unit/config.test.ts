@@ -26,14 +26,17 @@ function problems(yaml: string, env: Record<string, string> = { JWT_SECRET: SECR
 describe('configuration', () => {
   it('applies the documented defaults', () => {
     const c = parseConfig(BASE, '/etc/gw/gateway.yaml', { JWT_SECRET: SECRET });
-    expect(c.server).toEqual({ host: '0.0.0.0', port: 8080, trustProxy: 0, shutdownGraceMs: 10000 });
+    expect(c.server).toEqual({ host: '0.0.0.0', port: 8080, trustProxy: 0, shutdownGraceMs: 10000, headersTimeoutMs: 10000, bodyTimeoutMs: 10000 });
     expect(c.store).toEqual({ kind: 'memory' });
     expect(c.users.htpasswd).toBe('/etc/gw/users.htpasswd');
     expect(c.tokens).toMatchObject({ issuer: 'auth-gateway', accessTtlSeconds: 5400, refreshTtlSeconds: 5184000, refreshReuseGraceSeconds: 0 });
-    expect(c.lockout).toEqual({ maxFailuresPerUser: 10, maxFailuresPerAddress: 10, windowSeconds: 900 });
-    expect(c.upstreams.conversations).toEqual({ url: 'http://127.0.0.1:9001', timeoutMs: 10000 });
+    expect(c.lockout).toEqual({ maxFailuresPerUser: 10, maxFailuresPerAccount: 100, windowSeconds: 900, addressBurst: 10, addressFailuresPerMinute: 30 });
+    expect(c.upstreams.conversations).toEqual({
+      url: 'http://127.0.0.1:9001', preserveHost: false, timeouts: { connectMs: 5000, responseMs: 30000, idleMs: 60000 },
+    });
     expect(c.routes[0]).toEqual({
-      path: '/v1/conversations', upstream: 'conversations', forwardAuthorization: false,
+      path: '/v1/conversations', upstream: 'conversations', forwardAuthorization: false, stripPrefix: false, allowHeaders: [],
+      timeouts: { connectMs: 5000, responseMs: 30000, idleMs: 60000 },
       paging: { sizes: [10, 20, 50, 100, 200], defaultSize: 20, sortable: ['campaignId'] },
     });
   });

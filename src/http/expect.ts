@@ -1,0 +1,37 @@
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { problemBody, PROBLEM_CONTENT_TYPE } from './problem.js';
+import type { GatewayContext } from './state.js';
+
+const CONTINUE = /^\s*100-continue\s*$/i;
+
+/**
+ * Node answers `Expect: 100-continue` with `100 Continue` at once unless the server listens for
+ * `checkContinue`: an unauthenticated client would be invited to send its whole body before its 401.
+ * Here such requests go down the ordinary chain, and `continueIfExpected` sends the 100 only once the
+ * request is authenticated (proxied) or about to be read (token endpoints). A refused request gets its
+ * final answer with `Connection: close`, its body never read. Other expectations get 417, and CONNECT
+ * (which Node hands to a `connect` listener or drops without a word) gets 405: neither is forwarded.
+ */
+export function handleExpectations(server: Server, handle: (req: IncomingMessage, res: ServerResponse) => void): void {
+  server.on('checkContinue', handle);
+  server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => {
+    const body = JSON.stringify(problemBody(417, 'expectation_failed', 'the only expectation the gateway meets is 100-continue'));
+    res.writeHead(417, { 'Content-Type': PROBLEM_CONTENT_TYPE, 'Content-Length': Buffer.byteLength(body), Connection: 'close' });
+    res.end(body);
+  });
+  server.on('connect', (_req: IncomingMessage, socket: Socket) => {
+    const body = JSON.stringify(problemBody(405, 'method_not_allowed', 'CONNECT is not served: the gateway is not a forward proxy'));
+    socket.on('error', () => socket.destroy());
+    socket.end(`HTTP/1.1 405 Method Not Allowed\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `Allow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\nConnection: close\r\n\r\n${body}`);
+  });
+}
+
+/** Sends `100 Continue` if the client waits for it (once): call when its body is wanted. */
+export function continueIfExpected(ctx: GatewayContext): void {
+  const expect = ctx.req.headers.expect;
+  if (expect === undefined || ctx.state.continued || !CONTINUE.test(expect)) return;
+  ctx.state.continued = true;
+  ctx.res.writeContinue();
+}
