@@ -15,7 +15,7 @@ export function clientErrorResponder(log: Logger): (err: NodeJS.ErrnoException, 
     const [status, code, detail]: [number, ProblemCode, string] =
       err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'headers_too_large', 'the request headers are too large']
         : err.code === 'HPE_URI_TOO_LONG' ? [414, 'uri_too_long', 'the request URI is too long']
-          : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'invalid_request', 'the request was not received in time']
+          : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'request_timeout', 'the request headers did not arrive in time']
             : [400, 'invalid_request', 'the request is not valid HTTP/1.1'];
     log.debug('client error', { code: err.code, status });
     const body = JSON.stringify(problemBody(status, code, detail));

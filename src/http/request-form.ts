@@ -4,7 +4,7 @@ import { HttpProblem } from './problem.js';
 import type { GatewayMiddleware } from './state.js';
 
 /** Methods the gateway never forwards: TRACE reflects headers (credentials included), CONNECT opens tunnels. */
-const REFUSED_METHODS = new Set(['TRACE', 'CONNECT', 'TRACK']);
+const REFUSED_METHODS = new Set(['TRACE', 'CONNECT']);
 const ALLOW = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS';
 
 /**

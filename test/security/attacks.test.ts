@@ -11,6 +11,7 @@ import {
   SECRET, basic, createTokens, echoUpstream, htpasswd, startGateway, testConfig,
   type EchoUpstream, type Received, type RunningGateway, type Users,
 } from '../support/fixtures.js';
+import { createLogger } from '../../src/log.js';
 import { b64url, decodeJwt, encodeJson, forge, forgeRaw, nowSeconds, type JwtHeader, type JwtPayload } from './jwt-forge.js';
 
 // =============================================================================================
@@ -202,6 +203,7 @@ let rsa: RunningGateway;
 /** A cost-10 bcrypt user, for timing. */
 let slow: RunningGateway;
 let rsaPublic: KeyObject;
+const logLines: string[] = [];
 let attackerRsa: KeyObject;
 
 /** The attacker's view of genuine tokens: header (kid), claims (a live sid). */
@@ -212,8 +214,10 @@ beforeAll(async () => {
   expect(Buffer.byteLength(LONG_PW)).toBe(72);
   users = htpasswd({ alice: 'alice-pw', carol: CAROL_PW, long: LONG_PW });
   echo = await echoUpstream();
-  const common = { lockout: HIGH_LOCKOUT, upstreams: { up: { url: echo.url, timeoutMs: 2000 } }, routes: ROUTES };
-  hs = await startGateway(testConfig(users.file, common));
+  // Every line every deployment logs, at debug with the access log on: searched for secrets at the end.
+  const common = { lockout: HIGH_LOCKOUT, upstreams: { up: { url: echo.url, timeoutMs: 2000 } }, routes: ROUTES, log: { level: 'debug', access: true } };
+  const deps = { log: createLogger('debug', (line) => logLines.push(line)) };
+  hs = await startGateway(testConfig(users.file, common), deps);
 
   keyDir = mkdtempSync(join(tmpdir(), 'gw-keys-'));
   const pair = generateKeyPairSync('rsa', { modulusLength: 2048 });
@@ -221,10 +225,10 @@ beforeAll(async () => {
   attackerRsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
   const privateKeyFile = join(keyDir, 'signing.pem');
   writeFileSync(privateKeyFile, pair.privateKey.export({ type: 'pkcs8', format: 'pem' }));
-  rsa = await startGateway(testConfig(users.file, { ...common, tokens: { signing: { alg: 'RS256', privateKeyFile } } }));
+  rsa = await startGateway(testConfig(users.file, { ...common, tokens: { signing: { alg: 'RS256', privateKeyFile } } }), deps);
 
   timingUsers = mkTimingUsers();
-  slow = await startGateway(testConfig(timingUsers.file, { lockout: HIGH_LOCKOUT }));
+  slow = await startGateway(testConfig(timingUsers.file, { lockout: HIGH_LOCKOUT, log: common.log }), deps);
 
   const a = await createTokens(hs.base, 'alice', 'alice-pw');
   const b = await createTokens(hs.base, 'alice', 'alice-pw');
@@ -877,6 +881,18 @@ describe('attacks against the gateway (one row per named attack)', () => {
     const escaped = echo.received.map((r) => [r.url, escapedRoutes(r.url)]).filter(([, why]) => why !== undefined);
     expect(escaped).toEqual([]);
     expect(echo.received.length).toBeGreaterThan(0);
+  });
+
+  it('no log line of any deployment carries a password, a Basic credential, a token or a refresh token', () => {
+    const all = logLines.join('\n');
+    expect(logLines.length).toBeGreaterThan(ATTACKS.length);
+    const secrets = [
+      'alice-pw', LONG_PW, CAROL_PW, 'tim-correct-pw', 'not-the-password', ALICE.slice('Basic '.length),
+      live.accessToken, live.refreshToken, live.other, rsaLive.accessToken, live.refreshToken.split('.')[1]!,
+    ];
+    for (const secret of secrets) expect(all.includes(secret), `a log line carries ${secret.slice(0, 24)}…`).toBe(false);
+    // Every JWT (real or forged) starts with a base64url JSON object: none is logged whole or in part.
+    expect(all).not.toMatch(/eyJ[A-Za-z0-9_-]{10,}/);
   });
 
   it('after every probe, each deployment still answers /healthz with 200', async () => {
