@@ -1,0 +1,245 @@
+import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { connect } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/log.js';
+import { rewriteLocation } from '../../src/proxy/location.js';
+import { basic, htpasswd, startGateway, testConfig, type RunningGateway, type Users } from '../support/fixtures.js';
+
+// Real traffic shapes through the front door: uploads slower than the response timeout, quiet
+// streams, redirects to the upstream's own address, prefixes, Host, HTTP/1.0 keep-alive.
+
+const ALICE = basic('alice', 'alice-pw');
+let users: Users;
+let upstream: Server;
+let upstreamUrl: string;
+let gw: RunningGateway;
+const logLines: string[] = [];
+const seen: Array<{ url: string; host: string | undefined; body: string }> = [];
+
+/** One upstream, its behaviour chosen by path. */
+function behave(req: IncomingMessage, res: ServerResponse, body: string): void {
+  const path = req.url!.split('?')[0]!;
+  if (path.endsWith('/slow-answer')) {
+    setTimeout(() => res.end('late'), 800);
+  } else if (path.endsWith('/events')) {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write('data: one\n\n');
+    setTimeout(() => res.write('data: two\n\n'), 700);
+    setTimeout(() => res.end('data: three\n\n'), 1400);
+  } else if (path.endsWith('/stalls')) {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write('data: one\n\n');
+  } else if (path.endsWith('/redirect')) {
+    res.writeHead(301, {
+      location: `${upstreamUrl}/files/sub/?x=1`,
+      'content-location': `${upstreamUrl}/files/doc`,
+    });
+    res.end();
+  } else if (path.endsWith('/elsewhere')) {
+    res.writeHead(302, { location: 'http://other.example/files/' });
+    res.end();
+  } else if (path.startsWith('/base/') && path.endsWith('/moved')) {
+    res.writeHead(302, { location: `${upstreamUrl}/base/sub/` });
+    res.end();
+  } else if (path.endsWith('/chunked')) {
+    res.write('part one, ');
+    res.end('part two');
+  } else {
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ url: req.url, host: req.headers.host, bytes: body.length }));
+  }
+}
+
+beforeAll(async () => {
+  users = htpasswd({ alice: 'alice-pw' });
+  upstream = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString();
+      seen.push({ url: req.url!, host: req.headers.host, body });
+      behave(req, res, body);
+    });
+  });
+  await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+  upstreamUrl = `http://127.0.0.1:${(upstream.address() as { port: number }).port}`;
+  gw = await startGateway(testConfig(users.file, {
+    upstreams: {
+      up: { url: upstreamUrl, timeouts: { responseMs: 500, idleMs: 1000 } },
+      based: { url: `${upstreamUrl}/base`, timeouts: { responseMs: 500, idleMs: 1000 } },
+      host: { url: upstreamUrl, preserveHost: true },
+    },
+    routes: [
+      { path: '/v1/up', upstream: 'up' },
+      { path: '/files', upstream: 'based', stripPrefix: true },
+      { path: '/kept', upstream: 'host' },
+    ],
+    log: { level: 'info', access: true },
+  }), { log: createLogger('info', (line) => logLines.push(line)) });
+});
+
+afterAll(async () => {
+  await gw?.close();
+  upstream.closeAllConnections();
+  await new Promise((r) => upstream.close(r));
+  users?.remove();
+});
+
+interface Answer {
+  status: number;
+  headers: IncomingMessage['headers'];
+  body: string;
+  /** What arrived, with the time since the request started. */
+  chunks: Array<{ at: number; text: string }>;
+  complete: boolean;
+}
+
+/** A request whose body is written in `parts`, `gapMs` apart. */
+function call(path: string, options: { method?: string; parts?: string[]; gapMs?: number; headers?: Record<string, string> } = {}): Promise<Answer> {
+  const started = Date.now();
+  return new Promise((resolve, reject) => {
+    const req = request(`${gw.base}${path}`, { method: options.method ?? 'GET', headers: { authorization: ALICE, ...options.headers }, agent: false }, (res) => {
+      const chunks: Answer['chunks'] = [];
+      res.on('data', (c: Buffer) => chunks.push({ at: Date.now() - started, text: c.toString() }));
+      res.on('close', () => resolve({ status: res.statusCode!, headers: res.headers, body: chunks.map((c) => c.text).join(''), chunks, complete: res.complete }));
+    });
+    req.on('error', reject);
+    const parts = options.parts ?? [];
+    let i = 0;
+    const next = () => {
+      if (i === parts.length) return void req.end();
+      req.write(parts[i++]);
+      setTimeout(next, options.gapMs ?? 0);
+    };
+    next();
+  });
+}
+
+describe('the timeout model', () => {
+  it('an upload slower than the response timeout passes: the response timer starts once the body is sent', async () => {
+    const parts = Array.from({ length: 6 }, () => 'x'.repeat(1000));
+    const r = await call('/v1/up/upload', { method: 'POST', parts, gapMs: 200 });
+    expect(r.status).toBe(200);
+    expect(JSON.parse(r.body)).toMatchObject({ bytes: 6000 });
+  });
+
+  it('an upstream that takes longer than responseMs to answer after the body arrived gets 504', async () => {
+    const r = await call('/v1/up/slow-answer');
+    expect(r.status).toBe(504);
+    expect(JSON.parse(r.body)).toMatchObject({ code: 'gateway_timeout', detail: expect.stringMatching(/did not answer within 500 ms/) });
+  });
+
+  it('a quiet event stream (gaps longer than responseMs, shorter than idleMs) lives to its end', async () => {
+    const r = await call('/v1/up/events');
+    expect(r.status).toBe(200);
+    expect(r.complete).toBe(true);
+    expect(r.body).toBe('data: one\n\ndata: two\n\ndata: three\n\n');
+  });
+
+  it('a stream silent for idleMs is cut, and logged as cut rather than as a clean 200', async () => {
+    const r = await call('/v1/up/stalls');
+    expect(r.status).toBe(200);
+    expect(r.complete).toBe(false);
+    expect(r.body).toBe('data: one\n\n');
+    await new Promise((res) => setTimeout(res, 50));
+    const line = logLines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.path === '/v1/up/stalls');
+    expect(line).toMatchObject({ status: 200, cut: 'response_idle', route: '/v1/up', upstream: 'up' });
+  });
+});
+
+describe('redirects, prefixes and Host', () => {
+  it('rewrites a Location (and Content-Location) on the upstream\'s own origin to the gateway\'s', async () => {
+    const r = await call('/v1/up/redirect');
+    expect(r.status).toBe(301);
+    expect(r.headers.location).toBe(`${gw.base}/files/sub/?x=1`);
+    expect(r.headers['content-location']).toBe(`${gw.base}/files/doc`);
+    expect(JSON.stringify(r.headers)).not.toContain(upstreamUrl);
+  });
+
+  it('leaves a redirect to another origin alone', async () => {
+    const r = await call('/v1/up/elsewhere');
+    expect(r.headers.location).toBe('http://other.example/files/');
+  });
+
+  it('strips the route prefix, joins the rest onto the upstream path, and maps redirects back', async () => {
+    const r = await call('/files/a/b?q=1');
+    expect(JSON.parse(r.body)).toMatchObject({ url: '/base/a/b?q=1' });
+    expect(JSON.parse((await call('/files')).body)).toMatchObject({ url: '/base/' });
+    const moved = await call('/files/x/moved');
+    expect(moved.headers.location).toBe(`${gw.base}/files/sub/`);
+  });
+
+  it('sends the upstream its own host by default, and the client\'s with preserveHost', async () => {
+    expect(JSON.parse((await call('/v1/up/h')).body).host).toBe(new URL(upstreamUrl).host);
+    expect(JSON.parse((await call('/kept/h')).body).host).toBe(`127.0.0.1:${gw.port}`);
+  });
+
+  it.each([
+    ['http://up:9000/x', 'http://gw.example/x'],
+    ['HTTP://UP:9000/x', 'http://gw.example/x'],
+    ['http://up:9000', 'http://gw.example/'],
+    ['http://up:9001/x', 'http://up:9001/x'],
+    ['https://up:9000/x', 'https://up:9000/x'],
+    ['/x', '/x'],
+    ['x/y', 'x/y'],
+    ['//up:9000/x', '//up:9000/x'],
+  ])('rewriteLocation(%s) → %s', (value, expected) => {
+    expect(rewriteLocation(value, { upstreamOrigin: 'http://up:9000', upstreamBasePath: '', clientOrigin: 'http://gw.example', routePrefix: undefined })).toBe(expected);
+  });
+
+  it.each([
+    ['http://up:9000/base/sub', 'https://gw.example/files/sub'],
+    ['/base', '/files'],
+    ['/base?x', '/files?x'],
+    ['/basement', '/basement'],
+    ['/other', '/other'],
+  ])('rewriteLocation(%s) with a stripped prefix → %s', (value, expected) => {
+    expect(rewriteLocation(value, { upstreamOrigin: 'http://up:9000', upstreamBasePath: '/base', clientOrigin: 'https://gw.example', routePrefix: '/files' })).toBe(expected);
+  });
+});
+
+describe('HTTP/1.0 clients', () => {
+  /** Writes each request on one connection and collects what comes back until it closes or goes quiet. */
+  function session(requests: string[]): Promise<string> {
+    return new Promise((resolve) => {
+      const socket = connect(gw.port, '127.0.0.1');
+      let out = '';
+      let quiet: NodeJS.Timeout | undefined;
+      const done = () => {
+        socket.destroy();
+        resolve(out);
+      };
+      socket.on('data', (d: Buffer) => {
+        out += d.toString('latin1');
+        clearTimeout(quiet);
+        quiet = setTimeout(() => {
+          const next = requests.shift();
+          if (next) socket.write(next);
+          else done();
+        }, 100);
+      });
+      socket.on('close', done);
+      socket.write(requests.shift()!);
+    });
+  }
+
+  it('keep-alive survives a forwarded response (as ApacheBench -k needs)', async () => {
+    const req = `GET /v1/up/a HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: ${ALICE}\r\nConnection: keep-alive\r\n\r\n`;
+    const out = await session([req, req, req]);
+    const heads = [...out.matchAll(/HTTP\/1\.[01] [\s\S]*?\r\n\r\n/g)].map((m) => m[0]);
+    expect(heads).toHaveLength(3);
+    for (const head of heads) {
+      expect(head).toMatch(/^HTTP\/1\.1 200/);
+      expect(head).toMatch(/\r\nconnection: keep-alive/i);
+      expect(head).toMatch(/\r\ncontent-length: \d+/i);
+    }
+  });
+
+  it('a response the upstream streams without a length reaches an HTTP/1.0 client unchunked, ended by the close', async () => {
+    const out = await session([`GET /v1/up/chunked HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: ${ALICE}\r\nConnection: keep-alive\r\n\r\n`]);
+    const [head, body] = out.split('\r\n\r\n');
+    expect(head).not.toMatch(/transfer-encoding/i);
+    expect(head).toMatch(/connection: close/i);
+    expect(body).toBe('part one, part two');
+  });
+});
