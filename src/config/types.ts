@@ -75,7 +75,16 @@ export interface LockoutConfig {
 }
 
 export interface UpstreamConfig {
+  /** The first target (the one-target form of the configuration). */
   url: string;
+  /** Every target's base URL (`url` is one target). */
+  targets: string[];
+  /** How a request picks a target. */
+  balance: 'round-robin' | 'least-requests';
+  /** A target that refused a connection is skipped this long (passive health). */
+  cooldownMs: number;
+  /** Probed actively when set: a target answering other than 2xx/3xx is taken out until it does. */
+  healthCheck?: { path: string; intervalMs: number; timeoutMs: number };
   timeouts: Timeouts;
   /** Send the client's Host header instead of the upstream's own (for backends that build URLs from it). */
   preserveHost: boolean;

@@ -146,14 +146,41 @@ function readUpstreams(c: Checker, raw: unknown): Record<string, UpstreamConfig>
   for (const [name, value] of Object.entries(map)) {
     const key = `upstreams.${name}`;
     const u = c.obj(key, value, true);
-    c.unknownKeys(key, u, ['url', 'timeouts', 'timeoutMs', 'preserveHost']);
-    const url = c.url(`${key}.url`, u.url, ['http:', 'https:']);
+    c.unknownKeys(key, u, ['url', 'targets', 'balance', 'cooldownMs', 'healthCheck', 'timeouts', 'timeoutMs', 'preserveHost']);
+    const targets = readTargets(c, key, u);
     const timeouts = readTimeouts(c, `${key}.timeouts`, c.obj(`${key}.timeouts`, u.timeouts), DEFAULT_TIMEOUTS);
     // The one-number form of earlier releases: the response-headers timeout.
     if (u.timeoutMs !== undefined) timeouts.responseMs = c.int(`${key}.timeoutMs`, u.timeoutMs, DEFAULT_TIMEOUTS.responseMs);
-    out[name] = { url, timeouts, preserveHost: c.bool(`${key}.preserveHost`, u.preserveHost, false) };
+    const upstream: UpstreamConfig = {
+      url: targets[0] ?? '',
+      targets,
+      balance: c.oneOf(`${key}.balance`, u.balance, ['round-robin', 'least-requests'], 'round-robin'),
+      cooldownMs: c.int(`${key}.cooldownMs`, u.cooldownMs, 10_000),
+      timeouts,
+      preserveHost: c.bool(`${key}.preserveHost`, u.preserveHost, false),
+    };
+    if (u.healthCheck !== undefined && u.healthCheck !== false) {
+      const h = c.obj(`${key}.healthCheck`, u.healthCheck);
+      c.unknownKeys(`${key}.healthCheck`, h, ['path', 'intervalMs', 'timeoutMs']);
+      const path = c.str(`${key}.healthCheck.path`, h.path);
+      if (path && !path.startsWith('/')) c.problem(`${key}.healthCheck.path`, 'must start with /');
+      upstream.healthCheck = { path, intervalMs: c.int(`${key}.healthCheck.intervalMs`, h.intervalMs, 5000, 100), timeoutMs: c.int(`${key}.healthCheck.timeoutMs`, h.timeoutMs, 2000, 10) };
+    }
+    out[name] = upstream;
   }
   return out;
+}
+
+/** `url` (one target) or `targets` (several), exactly one of them. */
+function readTargets(c: Checker, key: string, u: Record<string, unknown>): string[] {
+  if (u.url !== undefined && u.targets !== undefined) {
+    c.problem(key, 'has both url and targets: give one target as url or several as targets');
+    return [];
+  }
+  if (u.targets === undefined) return [c.url(`${key}.url`, u.url, ['http:', 'https:'])];
+  const list = c.list(`${key}.targets`, u.targets);
+  if (list.length === 0 && Array.isArray(u.targets)) c.problem(`${key}.targets`, 'must name at least one URL');
+  return list.map((t, i) => c.url(`${key}.targets[${i}]`, t, ['http:', 'https:']));
 }
 
 const DEFAULT_TIMEOUTS: Timeouts = { connectMs: 5000, responseMs: 30_000, idleMs: 60_000 };

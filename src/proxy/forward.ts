@@ -1,27 +1,22 @@
-import { Agent, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
-import { Agent as HttpsAgent } from 'node:https';
+import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { parse as parseUrl, type Url } from 'node:url';
 import httpProxy from 'http-proxy';
 import type { Timeouts, UpstreamConfig } from '../config/types.js';
 import { problemBody, PROBLEM_CONTENT_TYPE, type ProblemCode } from '../http/problem.js';
 import type { Logger } from '../log.js';
 import { removeHopByHop } from './headers.js';
 import { rewriteLocation, type LocationMap } from './location.js';
+import { UpstreamPool, type Target } from './pool.js';
 
-/** Below Node's default server keep-alive timeout (5 s), so a pooled socket is never reused as the upstream closes it. */
-const AGENT_IDLE_MS = 4000;
 const EXCHANGE = Symbol('exchange');
+/** Methods a request may be sent again for, once it may have reached an upstream (RFC 9110 section 9.2.2). */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
+/** Errors that mean the target did not take the connection. */
+const NOT_CONNECTED = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
 
 interface Upstream {
   name: string;
-  /** Parsed once (legacy Url: http-proxy reads its `path`), or http-proxy parses the string per request. */
-  target: Url;
-  /** `scheme://host:port` of the upstream, as it would appear in its own absolute redirects. */
-  origin: string;
-  /** The upstream URL's own path, without a trailing slash. */
-  basePath: string;
-  agent: Agent;
+  pool: UpstreamPool;
   preserveHost: boolean;
 }
 
@@ -49,9 +44,13 @@ const enum Phase { Sending, Waiting, Streaming }
 
 interface Exchange {
   upstream: Upstream;
+  target: Target;
   options: ForwardOptions;
   res: ServerResponse;
   phase: Phase;
+  /** The upstream socket was connected (bytes may have reached the target). */
+  connected: boolean;
+  retried: boolean;
   proxyReq?: ClientRequest;
   proxyRes?: IncomingMessage;
   /** Set when the gateway gave up on the upstream, before it destroys the request. */
@@ -81,15 +80,7 @@ export class Forwarder {
     const passes = (this.proxy as unknown as { webPasses: Array<{ name: string }> }).webPasses;
     passes.splice(0, passes.length, ...passes.filter((pass) => pass.name === 'stream'));
     for (const [name, u] of Object.entries(upstreams)) {
-      const options = { keepAlive: true, timeout: AGENT_IDLE_MS, scheduling: 'lifo' as const };
-      const agent = u.url.startsWith('https:') ? new HttpsAgent(options) : new Agent(options);
-      const target = parseUrl(u.url);
-      const url = new URL(u.url);
-      this.upstreams.set(name, {
-        name, target, agent, preserveHost: u.preserveHost,
-        origin: url.origin,
-        basePath: url.pathname.replace(/\/+$/, ''),
-      });
+      this.upstreams.set(name, { name, pool: new UpstreamPool(name, u, log), preserveHost: u.preserveHost });
     }
     this.proxy.on('proxyReq', (proxyReq, req) => this.onRequest(proxyReq, req as Tagged));
     this.proxy.on('proxyRes', (proxyRes, req) => this.onResponse(proxyRes, req as Tagged));
@@ -101,10 +92,13 @@ export class Forwarder {
   /** Forwards req (url and headers already rewritten); settles when the response is done or the client left. */
   forward(req: IncomingMessage, res: ServerResponse, options: ForwardOptions): Promise<ForwardOutcome> {
     const upstream = this.upstreams.get(options.upstream)!;
-    const exchange: Exchange = { upstream, options, res, phase: Phase.Sending, outcome: {} };
+    const target = upstream.pool.pick(Date.now());
+    const exchange: Exchange = { upstream, target, options, res, phase: Phase.Sending, connected: false, retried: false, outcome: {} };
     (req as Tagged)[EXCHANGE] = exchange;
+    target.inFlight++;
     return new Promise((resolve) => {
       res.once('close', () => {
+        exchange.target.inFlight--;
         // The client left (or was cut) before the response finished: stop the upstream working for nobody.
         if (!res.writableFinished) {
           exchange.outcome.cut ??= 'client_closed';
@@ -113,13 +107,44 @@ export class Forwarder {
         }
         resolve(exchange.outcome);
       });
-      this.proxy.web(req, res, { target: upstream.target, agent: upstream.agent, changeOrigin: !upstream.preserveHost }, (err) => this.onError(err, exchange));
+      this.send(req, exchange);
     });
   }
 
   close(): void {
-    for (const u of this.upstreams.values()) u.agent.destroy();
+    for (const u of this.upstreams.values()) u.pool.close();
     this.proxy.close();
+  }
+
+  private send(req: IncomingMessage, exchange: Exchange): void {
+    const { target, upstream } = exchange;
+    this.proxy.web(req, exchange.res, { target: target.parsed, agent: target.agent, changeOrigin: !upstream.preserveHost }, (err) => this.onError(err, req, exchange));
+  }
+
+  /**
+   * Once, on another target when there is one: a request that could not connect (the target refused it,
+   * or did not accept it within connectMs), or an idempotent one that got no response. Never a request
+   * with a body: it was streamed into the failed attempt and is gone (buffering every upload to replay
+   * it would cost what streaming saves). Never after a response began, never after a response timeout.
+   */
+  private retry(err: NodeJS.ErrnoException, req: IncomingMessage, exchange: Exchange): boolean {
+    const refused = !exchange.connected && (NOT_CONNECTED.has(err.code ?? '') || exchange.failure?.code === 'gateway_timeout');
+    if (refused) exchange.upstream.pool.markDown(exchange.target, Date.now());
+    const h = req.headers;
+    const hasBody = h['transfer-encoding'] !== undefined || (h['content-length'] !== undefined && h['content-length'] !== '0');
+    const timedOut = exchange.failure !== undefined && exchange.connected;
+    if (exchange.retried || exchange.proxyRes || hasBody || timedOut || exchange.outcome.cut) return false;
+    if (!refused && !IDEMPOTENT.has(req.method!)) return false;
+    exchange.retried = true;
+    exchange.target.inFlight--;
+    exchange.target = exchange.upstream.pool.pick(Date.now(), exchange.target);
+    exchange.target.inFlight++;
+    exchange.phase = Phase.Sending;
+    exchange.connected = false;
+    exchange.failure = undefined;
+    exchange.proxyReq = undefined;
+    this.send(req, exchange);
+    return true;
   }
 
   /** The upstream request has its socket: from now on the socket's inactivity timer is the only timer. */
@@ -131,8 +156,12 @@ export class Forwarder {
     const { timeouts } = exchange.options;
     if (socket.connecting) {
       socket.setTimeout(timeouts.connectMs);
-      socket.once('connect', () => socket.setTimeout(exchange.phase === Phase.Waiting ? timeouts.responseMs : timeouts.idleMs));
+      socket.once('connect', () => {
+        exchange.connected = true;
+        socket.setTimeout(exchange.phase === Phase.Waiting ? timeouts.responseMs : timeouts.idleMs);
+      });
     } else {
+      exchange.connected = true;
       socket.setTimeout(timeouts.idleMs);
     }
     proxyReq.on('timeout', () => this.onTimeout(exchange, socket));
@@ -200,12 +229,12 @@ export class Forwarder {
   }
 
   private rewriteLocations(headers: IncomingMessage['headers'], req: IncomingMessage, exchange: Exchange): void {
-    const { upstream, options } = exchange;
+    const { target, options } = exchange;
     // prepareUpstreamHeaders left the client-facing scheme and host in X-Forwarded-*.
     const host = req.headers['x-forwarded-host'];
     const map: LocationMap = {
-      upstreamOrigin: upstream.origin,
-      upstreamBasePath: upstream.basePath,
+      upstreamOrigin: target.origin,
+      upstreamBasePath: target.basePath,
       clientOrigin: typeof host === 'string' ? `${req.headers['x-forwarded-proto']}://${host}` : undefined,
       routePrefix: options.strippedPrefix,
     };
@@ -215,10 +244,11 @@ export class Forwarder {
     }
   }
 
-  private onError(err: Error, exchange: Exchange): void {
-    const failure = exchange.failure ?? { status: 502, code: 'bad_gateway' as const, detail: `the ${exchange.upstream.name} service is unavailable` };
+  private onError(err: Error, req: IncomingMessage, exchange: Exchange): void {
     if (exchange.outcome.cut) return;
-    this.log.warn('upstream failed', { upstream: exchange.upstream.name, status: failure.status, error: (err as NodeJS.ErrnoException).code ?? err.message });
+    if (this.retry(err as NodeJS.ErrnoException, req, exchange)) return;
+    const failure = exchange.failure ?? { status: 502, code: 'bad_gateway' as const, detail: `the ${exchange.upstream.name} service is unavailable` };
+    this.log.warn('upstream failed', { upstream: exchange.upstream.name, target: exchange.target.origin, status: failure.status, error: (err as NodeJS.ErrnoException).code ?? err.message });
     const res = exchange.res;
     if (res.headersSent || res.destroyed) {
       exchange.outcome.cut ??= 'upstream_closed';

@@ -32,7 +32,8 @@ describe('configuration', () => {
     expect(c.tokens).toMatchObject({ issuer: 'auth-gateway', accessTtlSeconds: 5400, refreshTtlSeconds: 5184000, refreshReuseGraceSeconds: 0 });
     expect(c.lockout).toEqual({ maxFailuresPerUser: 10, maxFailuresPerAccount: 100, windowSeconds: 900, addressBurst: 10, addressFailuresPerMinute: 30 });
     expect(c.upstreams.conversations).toEqual({
-      url: 'http://127.0.0.1:9001', preserveHost: false, timeouts: { connectMs: 5000, responseMs: 30000, idleMs: 60000 },
+      url: 'http://127.0.0.1:9001', targets: ['http://127.0.0.1:9001'], balance: 'round-robin', cooldownMs: 10000,
+      preserveHost: false, timeouts: { connectMs: 5000, responseMs: 30000, idleMs: 60000 },
     });
     expect(c.routes[0]).toEqual({
       path: '/v1/conversations', upstream: 'conversations', forwardAuthorization: false, stripPrefix: false, allowHeaders: [],
@@ -98,6 +99,24 @@ colour: blue
     expect(c.store).toEqual({ kind: 'redis', url: 'redis://redis:6379', keyPrefix: 'gw:', commandTimeoutMs: 500, connectTimeoutMs: 1000, livenessCacheMs: 2000 });
     expect(c.server.port).toBe(9090);
     expect(problems(BASE, { JWT_SECRET: SECRET, REDIS_URL: 'http://nope' })).toEqual(['store.url must be a redis: or rediss: URL']);
+  });
+
+  it('reads upstream pools: targets, balance, health check; url and targets are exclusive', () => {
+    const pool = BASE.replace('conversations: { url: "http://127.0.0.1:9001" }',
+      'conversations: { targets: ["http://10.0.0.1:9001", "http://10.0.0.2:9001"], balance: least-requests, healthCheck: { path: /healthz } }');
+    const c = parseConfig(pool, '/x/gateway.yaml', { JWT_SECRET: SECRET });
+    expect(c.upstreams.conversations).toMatchObject({
+      url: 'http://10.0.0.1:9001', targets: ['http://10.0.0.1:9001', 'http://10.0.0.2:9001'], balance: 'least-requests',
+      healthCheck: { path: '/healthz', intervalMs: 5000, timeoutMs: 2000 },
+    });
+    const both = BASE.replace('conversations: { url: "http://127.0.0.1:9001" }', 'conversations: { url: "http://a:1", targets: ["http://b:1"] }');
+    expect(problems(both, { JWT_SECRET: SECRET })).toEqual(['upstreams.conversations has both url and targets: give one target as url or several as targets']);
+    const bad = BASE.replace('conversations: { url: "http://127.0.0.1:9001" }', 'conversations: { targets: ["ftp://x"], balance: random, healthCheck: { path: healthz } }');
+    expect(problems(bad, { JWT_SECRET: SECRET })).toEqual([
+      'upstreams.conversations.targets[0] must be a http: or https: URL',
+      'upstreams.conversations.balance must be one of round-robin, least-requests',
+      'upstreams.conversations.healthCheck.path must start with /',
+    ]);
   });
 
   it('reads a global rate limit and per-route overrides', () => {

@@ -1,0 +1,120 @@
+import { Agent, request as httpRequest } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { parse as parseUrl, type Url } from 'node:url';
+import type { UpstreamConfig } from '../config/types.js';
+import type { Logger } from '../log.js';
+
+/** Below Node's default server keep-alive timeout (5 s), so a pooled socket is never reused as the upstream closes it. */
+const AGENT_IDLE_MS = 4000;
+
+/** One server of an upstream. */
+export interface Target {
+  url: string;
+  /** Parsed once (legacy Url: http-proxy reads its `path`), or http-proxy parses the string per request. */
+  parsed: Url;
+  /** `scheme://host:port`, as it would appear in the target's own absolute redirects. */
+  origin: string;
+  /** The URL's own path, without a trailing slash. */
+  basePath: string;
+  agent: Agent;
+  /** Requests forwarded to it and not finished. */
+  inFlight: number;
+  /** Refused a connection: skipped until then (passive health). */
+  downUntil: number;
+  /** The last active health check failed. */
+  unhealthy: boolean;
+}
+
+/**
+ * The targets of one upstream and how a request picks one: round-robin or fewest requests in flight,
+ * among those neither cooling down after a refused connection nor failing their health check. When every
+ * target is out, the one whose cool-down ends first is tried anyway: a guess beats a certain 502.
+ */
+export class UpstreamPool {
+  readonly targets: Target[];
+  private next = 0;
+  private readonly checker: NodeJS.Timeout | undefined;
+
+  constructor(readonly name: string, private readonly config: UpstreamConfig, private readonly log: Logger) {
+    this.targets = config.targets.map((url) => {
+      const options = { keepAlive: true, timeout: AGENT_IDLE_MS, scheduling: 'lifo' as const };
+      const u = new URL(url);
+      return {
+        url,
+        parsed: parseUrl(url),
+        origin: u.origin,
+        basePath: u.pathname.replace(/\/+$/, ''),
+        agent: url.startsWith('https:') ? new HttpsAgent(options) : new Agent(options),
+        inFlight: 0,
+        downUntil: 0,
+        unhealthy: false,
+      };
+    });
+    const check = config.healthCheck;
+    if (check) {
+      this.checker = setInterval(() => this.checkAll(), check.intervalMs);
+      this.checker.unref();
+      this.checkAll();
+    }
+  }
+
+  /** A target for the next request, other than `not` (the one that just failed) when there is another. */
+  pick(now: number, not?: Target): Target {
+    const candidates = this.targets.filter((t) => t !== not && !t.unhealthy && t.downUntil <= now);
+    if (candidates.length === 0) {
+      const others = this.targets.filter((t) => t !== not);
+      const pool = others.length > 0 ? others : this.targets;
+      return pool.reduce((a, b) => (b.downUntil < a.downUntil ? b : a));
+    }
+    if (candidates.length === 1) return candidates[0]!;
+    if (this.config.balance === 'least-requests') {
+      // Ties go round-robin, so an idle pool still spreads its load.
+      const start = this.next++ % candidates.length;
+      let best = candidates[start]!;
+      for (let i = 1; i < candidates.length; i++) {
+        const t = candidates[(start + i) % candidates.length]!;
+        if (t.inFlight < best.inFlight) best = t;
+      }
+      return best;
+    }
+    return candidates[this.next++ % candidates.length]!;
+  }
+
+  /** The target refused (or did not accept) a connection: out of rotation for the cool-down. */
+  markDown(target: Target, now: number): void {
+    if (target.downUntil <= now) {
+      this.log.warn('upstream target down; skipping it for the cool-down', { upstream: this.name, target: target.origin, cooldownMs: this.config.cooldownMs });
+    }
+    target.downUntil = now + this.config.cooldownMs;
+  }
+
+  close(): void {
+    clearInterval(this.checker);
+    for (const t of this.targets) t.agent.destroy();
+  }
+
+  private checkAll(): void {
+    const check = this.config.healthCheck!;
+    for (const target of this.targets) {
+      const url = new URL(check.path, `${target.origin}${target.basePath}/`);
+      const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
+      let settled = false;
+      const settle = (healthy: boolean) => {
+        if (settled) return;
+        settled = true;
+        if (healthy === target.unhealthy) {
+          this.log.warn(healthy ? 'upstream target healthy again' : 'upstream target failed its health check', { upstream: this.name, target: target.origin });
+        }
+        target.unhealthy = !healthy;
+        if (healthy) target.downUntil = 0;
+      };
+      const req = request(url, { method: 'GET', timeout: check.timeoutMs, agent: false }, (res) => {
+        res.resume();
+        settle(res.statusCode! >= 200 && res.statusCode! < 400);
+      });
+      req.on('timeout', () => req.destroy(new Error('health check timed out')));
+      req.on('error', () => settle(false));
+      req.end();
+    }
+  }
+}
