@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { normalizePath } from '../../src/http/path.js';
 import { HttpProblem } from '../../src/http/problem.js';
+import { isTokenPath } from '../../src/http/request-form.js';
 
 /** [description, raw path, normalized path]. */
 const normalized: [string, string, string][] = [
@@ -86,4 +87,13 @@ describe('normalizePath (DESIGN "Forwarding": one spelling per path)', () => {
     expect((thrown as HttpProblem).code).toBe('invalid_path');
     expect((thrown as HttpProblem).message.length).toBeGreaterThan(0);
   });
+});
+
+describe('isTokenPath', () => {
+  it.each([
+    '/v1/tokens', '/v1/tokens/', '/v1/tokens/create', '/V1/TOKENS/create', '/v1/Tokens', '/v1/tokens;x/create',
+    '/v1/tokens%3Bx/create', '/v1/tokens%3bx=1', '/v1;x/tokens/create', '/v1%3B/tokens', '/v1/tokens;',
+  ])('%s is a token path', (path) => expect(isTokenPath(path)).toBe(true));
+  it.each(['/v1/tokensX', '/v1/tokenz', '/v1', '/v1/', '/v1/conversations', '/tokens', '/v2/tokens', '/v1/x/tokens', '/v10/tokens', '/v1/token'])(
+    '%s is not a token path', (path) => expect(isTokenPath(path)).toBe(false));
 });
