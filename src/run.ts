@@ -10,7 +10,11 @@ export async function runGateway(config: Config, log: Logger = createLogger(conf
     log.warn('redis not reachable yet; serving anyway (token requests get 503 and /readyz says so until it is)');
   }
   const port = await gateway.listen();
-  log.info('auth-gateway listening', { host: config.server.host, port, store: config.store.kind, routes: config.routes.map((r) => r.path) });
+  log.info('auth-gateway listening', { host: config.server.host, port, tls: config.server.tls !== undefined, store: config.store.kind, routes: config.routes.map((r) => r.path) });
+  if (config.admin !== false) {
+    const adminPort = await gateway.listenAdmin();
+    log.info('admin listening', { host: config.admin.host, port: adminPort, serves: ['/metrics', '/healthz', '/readyz'] });
+  }
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {

@@ -1,5 +1,10 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { Server as HttpsServer } from 'node:https';
 import Koa from 'koa';
+import { createMetrics, type Metrics } from './admin/metrics.js';
+import { requestMetrics } from './admin/request-metrics.js';
+import { createAdminServer } from './admin/server.js';
+import { instrumentStore } from './admin/store-metrics.js';
 import { authenticate } from './auth/authenticate.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config/types.js';
@@ -31,16 +36,23 @@ export interface GatewayDeps {
   log?: Logger;
   /** A store made by the caller (tests); otherwise built from config.store and closed with the gateway. */
   store?: TokenStore;
+  /** The registry to count in (tests read it); otherwise a new one per gateway. */
+  metrics?: Metrics;
 }
 
 export interface Gateway {
   app: Koa<GatewayState>;
-  server: Server;
+  server: Server | HttpsServer;
+  /** The admin listener (/metrics, /healthz, /readyz); undefined when config.admin is false. */
+  admin: Server | undefined;
+  metrics: Metrics;
   store: TokenStore;
   tokens: TokenService;
   credentials: Credentials;
   /** Listens on config.server (or the given port); resolves with the bound port. */
   listen(port?: number, host?: string): Promise<number>;
+  /** Starts the admin listener on config.admin (or the given port); resolves with the bound port. */
+  listenAdmin(port?: number, host?: string): Promise<number>;
   /** Stops accepting, lets in-flight requests finish within graceMs, then closes everything. */
   close(graceMs?: number): Promise<void>;
 }
@@ -51,17 +63,21 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   const log = deps.log ?? silentLogger;
   const store = deps.store ?? createStore(config.store, clock, log);
   const ownsStore = deps.store === undefined;
+  const metrics = deps.metrics ?? createMetrics();
+  // What the gateway's parts call: the store with each command timed (gateway.store stays the real one).
+  const timedStore = instrumentStore(store, metrics);
+  const ping = () => timedStore.ping();
 
   const keys = loadKeys(config.tokens);
   const credentials = new Credentials(config.users, clock, log);
-  const passwords = new PasswordCheck(credentials.verifier, new Lockout(store, config.lockout, log));
+  const passwords = new PasswordCheck(credentials.verifier, new Lockout(timedStore, config.lockout, log));
   const codec = new AccessTokenCodec(keys, {
     issuer: config.tokens.issuer,
     audience: config.tokens.audience,
     ttlSeconds: config.tokens.accessTtlSeconds,
   }, clock);
   const credentialVersion = (user: string) => credentials.verifier.credentialVersion(user);
-  const tokens = new TokenService(codec, store, passwords, credentialVersion, {
+  const tokens = new TokenService(codec, timedStore, passwords, credentialVersion, {
     accessTtlSeconds: config.tokens.accessTtlSeconds,
     refreshTtlSeconds: config.tokens.refreshTtlSeconds,
     refreshReuseGraceSeconds: config.tokens.refreshReuseGraceSeconds,
@@ -72,24 +88,33 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   const app = new Koa<GatewayState>({ proxy: config.server.trustProxy > 0, maxIpsCount: config.server.trustProxy });
   app.silent = true;
   app.use(requestId());
+  app.use(requestMetrics(metrics, (path) => routes.match(path)?.path));
   if (config.log.access) app.use(accessLog(log));
   app.use(errorHandler(log));
   app.use(canonicalPath());
-  app.use(health(() => store.ping()));
+  app.use(health(ping));
   app.use(underPrefix('/v1/tokens', tokenRoutes(tokens).routes(), notATokenEndpoint));
   app.use(authenticate(passwords, tokens));
   app.use(matchRoute(routes));
-  app.use(rateLimit(store, log));
+  app.use(rateLimit(timedStore, log));
   app.use(forwardToUpstream(forwarder, config.server.trustProxy > 0));
 
   const server = createServer(app.callback());
   server.on('clientError', clientErrorResponder(log));
+  metrics.watch({ storePing: ping, bcryptPending: () => credentials.verifier.pendingVerifications });
+  const admin = config.admin === false ? undefined : createAdminServer(metrics, ping, log);
+  const adminConfig = config.admin;
 
   return {
-    app, server, store, tokens, credentials,
+    app, server, admin, metrics, store, tokens, credentials,
     listen: (port = config.server.port, host = config.server.host) => listen(server, port, host),
+    listenAdmin: (port, host) => {
+      if (!admin || adminConfig === false) return Promise.reject(new Error('the admin listener is off (admin: false)'));
+      metrics.collectProcessMetrics();
+      return listen(admin, port ?? adminConfig.port, host ?? adminConfig.host);
+    },
     close: async (graceMs = config.server.shutdownGraceMs) => {
-      await closeServer(server, graceMs);
+      await Promise.all([closeServer(server, graceMs), admin ? closeServer(admin, graceMs) : undefined]);
       forwarder.close();
       credentials.close();
       if (ownsStore) await store.close();
@@ -114,7 +139,7 @@ function notATokenEndpoint(): never {
   throw new HttpProblem(404, 'not_found', 'not a token endpoint (create, refresh, revoke)');
 }
 
-function listen(server: Server, port: number, host: string): Promise<number> {
+function listen(server: Server | HttpsServer, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -126,7 +151,7 @@ function listen(server: Server, port: number, host: string): Promise<number> {
 }
 
 /** Stops accepting; idle keep-alive connections close now, busy ones when done or after graceMs. */
-function closeServer(server: Server, graceMs: number): Promise<void> {
+function closeServer(server: Server | HttpsServer, graceMs: number): Promise<void> {
   if (!server.listening) return Promise.resolve();
   return new Promise((resolve) => {
     const force = setTimeout(() => server.closeAllConnections(), graceMs);

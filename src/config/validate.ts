@@ -2,8 +2,8 @@ import { isAbsolute, resolve } from 'node:path';
 import { Checker } from './checker.js';
 import { ConfigError } from './errors.js';
 import type {
-  Config, LockoutConfig, PagingRules, RateLimitRule, RouteConfig, ServerConfig, SigningKeyConfig, StoreConfig,
-  TokensConfig, UpstreamConfig, UsersConfig, VerificationKeyConfig,
+  AdminConfig, Config, LockoutConfig, PagingRules, RateLimitRule, RouteConfig, ServerConfig, SigningKeyConfig, StoreConfig,
+  TlsConfig, TokensConfig, UpstreamConfig, UsersConfig, VerificationKeyConfig,
 } from './types.js';
 
 export const DEFAULT_PAGE_SIZES = [10, 20, 50, 100, 200];
@@ -15,11 +15,12 @@ const MIN_SECRET_BYTES = 32;
 export function validateConfig(raw: unknown, file: string, baseDir: string): Config {
   const c = new Checker();
   const root = c.obj('(root)', raw, true);
-  c.unknownKeys('', root, ['server', 'store', 'users', 'tokens', 'lockout', 'rateLimit', 'upstreams', 'routes', 'log']);
+  c.unknownKeys('', root, ['server', 'store', 'users', 'tokens', 'lockout', 'rateLimit', 'upstreams', 'routes', 'log', 'admin']);
   const at = (p: string) => (isAbsolute(p) ? p : resolve(baseDir, p));
 
   // Read in the order of the file, so problems are listed in that order too.
   const server = readServer(c, c.obj('server', root.server));
+  if (root.server && typeof root.server === 'object') server.tls = readTls(c, (root.server as Record<string, unknown>).tls, at);
   const store = readStore(c, c.obj('store', root.store));
   const users = readUsers(c, c.obj('users', root.users, true), at);
   const tokens = readTokens(c, c.obj('tokens', root.tokens, true), at);
@@ -29,13 +30,14 @@ export function validateConfig(raw: unknown, file: string, baseDir: string): Con
   const upstreams = readUpstreams(c, root.upstreams);
   const routes = readRoutes(c, root.routes, upstreams);
   const log = readLog(c, c.obj('log', root.log));
-  const config: Config = { file, server, store, users, tokens, lockout, rateLimit, upstreams, routes, log };
+  const admin = readAdmin(c, root.admin);
+  const config: Config = { file, server, store, users, tokens, lockout, rateLimit, upstreams, routes, log, admin };
   if (c.problems.length > 0) throw new ConfigError(c.problems);
   return config;
 }
 
 function readServer(c: Checker, s: Record<string, unknown>): ServerConfig {
-  c.unknownKeys('server', s, ['host', 'port', 'trustProxy', 'shutdownGraceMs']);
+  c.unknownKeys('server', s, ['host', 'port', 'trustProxy', 'shutdownGraceMs', 'tls']);
   const trust = s.trustProxy;
   return {
     host: c.str('server.host', s.host, '0.0.0.0'),
@@ -193,4 +195,26 @@ function readLog(c: Checker, l: Record<string, unknown>): Config['log'] {
     level: c.oneOf('log.level', l.level, ['debug', 'info', 'warn', 'error', 'silent'], 'info'),
     access: c.bool('log.access', l.access, true),
   };
+}
+
+/** `server.tls`: absent, null or false for plain HTTP. */
+function readTls(c: Checker, raw: unknown, at: (p: string) => string): TlsConfig | undefined {
+  if (raw === undefined || raw === null || raw === false) return undefined;
+  const t = c.obj('server.tls', raw);
+  c.unknownKeys('server.tls', t, ['certFile', 'keyFile', 'reloadIntervalMs']);
+  const certFile = c.str('server.tls.certFile', t.certFile);
+  const keyFile = c.str('server.tls.keyFile', t.keyFile);
+  return {
+    certFile: certFile ? at(certFile) : '',
+    keyFile: keyFile ? at(keyFile) : '',
+    reloadIntervalMs: c.int('server.tls.reloadIntervalMs', t.reloadIntervalMs, 5000, 100),
+  };
+}
+
+/** `admin`: default 127.0.0.1:9091, `false` for none. */
+function readAdmin(c: Checker, raw: unknown): AdminConfig | false {
+  if (raw === false || raw === 'false') return false;
+  const a = c.obj('admin', raw);
+  c.unknownKeys('admin', a, ['host', 'port']);
+  return { host: c.str('admin.host', a.host, '127.0.0.1'), port: c.int('admin.port', a.port, 9091, 0, 65535) };
 }
