@@ -6,7 +6,7 @@ import { hash } from './credentials/bcrypt.js';
 import { acceptablePassword } from './credentials/password-verifier.js';
 import { readHtpasswd } from './credentials/htpasswd.js';
 import { loadKeys } from './tokens/keys.js';
-import { createLogger } from './log.js';
+import { createLogger, exitAfterFlush } from './log.js';
 import { runGateway } from './run.js';
 
 const USAGE = `usage:
@@ -58,12 +58,15 @@ main(process.argv.slice(2)).then(
   (code) => {
     if (code >= 0) process.exitCode = code;
   },
-  (err: unknown) => {
+  async (err: unknown) => {
     if (err instanceof ConfigError) {
       process.stderr.write(`auth-gateway: ${err.message}\n`);
-    } else {
-      createLogger('error').error('fatal', { error: err instanceof Error ? err.stack ?? err.message : String(err) });
+      process.exitCode = 2;
+      return;
     }
-    process.exitCode = 2;
+    // Exit explicitly: a gateway that failed half-way (a port taken) may hold sockets and timers open.
+    const log = createLogger('error');
+    log.error('fatal', { error: err instanceof Error ? err.stack ?? err.message : String(err) });
+    await exitAfterFlush(log, 2);
   },
 );

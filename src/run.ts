@@ -1,5 +1,5 @@
 import type { Config } from './config/types.js';
-import { createLogger, type Logger } from './log.js';
+import { createLogger, exitAfterFlush, type Logger } from './log.js';
 import { createGateway, type Gateway } from './server.js';
 import { RedisTokenStore } from './tokens/store/redis.js';
 
@@ -20,18 +20,19 @@ export async function runGateway(config: Config, log: Logger = createLogger(conf
     if (stopping) {
       // A second signal does not wait for in-flight requests.
       log.warn('second signal; stopping at once', { signal });
-      process.exit(1);
+      void exitAfterFlush(log, 1);
+      return;
     }
     stopping = true;
     log.info('shutting down', { signal, graceMs: config.server.shutdownGraceMs });
     gateway.close().then(
       () => {
         log.info('stopped');
-        process.exit(0);
+        void exitAfterFlush(log, 0);
       },
       (err: unknown) => {
         log.error('shutdown failed', { error: String(err) });
-        process.exit(1);
+        void exitAfterFlush(log, 1);
       },
     );
   };
