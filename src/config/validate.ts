@@ -13,6 +13,13 @@ const MIN_SECRET_BYTES = 32;
 
 /** Turns parsed YAML into a Config, or throws a ConfigError listing every problem. */
 export function validateConfig(raw: unknown, file: string, baseDir: string): Config {
+  const { config, problems } = checkConfig(raw, file, baseDir);
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}
+
+/** The Config as far as it could be read (defaults where a key is bad), and every problem found. */
+export function checkConfig(raw: unknown, file: string, baseDir: string): { config: Config; problems: string[] } {
   const c = new Checker();
   const root = c.obj('(root)', raw, true);
   c.unknownKeys('', root, ['server', 'store', 'users', 'tokens', 'lockout', 'rateLimit', 'upstreams', 'routes', 'log', 'admin']);
@@ -32,8 +39,7 @@ export function validateConfig(raw: unknown, file: string, baseDir: string): Con
   const log = readLog(c, c.obj('log', root.log));
   const admin = readAdmin(c, root.admin);
   const config: Config = { file, server, store, users, tokens, lockout, rateLimit, upstreams, routes, log, admin };
-  if (c.problems.length > 0) throw new ConfigError(c.problems);
-  return config;
+  return { config, problems: c.problems };
 }
 
 function readServer(c: Checker, s: Record<string, unknown>): ServerConfig {
