@@ -15,6 +15,7 @@ import { accessLog } from './http/access-log.js';
 import { clientErrorResponder } from './http/client-error.js';
 import { errorHandler } from './http/errors.js';
 import { health } from './http/health.js';
+import { openApi } from './http/openapi.js';
 import { canonicalPath } from './http/normalize-path.js';
 import { requestId } from './http/request-id.js';
 import { HttpProblem } from './http/problem.js';
@@ -93,6 +94,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   app.use(errorHandler(log));
   app.use(canonicalPath());
   app.use(health(ping));
+  app.use(openApi(config));
   app.use(underPrefix('/v1/tokens', tokenRoutes(tokens).routes(), notATokenEndpoint));
   app.use(authenticate(passwords, tokens));
   app.use(matchRoute(routes));
