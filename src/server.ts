@@ -1,5 +1,5 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
-import type { Server as HttpsServer } from 'node:https';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import Koa from 'koa';
 import { createMetrics, type Metrics } from './admin/metrics.js';
 import { requestMetrics } from './admin/request-metrics.js';
@@ -16,6 +16,7 @@ import { clientErrorResponder } from './http/client-error.js';
 import { errorHandler } from './http/errors.js';
 import { health } from './http/health.js';
 import { openApi } from './http/openapi.js';
+import { readTlsOptions, watchCertificate } from './http/tls.js';
 import { canonicalPath } from './http/normalize-path.js';
 import { requestId } from './http/request-id.js';
 import { HttpProblem } from './http/problem.js';
@@ -60,6 +61,9 @@ export interface Gateway {
 
 /** The composition root: the request's path through the gateway, in order. Nothing else wires. */
 export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
+  // Read first: a broken certificate stops the start before anything is opened.
+  const tls = config.server.tls;
+  const tlsOptions = tls ? readTlsOptions(tls) : {};
   const clock = deps.clock ?? systemClock;
   const log = deps.log ?? silentLogger;
   const store = deps.store ?? createStore(config.store, clock, log);
@@ -101,7 +105,8 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   app.use(rateLimit(timedStore, log));
   app.use(forwardToUpstream(forwarder, config.server.trustProxy > 0));
 
-  const server = createServer(app.callback());
+  const server = tls ? createHttpsServer(tlsOptions, app.callback()) : createServer(app.callback());
+  const stopWatchingCertificate = tls ? watchCertificate(server as HttpsServer, tls, log) : () => {};
   server.on('clientError', clientErrorResponder(log));
   metrics.watch({ storePing: ping, bcryptPending: () => credentials.verifier.pendingVerifications });
   const admin = config.admin === false ? undefined : createAdminServer(metrics, ping, log);
@@ -116,6 +121,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
       return listen(admin, port ?? adminConfig.port, host ?? adminConfig.host);
     },
     close: async (graceMs = config.server.shutdownGraceMs) => {
+      stopWatchingCertificate();
       await Promise.all([closeServer(server, graceMs), admin ? closeServer(admin, graceMs) : undefined]);
       forwarder.close();
       credentials.close();
