@@ -22,25 +22,28 @@ export function requestMetrics(metrics: Metrics, routeOf: (path: string) => stri
     try {
       await next();
     } finally {
-      const route = routeLabel(ctx, routeOf);
+      // Koa cannot parse some absolute-form targets (ctx.path throws); those were refused as invalid_path.
+      const path = ctx.req.url?.startsWith('/') ? ctx.path : '';
+      const route = routeLabel(ctx, path, routeOf);
       const method = METHODS.has(ctx.method) ? ctx.method : 'other';
       const status = ctx.respond === false ? ctx.res.statusCode : ctx.status;
       metrics.requests.inc({ route, method, status_class: `${Math.floor(status / 100)}xx`, auth: ctx.state.principal?.via ?? 'none' });
       metrics.requestDuration.observe({ route, method }, Number(process.hrtime.bigint() - started) / 1e9);
-      countOutcome(metrics, ctx, route, status);
+      countOutcome(metrics, ctx, path, route, status);
     }
   };
 }
 
-function routeLabel(ctx: GatewayContext, routeOf: (path: string) => string | undefined): string {
+function routeLabel(ctx: GatewayContext, path: string, routeOf: (path: string) => string | undefined): string {
   if (ctx.state.route) return ctx.state.route.path;
-  if (ctx.path === '/v1/tokens' || ctx.path.startsWith('/v1/tokens/')) return 'tokens';
-  return OWN_PATHS[ctx.path] ?? routeOf(ctx.path) ?? 'none';
+  if (path === '') return 'none';
+  if (path === '/v1/tokens' || path.startsWith('/v1/tokens/')) return 'tokens';
+  return OWN_PATHS[path] ?? routeOf(path) ?? 'none';
 }
 
-function countOutcome(metrics: Metrics, ctx: GatewayContext, route: string, status: number): void {
+function countOutcome(metrics: Metrics, ctx: GatewayContext, path: string, route: string, status: number): void {
   const code = problemCode(ctx, status);
-  const operation = ctx.method === 'POST' ? TOKEN_OPERATIONS[ctx.path] : undefined;
+  const operation = ctx.method === 'POST' ? TOKEN_OPERATIONS[path] : undefined;
   if (operation) metrics.tokenOperations.inc({ operation, outcome: status < 400 ? 'ok' : code ?? `http_${status}` });
   if (code === 'too_many_attempts') {
     const endpoint: LockoutEndpoint = route === 'tokens' ? 'create' : 'basic';

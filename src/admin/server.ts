@@ -16,6 +16,11 @@ export function createAdminServer(metrics: Metrics, ping: () => Promise<void>, l
   const app = new Koa<GatewayState>();
   app.silent = true;
   app.use(errorHandler(log));
+  app.use(async function originFormOnly(ctx, next) {
+    // Koa cannot parse some absolute-form targets (ctx.path would throw): refuse them first.
+    if (!ctx.req.url?.startsWith('/')) throw new HttpProblem(400, 'invalid_path', 'the request target must be a path starting with /');
+    await next();
+  });
   app.use(health(ping));
   app.use(async function serveMetrics(ctx) {
     if (ctx.path !== '/metrics') throw new HttpProblem(404, 'not_found', 'the admin listener serves /metrics, /healthz and /readyz');

@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basic, createTokens, echoUpstream, htpasswd, postJson, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
 import { freePort } from '../support/process.js';
@@ -48,6 +49,16 @@ const scrape = async (base = admin): Promise<Sample[]> => {
   expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
   return parsePrometheus(await res.text());
 };
+/** Bytes on a socket, for request targets fetch will not send; resolves with what came back. */
+function rawRequest(port: string, bytes: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), '127.0.0.1', () => socket.end(bytes));
+    let out = '';
+    socket.on('data', (d: Buffer) => (out += d.toString()));
+    socket.on('end', () => resolve(out));
+    socket.on('error', reject);
+  });
+}
 const alice = { authorization: basic('alice', 'alice-pw') };
 
 describe('the admin listener', () => {
@@ -58,6 +69,8 @@ describe('the admin listener', () => {
     expect(other.status).toBe(404);
     expect(await other.json()).toMatchObject({ code: 'not_found' });
     expect((await fetch(`${admin}/metrics`, { method: 'POST' })).status).toBe(405);
+    const absolute = await rawRequest(new URL(admin).port, 'GET http://[::1/metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    expect(absolute).toMatch(/^HTTP\/1\.1 400 /);
   });
 
   it('never serves /metrics on the public port, with or without credentials', async () => {
