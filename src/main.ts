@@ -9,7 +9,7 @@ import type { Config } from './config/types.js';
 import { ConfigError } from './config/errors.js';
 import { hash } from './credentials/bcrypt.js';
 import { acceptablePassword } from './credentials/password-verifier.js';
-import { createLogger, exitAfterFlush } from './log.js';
+import { createLogger, exitAfterFlush, type Logger } from './log.js';
 import { runGateway } from './run.js';
 
 const USAGE = `usage:
@@ -18,6 +18,9 @@ const USAGE = `usage:
                                                         --connect: also check that the store and each upstream answer
   auth-gateway users hash NAME [--cost N]               print an htpasswd line; on a terminal the password is asked
                                                         for twice without echo, otherwise read from stdin`;
+
+/** The running gateway's logger: a fatal error is logged in the same ordered stream. */
+let serveLog: Logger | undefined;
 
 /** Below this, bcrypt is cheap enough to guess at offline from a leaked file (OWASP: at least 10). */
 const MIN_RECOMMENDED_COST = 10;
@@ -36,7 +39,9 @@ async function main(argv: string[]): Promise<number> {
   const [command, sub, name] = positionals;
   if (values.help || !command) return usage(values.help ? 0 : 2);
   if (command === 'serve') {
-    await runGateway(loadChecked(values.config));
+    const config = loadChecked(values.config);
+    serveLog = createLogger(config.log.level);
+    await runGateway(config, serveLog);
     return -1;
   }
   if (command === 'config' && sub === 'check') return checkConfig(values.config, values.connect === true);
@@ -111,7 +116,7 @@ main(process.argv.slice(2)).then(
       return;
     }
     // Exit explicitly: a gateway that failed half-way (a port taken) may hold sockets and timers open.
-    const log = createLogger('error');
+    const log = serveLog ?? createLogger('error');
     log.error('fatal', { error: err instanceof Error ? err.stack ?? err.message : String(err) });
     await exitAfterFlush(log, 2);
   },

@@ -1,5 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -115,6 +116,29 @@ routes:
       expect(r.stderr).toContain(`upstream contacts http://127.0.0.1:${closedB} does not answer: ECONNREFUSED`);
       expect(r.stderr + r.stdout).not.toContain('hunter2');
     });
+  });
+});
+
+describe('serve', () => {
+  it('exits 2 with the reason in its log, last, when the admin port is taken', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    try {
+      const file = configFile([
+        `server: { host: 127.0.0.1, port: ${await freePort()} }`,
+        `users: { htpasswd: ${users.file}, watch: false }`,
+        `tokens: { signing: { alg: HS256, secret: "${SECRET}" } }`,
+        `admin: { host: 127.0.0.1, port: ${(taken.address() as { port: number }).port} }`,
+        '',
+      ].join('\n'));
+      const r = await runAsync(['serve', '--config', file]);
+      expect(r.status).toBe(2);
+      const last = JSON.parse(r.stdout.trimEnd().split('\n').at(-1)!) as Record<string, string>;
+      expect(last).toMatchObject({ level: 'error', msg: 'fatal' });
+      expect(last.error).toContain('EADDRINUSE');
+    } finally {
+      taken.close();
+    }
   });
 });
 
