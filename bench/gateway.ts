@@ -53,6 +53,7 @@ upstreams:
 routes:
   - { path: /v1/conversations, upstream: conversations, paging: { sortable: [campaignId] } }
 log: { level: warn, access: false }
+admin: { host: 127.0.0.1, port: 0 }
 `);
   return { dir, configFile, logFile: join(dir, 'gateway.log'), password, createUsers };
 }

@@ -1,5 +1,10 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import Koa from 'koa';
+import { createMetrics, type Metrics } from './admin/metrics.js';
+import { requestMetrics } from './admin/request-metrics.js';
+import { createAdminServer } from './admin/server.js';
+import { instrumentStore } from './admin/store-metrics.js';
 import { authenticate } from './auth/authenticate.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config/types.js';
@@ -11,7 +16,9 @@ import { clientErrorResponder } from './http/client-error.js';
 import { errorHandler } from './http/errors.js';
 import { handleExpectations } from './http/expect.js';
 import { health } from './http/health.js';
+import { openApi } from './http/openapi.js';
 import { isTokenPath, requestForm } from './http/request-form.js';
+import { readTlsOptions, watchCertificate } from './http/tls.js';
 import { requestId } from './http/request-id.js';
 import { HttpProblem } from './http/problem.js';
 import type { GatewayState } from './http/state.js';
@@ -32,31 +39,45 @@ export interface GatewayDeps {
   log?: Logger;
   /** A store made by the caller (tests); otherwise built from config.store and closed with the gateway. */
   store?: TokenStore;
+  /** The registry to count in (tests read it); otherwise a new one per gateway. */
+  metrics?: Metrics;
 }
 
 export interface Gateway {
   app: Koa<GatewayState>;
-  server: Server;
+  server: Server | HttpsServer;
+  /** The admin listener (/metrics, /healthz, /readyz); undefined when config.admin is false. */
+  admin: Server | undefined;
+  metrics: Metrics;
   store: TokenStore;
   tokens: TokenService;
   credentials: Credentials;
   lockout: Lockout;
   /** Listens on config.server (or the given port); resolves with the bound port. */
   listen(port?: number, host?: string): Promise<number>;
+  /** Starts the admin listener on config.admin (or the given port); resolves with the bound port. */
+  listenAdmin(port?: number, host?: string): Promise<number>;
   /** Stops accepting, lets in-flight requests finish within graceMs, then closes everything. */
   close(graceMs?: number): Promise<void>;
 }
 
 /** The composition root: the request's path through the gateway, in order. Nothing else wires. */
 export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
+  // Read first: a broken certificate stops the start before anything is opened.
+  const tls = config.server.tls;
+  const tlsOptions = tls ? readTlsOptions(tls) : {};
   const clock = deps.clock ?? systemClock;
   const log = deps.log ?? silentLogger;
   const store = deps.store ?? createStore(config.store, clock, log);
   const ownsStore = deps.store === undefined;
+  const metrics = deps.metrics ?? createMetrics();
+  // What the gateway's parts call: the store with each command timed (gateway.store stays the real one).
+  const timedStore = instrumentStore(store, metrics);
+  const ping = () => timedStore.ping();
 
   const keys = loadKeys(config.tokens);
   const credentials = new Credentials(config.users, clock, log);
-  const lockout = new Lockout(store, config.lockout, log);
+  const lockout = new Lockout(timedStore, config.lockout, log);
   const passwords = new PasswordCheck(credentials.verifier, lockout);
   const codec = new AccessTokenCodec(keys, {
     issuer: config.tokens.issuer,
@@ -64,7 +85,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
     ttlSeconds: config.tokens.accessTtlSeconds,
   }, clock);
   const credentialVersion = (user: string) => credentials.verifier.credentialVersion(user);
-  const tokens = new TokenService(codec, store, passwords, credentialVersion, {
+  const tokens = new TokenService(codec, timedStore, passwords, credentialVersion, {
     accessTtlSeconds: config.tokens.accessTtlSeconds,
     refreshTtlSeconds: config.tokens.refreshTtlSeconds,
     refreshReuseGraceSeconds: config.tokens.refreshReuseGraceSeconds,
@@ -75,18 +96,20 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   const app = new Koa<GatewayState>({ proxy: config.server.trustProxy > 0, maxIpsCount: config.server.trustProxy });
   app.silent = true;
   app.use(requestId());
+  app.use(requestMetrics(metrics, (path) => routes.match(path)?.path));
   if (config.log.access) app.use(accessLog(log));
   app.use(errorHandler(log));
   app.use(requestForm());
-  app.use(health(() => store.ping()));
+  app.use(health(ping));
+  app.use(openApi(config));
   app.use(onTokenPaths(tokenRoutes(tokens, config.server.bodyTimeoutMs).routes(), notATokenEndpoint));
   app.use(authenticate(passwords, tokens));
   app.use(matchRoute(routes));
-  app.use(rateLimit(store, log));
+  app.use(rateLimit(timedStore, log));
   app.use(forwardToUpstream(forwarder, config.server.trustProxy > 0));
 
   const handle = app.callback();
-  const server = createServer({
+  const serverOptions = {
     // Headers must arrive in time; bodies are judged by the idle limit of their route (a slow but
     // steady upload passes) or, on token endpoints, by server.bodyTimeoutMs: no total request limit.
     headersTimeout: config.server.headersTimeoutMs,
@@ -94,15 +117,26 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
     connectionsCheckingInterval: Math.min(1000, config.server.headersTimeoutMs),
     // A missing Host gets a problem body from requestForm, not Node's bare 400.
     requireHostHeader: false,
-  }, handle);
+  };
+  const server = tls ? createHttpsServer({ ...serverOptions, ...tlsOptions }, handle) : createServer(serverOptions, handle);
+  const stopWatchingCertificate = tls ? watchCertificate(server as HttpsServer, tls, log) : () => {};
   server.on('clientError', clientErrorResponder(log));
   handleExpectations(server, handle);
+  metrics.watch({ storePing: ping, bcryptPending: () => credentials.verifier.pendingVerifications });
+  const admin = config.admin === false ? undefined : createAdminServer(metrics, ping, log);
+  const adminConfig = config.admin;
 
   return {
-    app, server, store, tokens, credentials, lockout,
+    app, server, admin, metrics, store, tokens, credentials, lockout,
     listen: (port = config.server.port, host = config.server.host) => listen(server, port, host),
+    listenAdmin: (port, host) => {
+      if (!admin || adminConfig === false) return Promise.reject(new Error('the admin listener is off (admin: false)'));
+      metrics.collectProcessMetrics();
+      return listen(admin, port ?? adminConfig.port, host ?? adminConfig.host);
+    },
     close: async (graceMs = config.server.shutdownGraceMs) => {
-      await closeServer(server, graceMs);
+      stopWatchingCertificate();
+      await Promise.all([closeServer(server, graceMs), admin ? closeServer(admin, graceMs) : undefined]);
       forwarder.close();
       credentials.close();
       if (ownsStore) await store.close();
@@ -125,7 +159,7 @@ function notATokenEndpoint(): never {
   throw new HttpProblem(404, 'not_found', 'not a token endpoint (create, refresh, revoke)');
 }
 
-function listen(server: Server, port: number, host: string): Promise<number> {
+function listen(server: Server | HttpsServer, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -137,7 +171,7 @@ function listen(server: Server, port: number, host: string): Promise<number> {
 }
 
 /** Stops accepting; idle keep-alive connections close now, busy ones when done or after graceMs. */
-function closeServer(server: Server, graceMs: number): Promise<void> {
+function closeServer(server: Server | HttpsServer, graceMs: number): Promise<void> {
   if (!server.listening) return Promise.resolve();
   return new Promise((resolve) => {
     const force = setTimeout(() => server.closeAllConnections(), graceMs);

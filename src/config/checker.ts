@@ -1,3 +1,5 @@
+import { nearest } from './suggest.js';
+
 type Obj = Record<string, unknown>;
 
 /** Reads typed values out of parsed YAML, collecting a problem per bad key instead of stopping. */
@@ -81,7 +83,9 @@ export class Checker {
 
   unknownKeys(key: string, value: Obj, known: readonly string[]): void {
     for (const k of Object.keys(value)) {
-      if (!known.includes(k)) this.problem(`${key ? `${key}.` : ''}${k}`, 'is not a known setting');
+      if (known.includes(k)) continue;
+      const hint = nearest(k, known);
+      this.problem(`${key ? `${key}.` : ''}${k}`, hint ? `is not a known setting; did you mean ${hint}?` : 'is not a known setting');
     }
   }
 }

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { parse } from 'yaml';
+import { parseDocument } from 'yaml';
 import { ConfigError } from './errors.js';
 import type { Config } from './types.js';
-import { validateConfig } from './validate.js';
+import { checkConfig } from './validate.js';
 
 export const DEFAULT_CONFIG_FILE = 'config/gateway.yaml';
 const VAR = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
@@ -21,25 +21,35 @@ export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): 
 }
 
 export function parseConfig(text: string, path: string, env: NodeJS.ProcessEnv = process.env): Config {
-  let raw: unknown;
-  try {
-    raw = parse(text);
-  } catch (err) {
-    throw new ConfigError([`${path} is not valid YAML: ${(err as Error).message.split('\n')[0]}`]);
+  const { config, problems } = inspectConfigText(text, path, env);
+  if (!config || problems.length > 0) throw new ConfigError(problems);
+  return config;
+}
+
+/**
+ * Every problem of a configuration text at once: YAML syntax errors (with line and column), then
+ * unset variables and schema problems. `config` is what could be read (undefined when the YAML could
+ * not be parsed), for checks that go on past the schema (files, connections).
+ */
+export function inspectConfigText(text: string, path: string, env: NodeJS.ProcessEnv = process.env): { config: Config | undefined; problems: string[] } {
+  const doc = parseDocument(text, { prettyErrors: true });
+  if (doc.errors.length > 0) {
+    return {
+      config: undefined,
+      problems: doc.errors.map((e) => {
+        const at = e.linePos?.[0];
+        return `${path} is not valid YAML: ${at ? `line ${at.line}, column ${at.col}: ` : ''}${e.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '')}`;
+      }),
+    };
   }
   const envProblems: string[] = [];
-  const substituted = substitute(raw, '', env, envProblems);
+  const substituted = substitute(doc.toJS(), '', env, envProblems);
   applyEnvOverrides(substituted, env);
-  try {
-    const config = validateConfig(substituted, path, dirname(path));
-    if (envProblems.length > 0) throw new ConfigError([]);
-    return config;
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    const keysWithEnvProblems = envProblems.map((p) => p.split(' ')[0]);
-    const rest = err.problems.filter((p) => !keysWithEnvProblems.includes(p.split(' ')[0]!));
-    throw new ConfigError([...envProblems, ...rest]);
-  }
+  const { config, problems } = checkConfig(substituted, path, dirname(path));
+  // A key whose variable is unset is named once, for the variable, not again as "required".
+  const keysWithEnvProblems = envProblems.map((p) => p.split(' ')[0]);
+  const rest = problems.filter((p) => !keysWithEnvProblems.includes(p.split(' ')[0]!));
+  return { config, problems: [...envProblems, ...rest] };
 }
 
 /** `${VAR}` and `${VAR:-default}` in string values, after parsing, so a value can never inject YAML. */

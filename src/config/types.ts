@@ -13,6 +13,22 @@ export interface Config {
   upstreams: Record<string, UpstreamConfig>;
   routes: RouteConfig[];
   log: { level: LogLevel; access: boolean };
+  /** The admin listener (/metrics, /healthz, /readyz); false: none. */
+  admin: AdminConfig | false;
+}
+
+export interface AdminConfig {
+  host: string;
+  port: number;
+}
+
+/** HTTPS on the public port; the files are re-read when they change. */
+export interface TlsConfig {
+  /** Absolute paths of the PEM certificate (chain) and private key. */
+  certFile: string;
+  keyFile: string;
+  /** How often the files are checked for a change. */
+  reloadIntervalMs: number;
 }
 
 export interface ServerConfig {
@@ -26,6 +42,8 @@ export interface ServerConfig {
   headersTimeoutMs: number;
   /** A token request's whole body must arrive within this; proxied bodies have an idle limit instead. */
   bodyTimeoutMs: number;
+  /** Serve HTTPS with these files; undefined: plain HTTP. */
+  tls?: TlsConfig;
 }
 
 export type StoreConfig =

@@ -3,8 +3,8 @@ import { OVERRIDE_HEADERS } from '../proxy/headers.js';
 import { Checker } from './checker.js';
 import { ConfigError } from './errors.js';
 import type {
-  Config, LockoutConfig, PagingRules, RateLimitRule, RouteConfig, ServerConfig, SigningKeyConfig, StoreConfig,
-  Timeouts, TokensConfig, UpstreamConfig, UsersConfig, VerificationKeyConfig,
+  AdminConfig, Config, LockoutConfig, PagingRules, RateLimitRule, RouteConfig, ServerConfig, SigningKeyConfig, StoreConfig,
+  Timeouts, TlsConfig, TokensConfig, UpstreamConfig, UsersConfig, VerificationKeyConfig,
 } from './types.js';
 
 export const DEFAULT_PAGE_SIZES = [10, 20, 50, 100, 200];
@@ -14,13 +14,21 @@ const MIN_SECRET_BYTES = 32;
 
 /** Turns parsed YAML into a Config, or throws a ConfigError listing every problem. */
 export function validateConfig(raw: unknown, file: string, baseDir: string): Config {
+  const { config, problems } = checkConfig(raw, file, baseDir);
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}
+
+/** The Config as far as it could be read (defaults where a key is bad), and every problem found. */
+export function checkConfig(raw: unknown, file: string, baseDir: string): { config: Config; problems: string[] } {
   const c = new Checker();
   const root = c.obj('(root)', raw, true);
-  c.unknownKeys('', root, ['server', 'store', 'users', 'tokens', 'lockout', 'rateLimit', 'upstreams', 'routes', 'log']);
+  c.unknownKeys('', root, ['server', 'store', 'users', 'tokens', 'lockout', 'rateLimit', 'upstreams', 'routes', 'log', 'admin']);
   const at = (p: string) => (isAbsolute(p) ? p : resolve(baseDir, p));
 
   // Read in the order of the file, so problems are listed in that order too.
   const server = readServer(c, c.obj('server', root.server));
+  if (root.server && typeof root.server === 'object') server.tls = readTls(c, (root.server as Record<string, unknown>).tls, at);
   const store = readStore(c, c.obj('store', root.store));
   const users = readUsers(c, c.obj('users', root.users, true), at);
   const tokens = readTokens(c, c.obj('tokens', root.tokens, true), at);
@@ -30,13 +38,13 @@ export function validateConfig(raw: unknown, file: string, baseDir: string): Con
   const upstreams = readUpstreams(c, root.upstreams);
   const routes = readRoutes(c, root.routes, upstreams);
   const log = readLog(c, c.obj('log', root.log));
-  const config: Config = { file, server, store, users, tokens, lockout, rateLimit, upstreams, routes, log };
-  if (c.problems.length > 0) throw new ConfigError(c.problems);
-  return config;
+  const admin = readAdmin(c, root.admin);
+  const config: Config = { file, server, store, users, tokens, lockout, rateLimit, upstreams, routes, log, admin };
+  return { config, problems: c.problems };
 }
 
 function readServer(c: Checker, s: Record<string, unknown>): ServerConfig {
-  c.unknownKeys('server', s, ['host', 'port', 'trustProxy', 'shutdownGraceMs', 'headersTimeoutMs', 'bodyTimeoutMs']);
+  c.unknownKeys('server', s, ['host', 'port', 'trustProxy', 'shutdownGraceMs', 'headersTimeoutMs', 'bodyTimeoutMs', 'tls']);
   const trust = s.trustProxy;
   return {
     host: c.str('server.host', s.host, '0.0.0.0'),
@@ -255,4 +263,26 @@ function readLog(c: Checker, l: Record<string, unknown>): Config['log'] {
     level: c.oneOf('log.level', l.level, ['debug', 'info', 'warn', 'error', 'silent'], 'info'),
     access: c.bool('log.access', l.access, true),
   };
+}
+
+/** `server.tls`: absent, null or false for plain HTTP. */
+function readTls(c: Checker, raw: unknown, at: (p: string) => string): TlsConfig | undefined {
+  if (raw === undefined || raw === null || raw === false) return undefined;
+  const t = c.obj('server.tls', raw);
+  c.unknownKeys('server.tls', t, ['certFile', 'keyFile', 'reloadIntervalMs']);
+  const certFile = c.str('server.tls.certFile', t.certFile);
+  const keyFile = c.str('server.tls.keyFile', t.keyFile);
+  return {
+    certFile: certFile ? at(certFile) : '',
+    keyFile: keyFile ? at(keyFile) : '',
+    reloadIntervalMs: c.int('server.tls.reloadIntervalMs', t.reloadIntervalMs, 5000, 100),
+  };
+}
+
+/** `admin`: default 127.0.0.1:9091, `false` for none. */
+function readAdmin(c: Checker, raw: unknown): AdminConfig | false {
+  if (raw === false || raw === 'false') return false;
+  const a = c.obj('admin', raw);
+  c.unknownKeys('admin', a, ['host', 'port']);
+  return { host: c.str('admin.host', a.host, '127.0.0.1'), port: c.int('admin.port', a.port, 9091, 0, 65535) };
 }

@@ -48,6 +48,11 @@ export class PasswordVerifier {
     return this.versions.get(user);
   }
 
+  /** bcrypt checks waiting for or running on the thread pool (a metric). */
+  get pendingVerifications(): number {
+    return this.pending;
+  }
+
   get userCount(): number {
     return this.users.size;
   }

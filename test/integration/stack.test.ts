@@ -12,13 +12,14 @@ import { freePort, startNode, waitForHttp, type Child } from '../support/process
  */
 const ROOT = join(import.meta.dirname, '../..');
 const compose = parse(readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8')) as {
-  services: Record<string, { environment?: Record<string, string>; command?: string[] }>;
+  services: Record<string, { build?: unknown; image?: string; environment?: Record<string, string>; command?: string[]; volumes?: string[]; ports?: string[] }>;
 };
 
 let redis: TestRedis;
 let list: Child;
 let gateway: Child;
 let base: string;
+let admin: string;
 
 beforeAll(async () => {
   redis = await startRedis({ appendOnly: true });
@@ -29,16 +30,21 @@ beforeAll(async () => {
   await waitForHttp(`http://127.0.0.1:${listPort}/healthz`, list);
 
   const gwPort = await freePort();
+  const adminPort = await freePort();
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(compose.services.gateway!.environment!)) {
     env[name] = value
       .replace('redis://redis:6379', redis.url)
       .replace('http://list-service:9001', `http://127.0.0.1:${listPort}`)
-      .replace(/^\$\{GATEWAY_JWT_SECRET:\?.*\}$/, 'stack-test-secret-stack-test-secret-0123');
+      .replace(/^\$\{GATEWAY_JWT_SECRET:\?.*\}$/, 'stack-test-secret-stack-test-secret-0123')
+      // The container's admin listener on all its interfaces is this test's loopback.
+      .replace(/^0\.0\.0\.0$/, '127.0.0.1');
   }
-  expect(Object.keys(env).sort()).toEqual(['CONTACTS_URL', 'CONVERSATIONS_URL', 'GATEWAY_JWT_SECRET', 'REDIS_URL']);
-  gateway = startNode(join(ROOT, 'dist/src/main.js'), ['serve', '--config', join(ROOT, 'config/gateway.yaml')], { ...env, PORT: String(gwPort) });
+  expect(Object.keys(env).sort()).toEqual(['ADMIN_HOST', 'CONTACTS_URL', 'CONVERSATIONS_URL', 'GATEWAY_JWT_SECRET', 'REDIS_URL']);
+  // The users file mounted is the operator's (GATEWAY_USERS_FILE); this test plays the demo, with config/users.htpasswd.
+  gateway = startNode(join(ROOT, 'dist/src/main.js'), ['serve', '--config', join(ROOT, 'config/gateway.yaml')], { ...env, PORT: String(gwPort), ADMIN_PORT: String(adminPort) });
   base = `http://127.0.0.1:${gwPort}`;
+  admin = `http://127.0.0.1:${adminPort}`;
   await waitForHttp(`${base}/readyz`, gateway);
 });
 
@@ -46,6 +52,22 @@ afterAll(async () => {
   await gateway?.stop('SIGKILL');
   await list?.stop();
   await redis?.destroy();
+});
+
+describe('docker-compose.yml', () => {
+  it('builds the image once and runs it for both services', () => {
+    const built = Object.entries(compose.services).filter(([, s]) => s.build !== undefined).map(([name]) => name);
+    expect(built).toEqual(['list-service']);
+    expect(compose.services.gateway!.image).toBe(compose.services['list-service']!.image);
+    expect(compose.services.gateway!.image).toMatch(/^auth-gateway:/);
+  });
+
+  it('ships no demo users (the operator names the users file), and the admin port is published on loopback only', () => {
+    const volumes = compose.services.gateway!.volumes!;
+    expect(volumes).not.toContain('./config:/app/config:ro');
+    expect(volumes.find((v) => v.endsWith(':/app/config/users.htpasswd:ro'))).toMatch(/^\$\{GATEWAY_USERS_FILE:\?/);
+    expect(compose.services.gateway!.ports).toEqual(['8080:8080', '127.0.0.1:9091:9091']);
+  });
 });
 
 describe('the compose stack as processes', () => {
@@ -68,6 +90,15 @@ describe('the compose stack as processes', () => {
     expect([...ids].sort().reverse()).toEqual(ids);
     const basicAuth = `Basic ${Buffer.from('demo:demo-password').toString('base64')}`;
     expect((await fetch(`${base}/v1/contacts/phoneNumber?size=10`, { headers: { authorization: basicAuth } })).status).toBe(200);
+  });
+
+  it('serves Prometheus metrics on the admin port, and not on the public one', async () => {
+    const metrics = await fetch(`${admin}/metrics`);
+    expect(metrics.status).toBe(200);
+    const text = await metrics.text();
+    expect(text).toMatch(/^auth_gateway_requests_total\{route="\/v1\/conversations",method="GET",status_class="2xx",auth="bearer"\} 1$/m);
+    expect(text).toMatch(/^auth_gateway_store_up 1$/m);
+    expect((await fetch(`${base}/metrics`)).status).toBe(401);
   });
 
   it('keeps tokens across a Redis restart (append-only file)', async () => {

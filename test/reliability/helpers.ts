@@ -207,6 +207,7 @@ export function startGatewayProcess(o: GatewayProcessOptions): Child {
     upstreams: o.upstreams,
     routes: o.routes,
     log: { level: o.logLevel ?? 'info', access: false },
+    admin: { host: '127.0.0.1', port: 0 },
   }));
   return startNode(CLI, ['serve', '--config', file], { GATEWAY_JWT_SECRET: JWT_SECRET });
 }

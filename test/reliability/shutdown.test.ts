@@ -94,7 +94,7 @@ describe('SIGTERM with a request in flight (grace 5 s, upstream 1 s)', () => {
     expect(code).toBe(0);
     // Exits when the last request is done, not at the end of the grace.
     expect(exitedAfter).toBeLessThan(3000);
-    expect(gw.output()).toMatch(/"msg":"shutting down".*"signal":"SIGTERM"/);
+    expect(gw.output()).toMatch(/"signal":"SIGTERM".*"msg":"shutting down"/);
     expect(gw.output()).toContain('"msg":"stopped"');
   });
 

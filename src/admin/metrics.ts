@@ -1,0 +1,149 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+export const METRIC_PREFIX = 'auth_gateway_';
+
+/** Why a request to an upstream failed. `unavailable`: refused or reset, not told apart yet (see request-metrics.ts). */
+export type UpstreamErrorKind = 'refused' | 'reset' | 'timeout' | 'unavailable';
+export type TokenOperation = 'create' | 'refresh' | 'revoke';
+/** Where a lockout refusal was answered: POST /v1/tokens/create or a Basic request. */
+export type LockoutEndpoint = 'create' | 'basic';
+
+/** What the gauges read at scrape time; each defaults to "nothing to report". */
+export interface MetricSources {
+  /** Resolves when the token store answers (the /readyz check). */
+  storePing?: () => Promise<void>;
+  /** bcrypt checks waiting for or running on the thread pool. */
+  bcryptPending?: () => number;
+}
+
+/**
+ * The gateway's Prometheus series, in a registry of its own: every gateway (several in one test
+ * process) counts for itself, and nothing imports a global registry. Created in the composition root
+ * and handed to what counts. Label values are bounded: configured route paths or fixed words, never raw
+ * paths or user names.
+ */
+export interface Metrics {
+  readonly registry: Registry;
+  /** route: a configured route path, or `tokens`, `health`, `openapi`, `none`; method: bounded (see METHODS); status_class: `2xx`…; auth: `basic`, `bearer`, `none`. */
+  readonly requests: Counter<'route' | 'method' | 'status_class' | 'auth'>;
+  readonly requestDuration: Histogram<'route' | 'method'>;
+  readonly upstreamErrors: Counter<'upstream' | 'kind'>;
+  /** outcome: `ok` or the problem code the gateway answered with. */
+  readonly tokenOperations: Counter<'operation' | 'outcome'>;
+  readonly lockouts: Counter<'endpoint'>;
+  readonly rateLimited: Counter<'route'>;
+  /** command: a TokenStore method name; result: `ok` or `error`. */
+  readonly storeCommandDuration: Histogram<'command' | 'result'>;
+  /** Open WebSocket tunnels by upstream: whoever opens one increments, and decrements when it closes. */
+  readonly webSocketTunnels: Gauge<'upstream'>;
+  /** Sets what the store and bcrypt gauges read when scraped. */
+  watch(sources: MetricSources): void;
+  /** Adds Node's default process metrics (CPU, memory, event loop, GC) once; the admin listener calls it. */
+  collectProcessMetrics(): void;
+}
+
+const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const STORE_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
+/** A store that has not answered a scrape's ping by then counts as down. */
+const STORE_PING_TIMEOUT_MS = 1000;
+
+export function createMetrics(): Metrics {
+  const registry = new Registry();
+  const registers = [registry];
+  const sources: MetricSources = {};
+  let processMetrics = false;
+
+  new Gauge({
+    name: `${METRIC_PREFIX}store_up`,
+    help: '1 when the token store answered a ping at scrape time, else 0',
+    registers,
+    async collect() {
+      this.set(sources.storePing ? await answers(sources.storePing) : 0);
+    },
+  });
+  new Gauge({
+    name: `${METRIC_PREFIX}bcrypt_queue_depth`,
+    help: 'bcrypt password checks waiting for or running on the thread pool',
+    registers,
+    collect() {
+      this.set(sources.bcryptPending?.() ?? 0);
+    },
+  });
+
+  return {
+    registry,
+    requests: new Counter({
+      name: `${METRIC_PREFIX}requests_total`,
+      help: 'requests answered, by route, method, status class and auth method',
+      labelNames: ['route', 'method', 'status_class', 'auth'] as const,
+      registers,
+    }),
+    requestDuration: new Histogram({
+      name: `${METRIC_PREFIX}request_duration_seconds`,
+      help: 'time from the request to the end of its response, by route and method',
+      labelNames: ['route', 'method'] as const,
+      buckets: SECONDS_BUCKETS,
+      registers,
+    }),
+    upstreamErrors: new Counter({
+      name: `${METRIC_PREFIX}upstream_errors_total`,
+      help: 'requests an upstream did not answer, by upstream and kind (refused, reset, timeout; unavailable: refused or reset)',
+      labelNames: ['upstream', 'kind'] as const,
+      registers,
+    }),
+    tokenOperations: new Counter({
+      name: `${METRIC_PREFIX}token_operations_total`,
+      help: 'token endpoint calls by operation (create, refresh, revoke) and outcome (ok or the problem code)',
+      labelNames: ['operation', 'outcome'] as const,
+      registers,
+    }),
+    lockouts: new Counter({
+      name: `${METRIC_PREFIX}lockout_refusals_total`,
+      help: 'requests refused because the user name or client address is locked out (429 too_many_attempts)',
+      labelNames: ['endpoint'] as const,
+      registers,
+    }),
+    rateLimited: new Counter({
+      name: `${METRIC_PREFIX}rate_limited_total`,
+      help: 'requests refused by the per-principal rate limit (429 rate_limited), by route',
+      labelNames: ['route'] as const,
+      registers,
+    }),
+    storeCommandDuration: new Histogram({
+      name: `${METRIC_PREFIX}store_command_duration_seconds`,
+      help: 'token store calls by command and result, as the gateway waits for them (liveness cache hits included)',
+      labelNames: ['command', 'result'] as const,
+      buckets: STORE_BUCKETS,
+      registers,
+    }),
+    webSocketTunnels: new Gauge({
+      name: `${METRIC_PREFIX}websocket_tunnels`,
+      help: 'open WebSocket tunnels, by upstream',
+      labelNames: ['upstream'] as const,
+      registers,
+    }),
+    watch(next) {
+      Object.assign(sources, next);
+    },
+    collectProcessMetrics() {
+      if (processMetrics) return;
+      processMetrics = true;
+      collectDefaultMetrics({ register: registry, prefix: METRIC_PREFIX });
+    },
+  };
+}
+
+async function answers(ping: () => Promise<void>): Promise<number> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('timeout')), STORE_PING_TIMEOUT_MS);
+  });
+  try {
+    await Promise.race([ping(), timeout]);
+    return 1;
+  } catch {
+    return 0;
+  } finally {
+    clearTimeout(timer);
+  }
+}

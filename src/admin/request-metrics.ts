@@ -1,0 +1,73 @@
+import type { GatewayContext, GatewayMiddleware } from '../http/state.js';
+import type { LockoutEndpoint, Metrics, TokenOperation } from './metrics.js';
+
+const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+const TOKEN_OPERATIONS: Record<string, TokenOperation> = {
+  '/v1/tokens/create': 'create',
+  '/v1/tokens/refresh': 'refresh',
+  '/v1/tokens/revoke': 'revoke',
+};
+const OWN_PATHS: Record<string, string> = { '/healthz': 'health', '/readyz': 'health', '/openapi.json': 'openapi' };
+
+/**
+ * Counts every request by what it ended as. It runs outside the error handler, so it sees the final
+ * status and, for answers the gateway wrote itself, the problem `code`; lockouts, rate-limit refusals,
+ * upstream failures and token outcomes are read from those codes rather than counted inside the
+ * middleware that refused (which other work is rewriting). `routeOf` names the configured route of a
+ * path, so no raw path ever becomes a label.
+ */
+export function requestMetrics(metrics: Metrics, routeOf: (path: string) => string | undefined): GatewayMiddleware {
+  return async function countRequest(ctx, next) {
+    const started = process.hrtime.bigint();
+    try {
+      await next();
+    } finally {
+      // Koa cannot parse some absolute-form targets (ctx.path throws); those were refused as invalid_path.
+      const path = ctx.req.url?.startsWith('/') ? ctx.path : '';
+      const route = routeLabel(ctx, path, routeOf);
+      const method = METHODS.has(ctx.method) ? ctx.method : 'other';
+      const status = ctx.respond === false ? ctx.res.statusCode : ctx.status;
+      metrics.requests.inc({ route, method, status_class: `${Math.floor(status / 100)}xx`, auth: ctx.state.principal?.via ?? 'none' });
+      metrics.requestDuration.observe({ route, method }, Number(process.hrtime.bigint() - started) / 1e9);
+      countOutcome(metrics, ctx, path, route, status);
+    }
+  };
+}
+
+function routeLabel(ctx: GatewayContext, path: string, routeOf: (path: string) => string | undefined): string {
+  if (ctx.state.route) return ctx.state.route.path;
+  if (path === '') return 'none';
+  if (path === '/v1/tokens' || path.startsWith('/v1/tokens/')) return 'tokens';
+  return OWN_PATHS[path] ?? routeOf(path) ?? 'none';
+}
+
+function countOutcome(metrics: Metrics, ctx: GatewayContext, path: string, route: string, status: number): void {
+  const code = problemCode(ctx, status);
+  const operation = ctx.method === 'POST' ? TOKEN_OPERATIONS[path] : undefined;
+  if (operation) metrics.tokenOperations.inc({ operation, outcome: status < 400 ? 'ok' : code ?? `http_${status}` });
+  if (code === 'too_many_attempts') {
+    const endpoint: LockoutEndpoint = route === 'tokens' ? 'create' : 'basic';
+    metrics.lockouts.inc({ endpoint });
+  } else if (code === 'rate_limited') {
+    metrics.rateLimited.inc({ route });
+  } else if (ctx.respond === false && ctx.state.route && (code === 'bad_gateway' || code === 'gateway_timeout')) {
+    // The Forwarder answers refused and reset alike (502) and does not say which; 504 is its timeout.
+    metrics.upstreamErrors.inc({ upstream: ctx.state.route.upstream, kind: code === 'gateway_timeout' ? 'timeout' : 'unavailable' });
+  }
+}
+
+/**
+ * The problem code of an answer the gateway wrote: from the body the error handler set, or, for a
+ * proxied request (ctx.respond false), the Forwarder's own 502/504 problem (an upstream's own 502 with
+ * a problem body is counted too: the two are not told apart from out here).
+ */
+function problemCode(ctx: GatewayContext, status: number): string | undefined {
+  if (ctx.respond === false) {
+    const type = String(ctx.res.getHeader('content-type') ?? '');
+    if (!type.startsWith('application/problem+json')) return undefined;
+    return status === 502 ? 'bad_gateway' : status === 504 ? 'gateway_timeout' : undefined;
+  }
+  if (ctx.type !== 'application/problem+json') return undefined;
+  const body = ctx.body as { code?: unknown } | null | undefined;
+  return body && typeof body === 'object' && typeof body.code === 'string' ? body.code : undefined;
+}

@@ -1,0 +1,36 @@
+import type { TokenStore } from '../tokens/store/types.js';
+import type { Metrics } from './metrics.js';
+
+/**
+ * The store as the gateway sees it, each call timed by command name. A Proxy rather than a class that
+ * re-implements TokenStore, so methods added to the interface are timed without an edit here, and
+ * `instanceof` still sees the real store. Methods run on the real store (`this` is never the Proxy).
+ */
+export function instrumentStore<S extends TokenStore>(store: S, metrics: Metrics): S {
+  const timed = new Map<PropertyKey, unknown>();
+  return new Proxy(store, {
+    get(target, property, receiver) {
+      const value: unknown = Reflect.get(target, property, receiver);
+      if (typeof value !== 'function' || typeof property !== 'string' || property === 'close' || property === 'constructor') return value;
+      let wrapper = timed.get(property);
+      if (!wrapper) {
+        const command = property;
+        wrapper = function timedCall(...args: unknown[]): unknown {
+          const started = process.hrtime.bigint();
+          const observe = (result: 'ok' | 'error') =>
+            metrics.storeCommandDuration.observe({ command, result }, Number(process.hrtime.bigint() - started) / 1e9);
+          const out: unknown = (Reflect.get(target, command) as (...a: unknown[]) => unknown).apply(target, args);
+          if (out instanceof Promise) {
+            return out.then((v: unknown) => (observe('ok'), v), (err: unknown) => {
+              observe('error');
+              throw err;
+            });
+          }
+          return out;
+        };
+        timed.set(property, wrapper);
+      }
+      return wrapper;
+    },
+  });
+}

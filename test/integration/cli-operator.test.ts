@@ -1,0 +1,223 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verify } from '../../src/credentials/bcrypt.js';
+import { echoUpstream, htpasswd, type EchoUpstream, type Users } from '../support/fixtures.js';
+import { freePort } from '../support/process.js';
+import { startRedis, type TestRedis } from '../support/redis-server.js';
+
+// The built CLI, as operators run it (npm test builds first).
+const CLI = join(import.meta.dirname, '../../dist/src/main.js');
+const SECRET = 'cli-test-secret-cli-test-secret-0123456789';
+const run = (args: string[], input?: string) =>
+  spawnSync(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH }, input, encoding: 'utf8', timeout: 15_000 });
+
+/** Asynchronous, so servers of this test process (the echo upstream) can answer while the CLI runs. */
+function runAsync(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
+let dir: string;
+let users: Users;
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'gw-cli-'));
+  users = htpasswd({ alice: 'alice-pw' });
+});
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+  users.remove();
+});
+
+function configFile(yaml: string): string {
+  const file = join(dir, `gateway-${Math.random().toString(36).slice(2)}.yaml`);
+  writeFileSync(file, yaml);
+  return file;
+}
+
+describe('config check', () => {
+  it('reports every problem in one pass: schema, misspelled keys, and the files it names', () => {
+    const file = configFile(`
+servr: { port: 8080 }
+users: { htpasswd: ${join(dir, 'missing.htpasswd')} }
+tokens:
+  signing: { alg: RS256, privateKeyFile: ${join(dir, 'missing-key.pem')} }
+lockout: { maxFailuresPerUser: -1 }
+server: { tls: { certFile: ${join(dir, 'missing-cert.pem')}, keyFile: ${join(dir, 'missing-cert.key')} } }
+`);
+    const r = run(['config', 'check', '--config', file]);
+    expect(r.status).toBe(2);
+    expect(r.stdout).toBe('');
+    const lines = r.stderr.split('\n').filter((l) => l.startsWith('  - ')).map((l) => l.slice(4));
+    expect(lines).toEqual([
+      'servr is not a known setting; did you mean server?',
+      'lockout.maxFailuresPerUser must be a positive integer',
+      expect.stringMatching(/^users\.htpasswd: .*missing\.htpasswd cannot be read: ENOENT$/),
+      expect.stringMatching(/^tokens\.signing: .*missing-key\.pem/),
+      expect.stringMatching(/^server\.tls\.certFile: .*missing-cert\.pem cannot be read: ENOENT$/),
+    ]);
+  });
+
+  it('shows a YAML syntax error with its line and column', () => {
+    const r = run(['config', 'check', '--config', configFile('server:\n  port: 8080\n  host: "0.0.0.0\n')]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/gateway-\w+\.yaml is not valid YAML: line \d+, column \d+: /);
+  });
+
+  describe('--connect', () => {
+    let redis: TestRedis;
+    let echo: EchoUpstream;
+    beforeAll(async () => {
+      redis = await startRedis();
+      echo = await echoUpstream();
+    });
+    afterAll(async () => {
+      await echo.close();
+      await redis.destroy();
+    });
+    const yaml = (storeUrl: string, contactsUrl: string) => `
+store: { kind: redis, url: "${storeUrl}" }
+users: { htpasswd: ${users.file} }
+tokens: { signing: { alg: HS256, secret: "${SECRET}" } }
+upstreams:
+  conversations: { url: "${echo.url}" }
+  contacts: { url: "${contactsUrl}", timeoutMs: 1000 }
+routes:
+  - { path: /v1/conversations, upstream: conversations }
+  - { path: /v1/contacts, upstream: contacts }
+`;
+
+    it('checks that the store answers PING and each upstream answers, naming each', async () => {
+      const r = await runAsync(['config', 'check', '--connect', '--config', configFile(yaml(redis.url, echo.url))]);
+      expect(r.stderr).toBe('');
+      expect(r.status).toBe(0);
+      expect(r.stdout).toContain(`store ${redis.url}: answered PING with PONG`);
+      expect(r.stdout).toContain(`upstream conversations ${echo.url}: answered HTTP 200`);
+      expect(r.stdout).toContain(`upstream contacts ${echo.url}: answered HTTP 200`);
+      expect(r.stdout).toMatch(/: ok \(2 routes, 2 upstreams, 1 users, store redis\)\n$/);
+    });
+
+    it('names the store and the upstream that do not answer, and exits 2', async () => {
+      const closedA = await freePort();
+      const closedB = await freePort();
+      const r = await runAsync(['config', 'check', '--connect', '--config', configFile(yaml(`redis://:hunter2@127.0.0.1:${closedA}`, `http://127.0.0.1:${closedB}`))]);
+      expect(r.status).toBe(2);
+      expect(r.stdout).toContain(`upstream conversations ${echo.url}: answered HTTP 200`);
+      expect(r.stderr).toContain(`store redis://:***@127.0.0.1:${closedA} does not answer PING: ECONNREFUSED`);
+      expect(r.stderr).toContain(`upstream contacts http://127.0.0.1:${closedB} does not answer: ECONNREFUSED`);
+      expect(r.stderr + r.stdout).not.toContain('hunter2');
+    });
+  });
+});
+
+describe('serve', () => {
+  it('exits 2 with the reason in its log, last, when the admin port is taken', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    try {
+      const file = configFile([
+        `server: { host: 127.0.0.1, port: ${await freePort()} }`,
+        `users: { htpasswd: ${users.file}, watch: false }`,
+        `tokens: { signing: { alg: HS256, secret: "${SECRET}" } }`,
+        `admin: { host: 127.0.0.1, port: ${(taken.address() as { port: number }).port} }`,
+        '',
+      ].join('\n'));
+      const r = await runAsync(['serve', '--config', file]);
+      expect(r.status).toBe(2);
+      const last = JSON.parse(r.stdout.trimEnd().split('\n').at(-1)!) as Record<string, string>;
+      expect(last).toMatchObject({ level: 'error', msg: 'fatal' });
+      expect(last.error).toContain('EADDRINUSE');
+    } finally {
+      taken.close();
+    }
+  });
+});
+
+/**
+ * Drives `users hash` on a real pseudo-terminal (Python's pty module): waits for each prompt, types the
+ * answer and Enter, then returns everything the terminal showed and the exit code.
+ */
+function onTerminal(args: string[], typed: Array<[prompt: string, keys: string]>): { screen: string; status: number } {
+  const driver = `
+import json, os, pty, select, sys, time
+node, cli, args, typed = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4])
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(node, [node, cli] + args)
+out = b''
+def read(until=None, timeout=10.0):
+    global out
+    end = time.time() + timeout
+    while time.time() < end and (until is None or until.encode() not in out):
+        r, _, _ = select.select([fd], [], [], 0.1)
+        if not r:
+            continue
+        try:
+            data = os.read(fd, 4096)
+        except OSError:
+            return
+        if not data:
+            return
+        out += data
+seen = 0
+for prompt, keys in typed:
+    read(prompt)
+    os.write(fd, keys.encode())
+read()
+_, status = os.waitpid(pid, 0)
+print(json.dumps({'screen': out.decode('utf-8', 'replace'), 'status': os.waitstatus_to_exitcode(status)}))
+`;
+  const r = spawnSync('python3', ['-c', driver, process.execPath, CLI, JSON.stringify(args), JSON.stringify(typed)], { encoding: 'utf8', timeout: 20_000 });
+  if (r.status !== 0) throw new Error(`pty driver failed: ${r.stderr}`);
+  return JSON.parse(r.stdout) as { screen: string; status: number };
+}
+
+describe('users hash', () => {
+  it('on a terminal asks twice without echoing, and prints a line that verifies', async () => {
+    const { screen, status } = onTerminal(['users', 'hash', 'erin', '--cost', '4'], [
+      ['Password for erin: ', 'erin-s3cret-pwX\x7f\r'],
+      ['Again: ', 'erin-s3cret-pw\r'],
+    ]);
+    expect(status).toBe(0);
+    expect(screen).toContain('warning: bcrypt cost 4 is below 10');
+    expect(screen).not.toContain('s3cret');
+    const line = /erin:(\$2b\$04\$[./A-Za-z0-9]{53})/.exec(screen);
+    expect(line).not.toBeNull();
+    expect(await verify('erin-s3cret-pw', line![1]!)).toBe(true);
+  });
+
+  it('on a terminal refuses two different answers and prints no line', () => {
+    const { screen, status } = onTerminal(['users', 'hash', 'erin', '--cost', '10'], [
+      ['Password for erin: ', 'one-password\r'],
+      ['Again: ', 'another-password\r'],
+    ]);
+    expect(status).toBe(2);
+    expect(screen).toContain('the passwords do not match');
+    expect(screen).not.toContain('warning');
+    expect(screen).not.toMatch(/erin:\$2/);
+    expect(screen).not.toContain('password\r');
+  });
+
+  it('on a terminal, Ctrl-C cancels without a line', () => {
+    const { screen, status } = onTerminal(['users', 'hash', 'erin', '--cost', '4'], [['Password for erin: ', 'abc\x03']]);
+    expect(status).toBe(130);
+    expect(screen).not.toMatch(/erin:\$2/);
+  });
+
+  it('from a pipe reads stdin as before; a cost below 10 is warned about on stderr, a cost out of range refused', () => {
+    const r = run(['users', 'hash', 'erin', '--cost', '4'], 'erin-password\n');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/^erin:\$2b\$04\$[./A-Za-z0-9]{53}\n$/);
+    expect(r.stderr).toContain('warning: bcrypt cost 4 is below 10');
+    expect(run(['users', 'hash', 'erin', '--cost', '3'], 'pw\n').stderr).toContain('--cost must be an integer from 4 to 31');
+  });
+});

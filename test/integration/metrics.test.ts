@@ -1,0 +1,212 @@
+import { createServer, type Server } from 'node:http';
+import { connect } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { basic, createTokens, echoUpstream, htpasswd, postJson, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
+import { freePort } from '../support/process.js';
+import { parsePrometheus, sampleValue, type Sample } from '../support/prometheus.js';
+import { startRedis, type TestRedis } from '../support/redis-server.js';
+
+let users: Users;
+let echo: EchoUpstream;
+let silent: Server;
+let gw: RunningGateway;
+let admin: string;
+
+beforeAll(async () => {
+  users = htpasswd({ alice: 'alice-pw', bob: 'bob-pw' });
+  echo = await echoUpstream();
+  // An upstream that never answers: the gateway's own timeout (504).
+  silent = createServer(() => {});
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const refusing = await freePort();
+  gw = await startGateway(testConfig(users.file, {
+    lockout: { maxFailuresPerUser: 2, addressBurst: 100 },
+    upstreams: {
+      up: { url: echo.url },
+      gone: { url: `http://127.0.0.1:${refusing}` },
+      slow: { url: `http://127.0.0.1:${(silent.address() as { port: number }).port}`, timeoutMs: 200 },
+    },
+    routes: [
+      { path: '/v1/items', upstream: 'up', paging: true },
+      { path: '/v1/limited', upstream: 'up', rateLimit: { requests: 1, windowSeconds: 60 } },
+      { path: '/v1/gone', upstream: 'gone' },
+      { path: '/v1/slow', upstream: 'slow' },
+    ],
+  }));
+  admin = `http://127.0.0.1:${await gw.gateway.listenAdmin(0, '127.0.0.1')}`;
+});
+afterAll(async () => {
+  await gw.close();
+  await echo.close();
+  silent.closeAllConnections();
+  silent.close();
+  users.remove();
+});
+
+const scrape = async (base = admin): Promise<Sample[]> => {
+  const res = await fetch(`${base}/metrics`);
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+  return parsePrometheus(await res.text());
+};
+/** Bytes on a socket, for request targets fetch will not send; resolves with what came back. */
+function rawRequest(port: string, bytes: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), '127.0.0.1', () => socket.end(bytes));
+    let out = '';
+    socket.on('data', (d: Buffer) => (out += d.toString()));
+    socket.on('end', () => resolve(out));
+    socket.on('error', reject);
+  });
+}
+const alice = { authorization: basic('alice', 'alice-pw') };
+
+describe('the admin listener', () => {
+  it('serves /healthz and /readyz with the public checks, and nothing else', async () => {
+    expect(await (await fetch(`${admin}/healthz`)).json()).toEqual({ status: 'ok' });
+    expect(await (await fetch(`${admin}/readyz`)).json()).toEqual({ status: 'ready' });
+    const other = await fetch(`${admin}/v1/items`, { headers: alice });
+    expect(other.status).toBe(404);
+    expect(await other.json()).toMatchObject({ code: 'not_found' });
+    expect((await fetch(`${admin}/metrics`, { method: 'POST' })).status).toBe(405);
+    const absolute = await rawRequest(new URL(admin).port, 'GET http://[::1/metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    expect(absolute).toMatch(/^HTTP\/1\.1 400 /);
+  });
+
+  it('never serves /metrics on the public port, with or without credentials', async () => {
+    const anonymous = await fetch(`${gw.base}/metrics`);
+    expect(anonymous.status).toBe(401);
+    const signedIn = await fetch(`${gw.base}/metrics`, { headers: alice });
+    expect(signedIn.status).toBe(404);
+    expect(await signedIn.text()).not.toContain('auth_gateway_');
+  });
+
+  it('exports the default process metrics under the prefix', async () => {
+    const samples = await scrape();
+    expect(sampleValue(samples, 'auth_gateway_process_cpu_user_seconds_total')).toBeGreaterThan(0);
+    expect(sampleValue(samples, 'auth_gateway_nodejs_eventloop_lag_seconds')).toBeGreaterThanOrEqual(0);
+    expect(sampleValue(samples, 'auth_gateway_store_up')).toBe(1);
+    expect(sampleValue(samples, 'auth_gateway_bcrypt_queue_depth')).toBe(0);
+  });
+});
+
+describe('request series', () => {
+  it('counts by configured route, method, status class and auth method; never a raw path or a user name', async () => {
+    const before = await scrape();
+    const { accessToken } = await createTokens(gw.base, 'alice', 'alice-pw');
+    expect((await fetch(`${gw.base}/v1/items/alice-secret-id?size=10`, { headers: alice })).status).toBe(200);
+    expect((await fetch(`${gw.base}/v1/items`, { headers: { authorization: `Bearer ${accessToken}` } })).status).toBe(200);
+    expect((await fetch(`${gw.base}/v1/items`, { method: 'PROPFIND', headers: alice })).status).toBe(200);
+    expect((await fetch(`${gw.base}/v1/items`)).status).toBe(401);
+    expect((await fetch(`${gw.base}/unrouted/bob-private`, { headers: alice })).status).toBe(404);
+    expect((await fetch(`${gw.base}/healthz`)).status).toBe(200);
+
+    const samples = await scrape();
+    const requests = (labels: Record<string, string>) =>
+      (sampleValue(samples, 'auth_gateway_requests_total', labels) ?? 0) - (sampleValue(before, 'auth_gateway_requests_total', labels) ?? 0);
+    expect(requests({ route: '/v1/items', method: 'GET', status_class: '2xx', auth: 'basic' })).toBe(1);
+    expect(requests({ route: '/v1/items', method: 'GET', status_class: '2xx', auth: 'bearer' })).toBe(1);
+    expect(requests({ route: '/v1/items', method: 'other', status_class: '2xx', auth: 'basic' })).toBe(1);
+    expect(requests({ route: '/v1/items', method: 'GET', status_class: '4xx', auth: 'none' })).toBe(1);
+    expect(requests({ route: 'none', method: 'GET', status_class: '4xx', auth: 'basic' })).toBe(1);
+    expect(requests({ route: 'health', method: 'GET', status_class: '2xx', auth: 'none' })).toBe(1);
+    expect(requests({ route: 'tokens', method: 'POST', status_class: '2xx', auth: 'none' })).toBe(1);
+    expect(sampleValue(samples, 'auth_gateway_request_duration_seconds_count', { route: '/v1/items', method: 'GET' })).toBe(3);
+    expect(sampleValue(samples, 'auth_gateway_request_duration_seconds_bucket', { route: '/v1/items', method: 'GET', le: '+Inf' })).toBe(3);
+
+    const labelValues = samples.flatMap((s) => Object.values(s.labels));
+    for (const leaked of ['alice', 'bob', 'alice-secret-id', '/unrouted/bob-private', 'PROPFIND']) {
+      expect(labelValues.filter((v) => v.includes(leaked))).toEqual([]);
+    }
+  });
+
+  it('counts token operations by outcome, and lockouts', async () => {
+    const before = await scrape();
+    const { refreshToken } = await createTokens(gw.base, 'bob', 'bob-pw');
+    expect((await postJson(gw.base, '/v1/tokens/refresh', { refreshToken })).status).toBe(200);
+    expect((await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: 'nope' })).status).toBe(401);
+    expect((await postJson(gw.base, '/v1/tokens/revoke', { token: refreshToken, type: 'REFRESH_TOKEN' })).status).toBe(200);
+    expect((await postJson(gw.base, '/v1/tokens/revoke', { token: 'x' })).status).toBe(400);
+    for (const expected of [401, 401, 429]) {
+      expect((await postJson(gw.base, '/v1/tokens/create', { appKey: 'bob', appSecret: 'wrong' })).status).toBe(expected);
+    }
+    expect((await fetch(`${gw.base}/v1/items`, { headers: { authorization: basic('bob', 'wrong') } })).status).toBe(429);
+
+    const after = await scrape();
+    const delta = (name: string, labels: Record<string, string>) => (sampleValue(after, name, labels) ?? 0) - (sampleValue(before, name, labels) ?? 0);
+    const op = (operation: string, outcome: string) => delta('auth_gateway_token_operations_total', { operation, outcome });
+    expect(op('create', 'ok')).toBe(1);
+    expect(op('refresh', 'ok')).toBe(1);
+    expect(op('refresh', 'invalid_refresh_token')).toBe(1);
+    expect(op('revoke', 'ok')).toBe(1);
+    expect(op('revoke', 'invalid_request')).toBe(1);
+    expect(op('create', 'invalid_credentials')).toBe(2);
+    expect(op('create', 'too_many_attempts')).toBe(1);
+    expect(delta('auth_gateway_lockout_refusals_total', { endpoint: 'create' })).toBe(1);
+    expect(delta('auth_gateway_lockout_refusals_total', { endpoint: 'basic' })).toBe(1);
+    expect(delta('auth_gateway_store_command_duration_seconds_count', { command: 'createSession', result: 'ok' })).toBe(1);
+    expect(delta('auth_gateway_store_command_duration_seconds_count', { command: 'rotateRefresh', result: 'ok' })).toBe(1);
+  });
+
+  it('counts rate-limit refusals by route and upstream errors by upstream and kind', async () => {
+    expect((await fetch(`${gw.base}/v1/limited`, { headers: alice })).status).toBe(200);
+    expect((await fetch(`${gw.base}/v1/limited`, { headers: alice })).status).toBe(429);
+    expect((await fetch(`${gw.base}/v1/gone`, { headers: alice })).status).toBe(502);
+    expect((await fetch(`${gw.base}/v1/slow`, { headers: alice })).status).toBe(504);
+    // The upstream's own 503 is its answer, not an upstream error.
+    echo.handler = (_req, res) => res.writeHead(503).end();
+    try {
+      expect((await fetch(`${gw.base}/v1/items`, { headers: alice })).status).toBe(503);
+    } finally {
+      echo.handler = (_req, res, r) => res.end(JSON.stringify(r));
+    }
+
+    const samples = await scrape();
+    expect(sampleValue(samples, 'auth_gateway_rate_limited_total', { route: '/v1/limited' })).toBe(1);
+    expect(sampleValue(samples, 'auth_gateway_upstream_errors_total', { upstream: 'gone', kind: 'unavailable' })).toBe(1);
+    expect(sampleValue(samples, 'auth_gateway_upstream_errors_total', { upstream: 'slow', kind: 'timeout' })).toBe(1);
+    expect(sampleValue(samples, 'auth_gateway_upstream_errors_total', { upstream: 'up' })).toBeUndefined();
+    expect(sampleValue(samples, 'auth_gateway_requests_total', { route: '/v1/items', status_class: '5xx', auth: 'basic' })).toBe(1);
+  });
+
+  it('exports a WebSocket tunnel gauge that others move', async () => {
+    gw.gateway.metrics.webSocketTunnels.inc({ upstream: 'up' });
+    expect(sampleValue(await scrape(), 'auth_gateway_websocket_tunnels', { upstream: 'up' })).toBe(1);
+    gw.gateway.metrics.webSocketTunnels.dec({ upstream: 'up' });
+  });
+});
+
+describe('store gauge on Redis', () => {
+  let redis: TestRedis;
+  let rgw: RunningGateway;
+  let radmin: string;
+  beforeAll(async () => {
+    redis = await startRedis();
+    rgw = await startGateway(testConfig(users.file, { store: { kind: 'redis', url: redis.url, commandTimeoutMs: 300 } }));
+    radmin = `http://127.0.0.1:${await rgw.gateway.listenAdmin(0, '127.0.0.1')}`;
+  });
+  afterAll(async () => {
+    await rgw?.close();
+    await redis?.destroy();
+  });
+
+  it('reads 1 while Redis answers and 0 while it is down, as /readyz on the admin port says', async () => {
+    await expect.poll(async () => sampleValue(await scrape(radmin), 'auth_gateway_store_up'), { timeout: 5000 }).toBe(1);
+    await redis.stop();
+    expect(sampleValue(await scrape(radmin), 'auth_gateway_store_up')).toBe(0);
+    expect((await fetch(`${radmin}/readyz`)).status).toBe(503);
+    expect((await fetch(`${radmin}/healthz`)).status).toBe(200);
+  });
+});
+
+describe('admin: false', () => {
+  it('has no admin listener', async () => {
+    const off = await startGateway(testConfig(users.file, { admin: false }));
+    try {
+      expect(off.gateway.admin).toBeUndefined();
+      await expect(off.gateway.listenAdmin(0)).rejects.toThrow(/admin: false/);
+    } finally {
+      await off.close();
+    }
+  });
+});

@@ -1,0 +1,145 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request, type RequestOptions } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TLSSocket } from 'node:tls';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/log.js';
+import { htpasswd, testConfig, startGateway, type RunningGateway, type Users } from '../support/fixtures.js';
+import { freePort, startNode } from '../support/process.js';
+
+/** A throwaway CA and server certificates from the openssl CLI, in a temporary folder. */
+class Pki {
+  readonly dir = mkdtempSync(join(tmpdir(), 'gw-tls-'));
+  readonly ca = join(this.dir, 'ca.pem');
+  private serial = 1;
+  constructor() {
+    this.openssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
+      '-subj', '/CN=auth-gateway test CA', '-keyout', join(this.dir, 'ca.key'), '-out', this.ca);
+    writeFileSync(join(this.dir, 'san.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
+  }
+
+  /** Writes a new certificate and key for 127.0.0.1 to `cert`/`key`; returns its serial number (hex, upper case). */
+  issue(cert: string, key: string): string {
+    const serial = (this.serial++).toString(16).toUpperCase().padStart(2, '0');
+    const csr = join(this.dir, 'server.csr');
+    this.openssl('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', '/CN=127.0.0.1', '-keyout', key, '-out', csr);
+    this.openssl('x509', '-req', '-in', csr, '-CA', this.ca, '-CAkey', join(this.dir, 'ca.key'), '-set_serial', `0x${serial}`,
+      '-days', '1', '-extfile', join(this.dir, 'san.ext'), '-out', cert);
+    return serial;
+  }
+
+  remove(): void {
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  private openssl(...args: string[]): void {
+    execFileSync('openssl', args, { stdio: 'ignore' });
+  }
+}
+
+let pki: Pki;
+let users: Users;
+let gw: RunningGateway;
+let certFile: string;
+let keyFile: string;
+let firstSerial: string;
+const logLines: string[] = [];
+
+beforeAll(async () => {
+  pki = new Pki();
+  users = htpasswd({ alice: 'alice-pw' });
+  certFile = join(pki.dir, 'server.pem');
+  keyFile = join(pki.dir, 'server.key');
+  firstSerial = pki.issue(certFile, keyFile);
+  gw = await startGateway(
+    testConfig(users.file, { server: { host: '127.0.0.1', port: 0, tls: { certFile, keyFile, reloadIntervalMs: 100 } } }),
+    { log: createLogger('info', (line) => logLines.push(line)) },
+  );
+});
+afterAll(async () => {
+  await gw?.close();
+  users.remove();
+  pki.remove();
+});
+
+interface Answer {
+  status: number;
+  body: string;
+  serial: string;
+  protocol: string | null;
+}
+
+/** One HTTPS request that trusts only the test CA; resolves with what the server presented too. */
+function https(path: string, options: RequestOptions = {}, body?: string): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port: gw.port, path, ca: readCa(), agent: false, ...options }, (res) => {
+      const socket = res.socket as TLSSocket;
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (text += d));
+      res.on('end', () => resolve({ status: res.statusCode!, body: text, serial: socket.getPeerCertificate().serialNumber, protocol: socket.getProtocol() }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+const readCa = () => readFileSync(pki.ca);
+
+describe('HTTPS on the public port', () => {
+  it('serves the API over TLS 1.2 or newer with the configured certificate', async () => {
+    const health = await https('/healthz');
+    expect(health.status).toBe(200);
+    expect(health.serial).toBe(firstSerial);
+    expect(['TLSv1.2', 'TLSv1.3']).toContain(health.protocol);
+    const created = await https('/v1/tokens/create', { method: 'POST', headers: { 'content-type': 'application/json' } }, JSON.stringify({ appKey: 'alice', appSecret: 'alice-pw' }));
+    expect(created.status).toBe(200);
+    expect(JSON.parse(created.body)).toHaveProperty('accessToken');
+  });
+
+  it('refuses TLS 1.1 and plain HTTP', async () => {
+    await expect(https('/healthz', { minVersion: 'TLSv1', maxVersion: 'TLSv1.1', ciphers: 'DEFAULT@SECLEVEL=0' })).rejects.toThrow();
+    await expect(fetch(`http://127.0.0.1:${gw.port}/healthz`)).rejects.toThrow();
+  });
+
+  it('picks up a renewed certificate without a restart, and keeps the one in use when the new pair is broken', async () => {
+    const renewed = pki.issue(certFile, keyFile);
+    await expect.poll(async () => (await https('/healthz')).serial, { timeout: 5000, interval: 100 }).toBe(renewed);
+    expect(logLines.some((l) => l.includes('"msg":"tls certificate reloaded"'))).toBe(true);
+
+    // A key that does not belong to the certificate: logged, and the renewed pair stays in force.
+    const otherCert = join(pki.dir, 'other.pem');
+    pki.issue(otherCert, keyFile);
+    await expect.poll(() => logLines.some((l) => l.includes('"msg":"tls certificate not reloaded; keeping the one in use"')), { timeout: 5000, interval: 100 }).toBe(true);
+    const after = await https('/healthz');
+    expect(after.status).toBe(200);
+    expect(after.serial).toBe(renewed);
+  });
+});
+
+describe('HTTPS from the command line', () => {
+  it('the built gateway serves HTTPS from a YAML server.tls, and curl with the CA gets an answer', async () => {
+    const port = await freePort();
+    const file = join(pki.dir, 'gateway.yaml');
+    writeFileSync(file, [
+      `server: { host: 127.0.0.1, port: ${port}, tls: { certFile: server.pem, keyFile: server.key } }`,
+      `users: { htpasswd: ${users.file}, watch: false }`,
+      'tokens: { signing: { alg: HS256, secret: "${GATEWAY_JWT_SECRET}" } }',
+      'admin: false',
+      '',
+    ].join('\n'));
+    // The last test left a mismatched pair behind: issue a good one for this process.
+    pki.issue(certFile, keyFile);
+    const child = startNode(join(import.meta.dirname, '../../dist/src/main.js'), ['serve', '--config', file], { GATEWAY_JWT_SECRET: 'x'.repeat(40) });
+    try {
+      const curl = () => spawnSync('curl', ['-sS', '--cacert', pki.ca, `https://127.0.0.1:${port}/healthz`], { encoding: 'utf8', timeout: 5000 });
+      await expect.poll(() => curl().stdout, { timeout: 10_000, interval: 100 }).toBe('{"status":"ok"}');
+      expect(spawnSync('curl', ['-sS', `https://127.0.0.1:${port}/healthz`], { encoding: 'utf8', timeout: 5000 }).status).not.toBe(0);
+      // spawnSync blocks this process: let it read what the child wrote meanwhile.
+      await expect.poll(() => child.output(), { timeout: 2000 }).toMatch(/"tls":true.*"msg":"auth-gateway listening"/);
+    } finally {
+      await child.stop();
+    }
+  });
+});
