@@ -19,6 +19,7 @@ import { Forwarder } from './proxy/forward.js';
 import { forwardToUpstream, matchRoute } from './proxy/gateway-routes.js';
 import { rateLimit } from './proxy/rate-limit.js';
 import { RouteTable } from './proxy/route-table.js';
+import { WebSocketProxy } from './proxy/websocket.js';
 import { AccessTokenCodec } from './tokens/access-token.js';
 import { loadKeys } from './tokens/keys.js';
 import { tokenRoutes } from './tokens/routes.js';
@@ -84,12 +85,14 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
 
   const server = createServer(app.callback());
   server.on('clientError', clientErrorResponder(log));
+  const websockets = new WebSocketProxy(config, { server, app, passwords, tokens, store, routes, credentialVersion, log });
+  server.on('upgrade', websockets.upgrade);
 
   return {
     app, server, store, tokens, credentials,
     listen: (port = config.server.port, host = config.server.host) => listen(server, port, host),
     close: async (graceMs = config.server.shutdownGraceMs) => {
-      await closeServer(server, graceMs);
+      await Promise.all([closeServer(server, graceMs), websockets.close(graceMs)]);
       forwarder.close();
       credentials.close();
       if (ownsStore) await store.close();

@@ -79,6 +79,8 @@ export interface RouteConfig {
   paging?: PagingRules;
   /** This route's own limit; null: none even when a global one is set; undefined: the global one. */
   rateLimit?: RateLimitRule | null;
+  /** Proxy WebSocket upgrades (undefined: yes); false answers them 403 websocket_not_allowed. */
+  websocket?: boolean;
 }
 
 export interface RateLimitRule {

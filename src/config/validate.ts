@@ -149,7 +149,7 @@ function readRoutes(c: Checker, raw: unknown, upstreams: Record<string, Upstream
   return c.list('routes', raw).map((value, i) => {
     const key = `routes[${i}]`;
     const r = c.obj(key, value, true);
-    c.unknownKeys(key, r, ['path', 'upstream', 'forwardAuthorization', 'paging', 'rateLimit']);
+    c.unknownKeys(key, r, ['path', 'upstream', 'forwardAuthorization', 'paging', 'rateLimit', 'websocket']);
     const path = c.str(`${key}.path`, r.path);
     if (path && !/^\/(?:[A-Za-z0-9._~-]+\/)*[A-Za-z0-9._~-]+$/.test(path)) {
       c.problem(`${key}.path`, 'must be an absolute path of plain segments without a trailing slash, e.g. /v1/conversations');
@@ -164,6 +164,7 @@ function readRoutes(c: Checker, raw: unknown, upstreams: Record<string, Upstream
     if (r.paging !== undefined && r.paging !== false) route.paging = readPaging(c, `${key}.paging`, c.obj(`${key}.paging`, r.paging === true ? {} : r.paging));
     if (r.rateLimit === false || r.rateLimit === null) route.rateLimit = null;
     else if (r.rateLimit !== undefined) route.rateLimit = readRateLimit(c, `${key}.rateLimit`, c.obj(`${key}.rateLimit`, r.rateLimit));
+    if (r.websocket !== undefined) route.websocket = c.bool(`${key}.websocket`, r.websocket, true);
     return route;
   });
 }

@@ -18,6 +18,7 @@ export type ProblemCode =
   | 'invalid_refresh_token'
   | 'too_many_attempts'
   | 'rate_limited'
+  | 'websocket_not_allowed'
   | 'invalid_page_size'
   | 'invalid_page'
   | 'invalid_sort'

@@ -7,6 +7,8 @@ export interface Route {
   paging: PagingRules | undefined;
   /** The limit in force on this route (its own, else the global one), if any. */
   rateLimit: RateLimitRule | undefined;
+  /** WebSocket upgrades are proxied (the default) or refused. */
+  websocket: boolean;
 }
 
 /**
@@ -20,7 +22,10 @@ export class RouteTable {
     for (const r of routes) {
       if (!upstreams[r.upstream]) throw new Error(`route ${r.path} names unknown upstream ${r.upstream}`);
       const rateLimit = r.rateLimit === null ? undefined : r.rateLimit ?? globalRateLimit;
-      this.byPath.set(r.path, { path: r.path, upstream: r.upstream, forwardAuthorization: r.forwardAuthorization, paging: r.paging, rateLimit });
+      this.byPath.set(r.path, {
+        path: r.path, upstream: r.upstream, forwardAuthorization: r.forwardAuthorization, paging: r.paging, rateLimit,
+        websocket: r.websocket !== false,
+      });
     }
   }
 
