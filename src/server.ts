@@ -8,6 +8,7 @@ import { Lockout } from './credentials/lockout.js';
 import { PasswordCheck } from './credentials/password-check.js';
 import { accessLog } from './http/access-log.js';
 import { clientErrorResponder } from './http/client-error.js';
+import { cors } from './http/cors.js';
 import { errorHandler } from './http/errors.js';
 import { health } from './http/health.js';
 import { canonicalPath } from './http/normalize-path.js';
@@ -77,6 +78,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   app.use(errorHandler(log));
   app.use(canonicalPath());
   app.use(health(() => store.ping()));
+  app.use(cors(routes, config.tokens.cors));
   app.use(underPrefix('/v1/tokens', tokenRoutes(tokens).routes(), notATokenEndpoint));
   app.use(authenticate(passwords, tokens));
   app.use(matchRoute(routes));

@@ -19,6 +19,7 @@ export type ProblemCode =
   | 'too_many_attempts'
   | 'rate_limited'
   | 'websocket_not_allowed'
+  | 'cors_not_allowed'
   | 'invalid_page_size'
   | 'invalid_page'
   | 'invalid_sort'

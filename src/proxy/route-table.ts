@@ -1,4 +1,4 @@
-import type { PagingRules, RateLimitRule, RouteConfig, UpstreamConfig } from '../config/types.js';
+import type { CorsPolicy, PagingRules, RateLimitRule, RouteConfig, UpstreamConfig } from '../config/types.js';
 
 export interface Route {
   path: string;
@@ -9,6 +9,8 @@ export interface Route {
   rateLimit: RateLimitRule | undefined;
   /** WebSocket upgrades are proxied (the default) or refused. */
   websocket: boolean;
+  /** The route's CORS, if any. */
+  cors: CorsPolicy | undefined;
 }
 
 /**
@@ -24,7 +26,7 @@ export class RouteTable {
       const rateLimit = r.rateLimit === null ? undefined : r.rateLimit ?? globalRateLimit;
       this.byPath.set(r.path, {
         path: r.path, upstream: r.upstream, forwardAuthorization: r.forwardAuthorization, paging: r.paging, rateLimit,
-        websocket: r.websocket !== false,
+        websocket: r.websocket !== false, cors: r.cors,
       });
     }
   }

@@ -62,6 +62,7 @@ export class WebSocketProxy {
       authenticate(deps.passwords, deps.tokens),
       matchRoute(deps.routes),
       allowWebSocket,
+      allowOrigin,
       rateLimit(deps.store, deps.log),
     ];
     this.tunnels = new Tunnels({
@@ -266,6 +267,20 @@ const bearerFromSubprotocol: GatewayMiddleware = async (ctx, next) => {
 const allowWebSocket: GatewayMiddleware = async (ctx, next) => {
   if (!ctx.state.route!.websocket) {
     throw new HttpProblem(403, 'websocket_not_allowed', `the route ${ctx.state.route!.path} does not accept WebSocket connections`);
+  }
+  await next();
+};
+
+/**
+ * Browsers send Origin on a WebSocket handshake and apply no CORS to it: on a route with a cors block,
+ * a listed origin (or none: not a browser) is required, so another site's page cannot open a tunnel
+ * with the credentials the browser holds for the gateway.
+ */
+const allowOrigin: GatewayMiddleware = async (ctx, next) => {
+  const policy = ctx.state.route!.cors;
+  const origin = ctx.get('origin');
+  if (policy && origin !== '' && policy.origins !== '*' && !policy.origins.includes(origin)) {
+    throw new HttpProblem(403, 'cors_not_allowed', 'this origin may not open a WebSocket here');
   }
   await next();
 };
