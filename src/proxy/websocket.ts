@@ -49,11 +49,13 @@ export class WebSocketProxy {
   private readonly tunnels: Tunnels;
   private readonly targets = new Map<string, { url: URL; timeoutMs: number }>();
   private readonly trustForwarded: boolean;
+  private readonly access: boolean;
   private closing = false;
 
   constructor(config: Config, private readonly deps: WebSocketDeps) {
     for (const [name, u] of Object.entries(config.upstreams)) this.targets.set(name, { url: new URL(u.url), timeoutMs: u.timeoutMs });
     this.trustForwarded = config.server.trustProxy > 0;
+    this.access = config.log.access;
     this.chain = [
       requestId(),
       canonicalPath(),
@@ -106,6 +108,13 @@ export class WebSocketProxy {
     } catch (err) {
       const problem = toProblem(err);
       if (problem.code === 'internal_error') this.deps.log.error('upgrade failed', { requestId: ctx.state.requestId, error: String(err) });
+      // The access line of a refused handshake (a tunnel's is written when it ends).
+      if (this.access) {
+        this.deps.log.info('request', {
+          requestId: ctx.state.requestId, method: req.method, path: ctx.path, status: problem.status, websocket: true,
+          user: ctx.state.principal?.user, via: ctx.state.principal?.via,
+        });
+      }
       writeProblem(socket, problem, collector.getHeaders());
       return;
     }
@@ -125,6 +134,8 @@ export class WebSocketProxy {
 
   private forward(ctx: GatewayContext, socket: Duplex, head: Buffer, owner: TunnelOwner, gatewayHeaders: OutgoingHttpHeaders): void {
     const req = ctx.req;
+    // The client left while it was being authenticated: nothing to open.
+    if (socket.destroyed) return;
     const route = ctx.state.route!;
     const target = this.targets.get(route.upstream)!;
     req.url = ctx.querystring ? `${ctx.path}?${ctx.querystring}` : ctx.path;

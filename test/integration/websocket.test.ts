@@ -253,7 +253,7 @@ describe('WebSocket on the memory store', () => {
     expect(await ended).toBe(1000);
   });
 
-  it('survives garbage upgrades: a POST handshake, a socket that leaves mid-handshake; /healthz still answers', async () => {
+  it('survives garbage upgrades: a POST handshake, an h2c offer with a body, a socket that leaves mid-handshake; /healthz still answers', async () => {
     const raw = (text: string) => new Promise<string>((resolve) => {
       const s = tcpConnect(gw.port, '127.0.0.1', () => s.write(text));
       let got = '';
@@ -264,6 +264,10 @@ describe('WebSocket on the memory store', () => {
     const post = await raw('POST /v1/live HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nContent-Length: 0\r\n\r\n');
     expect(post).toMatch(/^HTTP\/1\.1 400 /);
     expect(post).toContain('"code":"invalid_request"');
+    // Another upgrade with a body: Node stopped parsing at the headers, so it cannot be served.
+    const h2c = await raw('POST /v1/live HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\nContent-Length: 5\r\n\r\nhello');
+    expect(h2c).toMatch(/^HTTP\/1\.1 400 /);
+    expect(h2c).toContain('"code":"invalid_request"');
     const s = tcpConnect(gw.port, '127.0.0.1', () => {
       s.write(`GET /v1/live HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nAuthorization: ${basic('alice', 'alice-pw')}\r\n\r\n`);
       s.destroy();
