@@ -240,8 +240,8 @@ export class WebSocketProxy {
     const res = new ServerResponse(req);
     res.shouldKeepAlive = false;
     res.assignSocket(socket as Socket);
+    // The socket stays assigned until it closes, so the response's 'close' fires (the proxy waits for it).
     res.once('finish', () => {
-      res.detachSocket(socket as Socket);
       socket.end();
       destroySoon(socket);
     });

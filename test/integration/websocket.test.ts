@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage } from 'node:http';
 import { connect as tcpConnect } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
+import { createLogger } from '../../src/log.js';
 import type { RedisTokenStore } from '../../src/tokens/store/redis.js';
 import { BEARER_PROTOCOL_PREFIX } from '../../src/proxy/websocket-protocol.js';
 import { basic, createTokens, echoUpstream, htpasswd, postJson, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
@@ -274,6 +275,33 @@ describe('WebSocket on the memory store', () => {
     });
     await new Promise((r) => setTimeout(r, 100));
     expect((await fetch(`${gw.base}/healthz`)).status).toBe(200);
+  });
+});
+
+describe('other upgrades (h2c)', () => {
+  it('are served as plain HTTP/1.1 requests to the end: forwarded, answered, logged, the connection closed', async () => {
+    const lines: string[] = [];
+    const gw = await startGateway(testConfig(users.file, {
+      upstreams: { plain: { url: echo.url } },
+      routes: [{ path: '/v1/plain', upstream: 'plain' }],
+      log: { level: 'info', access: true },
+    }), { log: createLogger('info', (line) => lines.push(line)) });
+    try {
+      const answer = await new Promise<string>((resolve) => {
+        const s = tcpConnect(gw.port, '127.0.0.1', () => s.write(
+          `GET /v1/plain HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\nAuthorization: ${basic('alice', 'alice-pw')}\r\n\r\n`));
+        let got = '';
+        s.on('data', (d) => (got += d.toString()));
+        s.on('close', () => resolve(got));
+      });
+      expect(answer).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+      expect(answer.toLowerCase()).toContain('connection: close');
+      expect(answer).toContain('"x-authenticated-user":"alice"');
+      // The request finished inside the gateway too (its access line is written after the response).
+      await until(() => lines.some((l) => l.includes('"msg":"request"') && l.includes('"path":"/v1/plain"')));
+    } finally {
+      await gw.close();
+    }
   });
 });
 
