@@ -81,6 +81,8 @@ export class Tunnels {
       from.pipe(to);
     }
     this.log.debug('websocket open', { requestId: t.requestId, path: t.path, user: owner.user, via: owner.via });
+    // A revocation while the upstream was answering the handshake was heard by no tunnel yet: check once now.
+    void this.recheckOne(t);
   }
 
   /** Ends every tunnel now (the end of a shutdown). */
@@ -121,19 +123,21 @@ export class Tunnels {
   }
 
   private async recheckAll(): Promise<void> {
-    for (const t of [...this.open]) {
-      if (t.ended) continue;
-      const { owner } = t;
-      if (owner.via === 'basic') {
-        if (this.checks.credentialVersion(owner.user) !== owner.uv) this.end(t, 'credentials changed', true);
-        continue;
-      }
-      try {
-        await this.checks.verifyToken(owner.token!);
-      } catch (err) {
-        // A 401 ends it; the store being down does not (open tunnels outlive a Redis blip).
-        if (err instanceof HttpProblem && err.status === 401) this.end(t, err.code, true);
-      }
+    for (const t of [...this.open]) await this.recheckOne(t);
+  }
+
+  private async recheckOne(t: Tunnel): Promise<void> {
+    if (t.ended) return;
+    const { owner } = t;
+    if (owner.via === 'basic') {
+      if (this.checks.credentialVersion(owner.user) !== owner.uv) this.end(t, 'credentials changed', true);
+      return;
+    }
+    try {
+      await this.checks.verifyToken(owner.token!);
+    } catch (err) {
+      // A 401 ends it; the store being down does not (open tunnels outlive a Redis blip).
+      if (err instanceof HttpProblem && err.status === 401) this.end(t, err.code, true);
     }
   }
 

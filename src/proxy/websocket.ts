@@ -74,18 +74,15 @@ export class WebSocketProxy {
     }, deps.log, config.log.access);
   }
 
-  /** Open tunnels. */
-  get size(): number {
-    return this.tunnels.size;
-  }
-
   /** For `server.on('upgrade', …)`: never throws, never leaves the socket open on an error. */
   readonly upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     socket.on('error', () => socket.destroy());
     const handling = isWebSocket(req) ? this.handle(req, socket, head) : this.servePlain(req, socket, head);
     handling.catch((err: unknown) => {
-      this.deps.log.error('upgrade failed', { error: err instanceof Error ? err.message : String(err) });
-      writeProblem(socket, toProblem(err));
+      const problem = toProblem(err);
+      // Expected refusals (the store down: 503) are logged where they arise, once per outage.
+      if (problem.code === 'internal_error') this.deps.log.error('upgrade failed', { error: err instanceof Error ? err.message : String(err) });
+      writeProblem(socket, problem);
     });
   };
 
