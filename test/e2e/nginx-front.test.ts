@@ -1,4 +1,6 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket, WebSocketServer } from 'ws';
 import { echoUpstream, htpasswd, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
 import { startNginx, type Nginx } from './support/nginx.js';
 import { requireTool, run } from './support/tools.js';
@@ -14,22 +16,40 @@ let echo: EchoUpstream;
 let gw: RunningGateway;
 let front: Nginx;
 let curl: string;
+let wsServer: Server;
+const wsHandshakes: IncomingMessage[] = [];
 
 beforeAll(async () => {
   curl = requireTool('curl');
   users = htpasswd({ alice: 'alice-pw', carol: 'carol-pw' });
   echo = await echoUpstream();
+  wsServer = createServer();
+  new WebSocketServer({ server: wsServer }).on('connection', (ws, req) => {
+    wsHandshakes.push(req);
+    ws.on('message', (d) => ws.send(`echo:${d.toString()}`));
+  });
+  await new Promise<void>((resolve) => wsServer.listen(0, '127.0.0.1', resolve));
   gw = await startGateway(testConfig(users.file, {
     server: { host: '127.0.0.1', port: 0, trustProxy: 1 },
     lockout: { maxFailuresPerUser: 100, maxFailuresPerAddress: 3, windowSeconds: 60 },
-    upstreams: { echo: { url: echo.url } },
-    routes: [{ path: '/v1/echo', upstream: 'echo' }],
+    upstreams: { echo: { url: echo.url }, live: { url: `http://127.0.0.1:${(wsServer.address() as { port: number }).port}` } },
+    routes: [{ path: '/v1/echo', upstream: 'echo' }, { path: '/v1/live', upstream: 'live' }],
   }));
-  // The usual nginx front-proxy block: the client's Host, X-Forwarded-For with the client appended.
+  // The usual nginx front-proxy block: the client's Host, X-Forwarded-For with the client appended,
+  // and the WebSocket upgrade passed on (nginx's documented map-less form).
   front = await startNginx((port) => `
   server {
     listen 127.0.0.1:${port};
     listen [::1]:${port};
+    location /v1/live {
+      proxy_pass http://127.0.0.1:${gw.port};
+      proxy_http_version 1.1;
+      proxy_set_header Upgrade $http_upgrade;
+      proxy_set_header Connection "upgrade";
+      proxy_set_header Host $http_host;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_set_header X-Forwarded-Proto $scheme;
+    }
     location / {
       proxy_pass http://127.0.0.1:${gw.port};
       proxy_http_version 1.1;
@@ -44,6 +64,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await front?.stop();
   await gw?.close();
+  wsServer?.closeAllConnections();
+  await new Promise((resolve) => wsServer?.close(resolve));
   await echo?.close();
   users?.remove();
 });
@@ -72,6 +94,26 @@ describe('nginx in front of the gateway (trustProxy: 1)', () => {
     expect(echo.received.at(-1)!.headers['x-forwarded-for']).toBe('127.0.0.1, 127.0.0.1');
   });
 
+  it('a WebSocket through nginx: authenticated at the gateway, the upstream gets the address nginx reported', async () => {
+    const ws = await new Promise<WebSocket>((resolve, reject) => {
+      const client = new WebSocket(`ws://[::1]:${front.port}/v1/live`, { headers: { authorization: `Basic ${Buffer.from('alice:alice-pw').toString('base64')}` } });
+      client.once('open', () => resolve(client));
+      client.once('error', reject);
+      client.once('unexpected-response', (_req, res) => reject(new Error(`refused ${res.statusCode}`)));
+    });
+    try {
+      ws.send('through nginx');
+      expect(await new Promise<string>((resolve) => ws.once('message', (d) => resolve(d.toString())))).toBe('echo:through nginx');
+      const h = wsHandshakes.at(-1)!.headers;
+      expect(h['x-forwarded-for']).toBe('::1, 127.0.0.1');
+      expect(h['x-authenticated-user']).toBe('alice');
+      expect(h.authorization).toBeUndefined();
+    } finally {
+      ws.terminate();
+    }
+  });
+
+  // Last: it locks out ::1.
   it('the lockout keys on the address nginx reports: a client is locked out whatever X-Forwarded-For it invents, others behind the same nginx are not', async () => {
     for (let i = 0; i < 3; i++) {
       // A fresh invented address each time: only the entry nginx appends (::1) counts.
