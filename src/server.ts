@@ -13,6 +13,7 @@ import { Lockout } from './credentials/lockout.js';
 import { PasswordCheck } from './credentials/password-check.js';
 import { accessLog } from './http/access-log.js';
 import { clientErrorResponder } from './http/client-error.js';
+import { cors } from './http/cors.js';
 import { errorHandler } from './http/errors.js';
 import { handleExpectations } from './http/expect.js';
 import { health } from './http/health.js';
@@ -27,6 +28,7 @@ import { Forwarder } from './proxy/forward.js';
 import { forwardToUpstream, matchRoute } from './proxy/gateway-routes.js';
 import { rateLimit } from './proxy/rate-limit.js';
 import { RouteTable } from './proxy/route-table.js';
+import { WebSocketProxy } from './proxy/websocket.js';
 import { AccessTokenCodec } from './tokens/access-token.js';
 import { loadKeys } from './tokens/keys.js';
 import { tokenRoutes } from './tokens/routes.js';
@@ -102,6 +104,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   app.use(requestForm());
   app.use(health(ping));
   app.use(openApi(config));
+  app.use(cors(routes, config.tokens.cors));
   app.use(onTokenPaths(tokenRoutes(tokens, config.server.bodyTimeoutMs).routes(), notATokenEndpoint));
   app.use(authenticate(passwords, tokens));
   app.use(matchRoute(routes));
@@ -125,6 +128,8 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   metrics.watch({ storePing: ping, bcryptPending: () => credentials.verifier.pendingVerifications });
   const admin = config.admin === false ? undefined : createAdminServer(metrics, ping, log);
   const adminConfig = config.admin;
+  const websockets = new WebSocketProxy(config, { server, app, passwords, tokens, store, routes, credentialVersion, log });
+  server.on('upgrade', websockets.upgrade);
 
   return {
     app, server, admin, metrics, store, tokens, credentials, lockout,
@@ -136,7 +141,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
     },
     close: async (graceMs = config.server.shutdownGraceMs) => {
       stopWatchingCertificate();
-      await Promise.all([closeServer(server, graceMs), admin ? closeServer(admin, graceMs) : undefined]);
+      await Promise.all([closeServer(server, graceMs), admin ? closeServer(admin, graceMs) : undefined, websockets.close(graceMs)]);
       forwarder.close();
       credentials.close();
       if (ownsStore) await store.close();

@@ -70,6 +70,8 @@ export interface TokensConfig {
   signing: SigningKeyConfig;
   /** Keys that still verify but no longer sign (key rotation). */
   verificationKeys: VerificationKeyConfig[];
+  /** CORS of POST /v1/tokens/*; undefined: none (cross-origin browser calls fail). */
+  cors?: CorsPolicy;
 }
 
 export type SigningKeyConfig =
@@ -132,6 +134,26 @@ export interface RouteConfig {
   paging?: PagingRules;
   /** This route's own limit; null: none even when a global one is set; undefined: the global one. */
   rateLimit?: RateLimitRule | null;
+  /** Proxy WebSocket upgrades (undefined: yes); false answers them 403 websocket_not_allowed. */
+  websocket?: boolean;
+  /** CORS of this route; undefined: none (the upstream's own CORS headers pass unchanged). */
+  cors?: CorsPolicy;
+}
+
+/** Which browser origins may call, and what they may send and read (the Fetch standard's CORS protocol). */
+export interface CorsPolicy {
+  /** Exact origins (`https://app.example.com`), or '*' for any (only without credentials). */
+  origins: string[] | '*';
+  /** Methods a preflight may ask for (upper case). */
+  methods: string[];
+  /** Request headers a preflight may ask for (lower case). */
+  headers: string[];
+  /** Response headers the browser lets the page read (Access-Control-Expose-Headers). */
+  exposedHeaders: string[];
+  /** Access-Control-Allow-Credentials: the browser may send cookies or its own HTTP authentication. */
+  credentials: boolean;
+  /** How long a browser may cache a preflight's answer. */
+  maxAgeSeconds: number;
 }
 
 export interface RateLimitRule {

@@ -3,7 +3,7 @@ import { OVERRIDE_HEADERS } from '../proxy/headers.js';
 import { Checker } from './checker.js';
 import { ConfigError } from './errors.js';
 import type {
-  AdminConfig, Config, LockoutConfig, PagingRules, RateLimitRule, RouteConfig, ServerConfig, SigningKeyConfig, StoreConfig,
+  AdminConfig, Config, CorsPolicy, LockoutConfig, PagingRules, RateLimitRule, RouteConfig, ServerConfig, SigningKeyConfig, StoreConfig,
   Timeouts, TlsConfig, TokensConfig, UpstreamConfig, UsersConfig, VerificationKeyConfig,
 } from './types.js';
 
@@ -85,7 +85,7 @@ function readUsers(c: Checker, u: Record<string, unknown>, at: (p: string) => st
 }
 
 function readTokens(c: Checker, t: Record<string, unknown>, at: (p: string) => string): TokensConfig {
-  c.unknownKeys('tokens', t, ['issuer', 'audience', 'accessTtlSeconds', 'refreshTtlSeconds', 'refreshReuseGraceSeconds', 'signing', 'verificationKeys']);
+  c.unknownKeys('tokens', t, ['issuer', 'audience', 'accessTtlSeconds', 'refreshTtlSeconds', 'refreshReuseGraceSeconds', 'signing', 'verificationKeys', 'cors']);
   const tokens: TokensConfig = {
     issuer: c.str('tokens.issuer', t.issuer, 'auth-gateway'),
     audience: c.str('tokens.audience', t.audience, 'auth-gateway'),
@@ -96,6 +96,7 @@ function readTokens(c: Checker, t: Record<string, unknown>, at: (p: string) => s
     verificationKeys: c.list('tokens.verificationKeys', t.verificationKeys).map((k, i) =>
       readVerificationKey(c, `tokens.verificationKeys[${i}]`, c.obj(`tokens.verificationKeys[${i}]`, k, true), at)),
   };
+  if (t.cors !== undefined && t.cors !== null && t.cors !== false) tokens.cors = readCors(c, 'tokens.cors', t.cors, ['POST']);
   if (tokens.refreshTtlSeconds < tokens.accessTtlSeconds) {
     c.problem('tokens.refreshTtlSeconds', 'must be at least tokens.accessTtlSeconds (a session outlives its access tokens)');
   }
@@ -208,7 +209,7 @@ function readRoutes(c: Checker, raw: unknown, upstreams: Record<string, Upstream
   return c.list('routes', raw).map((value, i) => {
     const key = `routes[${i}]`;
     const r = c.obj(key, value, true);
-    c.unknownKeys(key, r, ['path', 'upstream', 'forwardAuthorization', 'paging', 'rateLimit', 'stripPrefix', 'timeouts', 'allowHeaders']);
+    c.unknownKeys(key, r, ['path', 'upstream', 'forwardAuthorization', 'paging', 'rateLimit', 'stripPrefix', 'timeouts', 'allowHeaders', 'websocket', 'cors']);
     const path = c.str(`${key}.path`, r.path);
     if (path && !/^\/(?:[A-Za-z0-9._~-]+\/)*[A-Za-z0-9._~-]+$/.test(path)) {
       c.problem(`${key}.path`, 'must be an absolute path of plain segments without a trailing slash, e.g. /v1/conversations');
@@ -234,6 +235,8 @@ function readRoutes(c: Checker, raw: unknown, upstreams: Record<string, Upstream
     if (r.paging !== undefined && r.paging !== false) route.paging = readPaging(c, `${key}.paging`, c.obj(`${key}.paging`, r.paging === true ? {} : r.paging));
     if (r.rateLimit === false || r.rateLimit === null) route.rateLimit = null;
     else if (r.rateLimit !== undefined) route.rateLimit = readRateLimit(c, `${key}.rateLimit`, c.obj(`${key}.rateLimit`, r.rateLimit));
+    if (r.websocket !== undefined) route.websocket = c.bool(`${key}.websocket`, r.websocket, true);
+    if (r.cors !== undefined && r.cors !== null && r.cors !== false) route.cors = readCors(c, `${key}.cors`, r.cors, DEFAULT_CORS_METHODS);
     return route;
   });
 }
@@ -255,6 +258,53 @@ function readRateLimit(c: Checker, key: string, r: Record<string, unknown>): Rat
   c.unknownKeys(key, r, ['requests', 'windowSeconds']);
   if (r.requests === undefined) c.problem(`${key}.requests`, 'is required');
   return { requests: c.int(`${key}.requests`, r.requests, 1), windowSeconds: c.int(`${key}.windowSeconds`, r.windowSeconds, 60) };
+}
+
+const DEFAULT_CORS_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
+const DEFAULT_CORS_HEADERS = ['authorization', 'content-type', 'x-request-id'];
+const DEFAULT_CORS_EXPOSED = ['X-Request-Id', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After', 'WWW-Authenticate'];
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/** A CORS block: origins are exact (scheme://host[:port], as browsers send them) or '*' without credentials. */
+function readCors(c: Checker, key: string, raw: unknown, defaultMethods: string[]): CorsPolicy {
+  const p = c.obj(key, raw);
+  c.unknownKeys(key, p, ['origins', 'methods', 'headers', 'exposedHeaders', 'credentials', 'maxAge']);
+  const credentials = c.bool(`${key}.credentials`, p.credentials, false);
+  let origins: string[] | '*';
+  if (p.origins === '*' || (Array.isArray(p.origins) && p.origins.length === 1 && p.origins[0] === '*')) {
+    origins = '*';
+    if (credentials) c.problem(`${key}.origins`, 'must list exact origins when credentials is true (browsers refuse * with credentials)');
+  } else {
+    origins = c.list(`${key}.origins`, p.origins).map((o, i) => {
+      const origin = c.str(`${key}.origins[${i}]`, o);
+      if (origin && !isOrigin(origin)) c.problem(`${key}.origins[${i}]`, 'must be an origin: scheme://host[:port], without path or trailing slash (e.g. https://app.example.com)');
+      return origin;
+    });
+    if (origins.length === 0) c.problem(`${key}.origins`, 'is required: a list of origins, or *');
+  }
+  const names = (field: string, fallback: string[], normalize: (s: string) => string) =>
+    p[field] === undefined ? fallback : c.list(`${key}.${field}`, p[field]).map((v, i) => {
+      const name = c.str(`${key}.${field}[${i}]`, v);
+      if (name && !TOKEN.test(name)) c.problem(`${key}.${field}[${i}]`, 'must be a header or method name');
+      return normalize(name);
+    });
+  return {
+    origins,
+    methods: names('methods', defaultMethods, (m) => m.toUpperCase()),
+    headers: names('headers', DEFAULT_CORS_HEADERS, (h) => h.toLowerCase()),
+    exposedHeaders: names('exposedHeaders', DEFAULT_CORS_EXPOSED, (h) => h),
+    credentials,
+    maxAgeSeconds: c.int(`${key}.maxAge`, p.maxAge, 600, 0, 86_400),
+  };
+}
+
+function isOrigin(value: string): boolean {
+  try {
+    const u = new URL(value);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.origin === value;
+  } catch {
+    return false;
+  }
 }
 
 function readLog(c: Checker, l: Record<string, unknown>): Config['log'] {

@@ -10,7 +10,7 @@ const PROBLEM_CODES = Object.keys({
   not_found: 1, invalid_path: 1, uri_too_long: 1, headers_too_large: 1, missing_credentials: 1,
   invalid_credentials: 1, invalid_token: 1, token_expired: 1, invalid_refresh_token: 1, too_many_attempts: 1,
   rate_limited: 1, invalid_page_size: 1, invalid_page: 1, invalid_sort: 1, store_unavailable: 1, bad_gateway: 1,
-  gateway_timeout: 1, service_unavailable: 1, internal_error: 1,
+  gateway_timeout: 1, service_unavailable: 1, internal_error: 1, websocket_not_allowed: 1, cors_not_allowed: 1,
 } satisfies Record<ProblemCode, 1>);
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });

@@ -20,6 +20,8 @@ export type ProblemCode =
   | 'invalid_refresh_token'
   | 'too_many_attempts'
   | 'rate_limited'
+  | 'websocket_not_allowed'
+  | 'cors_not_allowed'
   | 'invalid_page_size'
   | 'invalid_page'
   | 'invalid_sort'

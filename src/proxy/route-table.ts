@@ -1,4 +1,4 @@
-import type { PagingRules, RateLimitRule, RouteConfig, Timeouts, UpstreamConfig } from '../config/types.js';
+import type { CorsPolicy, PagingRules, RateLimitRule, RouteConfig, Timeouts, UpstreamConfig } from '../config/types.js';
 
 export interface Route {
   path: string;
@@ -10,6 +10,10 @@ export interface Route {
   paging: PagingRules | undefined;
   /** The limit in force on this route (its own, else the global one), if any. */
   rateLimit: RateLimitRule | undefined;
+  /** WebSocket upgrades are proxied (the default) or refused. */
+  websocket: boolean;
+  /** The route's CORS, if any. */
+  cors: CorsPolicy | undefined;
 }
 
 /**
@@ -26,6 +30,7 @@ export class RouteTable {
       this.byPath.set(r.path, {
         path: r.path, upstream: r.upstream, forwardAuthorization: r.forwardAuthorization, stripPrefix: r.stripPrefix,
         timeouts: r.timeouts, allowHeaders: r.allowHeaders, paging: r.paging, rateLimit,
+        websocket: r.websocket !== false, cors: r.cors,
       });
     }
   }

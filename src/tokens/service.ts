@@ -16,6 +16,8 @@ export type TokenType = 'ACCESS_TOKEN' | 'REFRESH_TOKEN';
 export interface BearerPrincipal {
   user: string;
   sid: string;
+  /** When the access token expires (seconds since the epoch): a long-lived holder ends there. */
+  exp: number;
 }
 
 export interface TokenServiceOptions {
@@ -83,7 +85,7 @@ export class TokenService {
     const claims = this.codec.verify(token);
     if (claims.uv !== this.credentialVersion(claims.sub)) throw invalidToken('the credentials of this user have changed');
     if (!(await this.store.isLive(claims.sid))) throw invalidToken('the access token has been revoked');
-    return { user: claims.sub, sid: claims.sid };
+    return { user: claims.sub, sid: claims.sid, exp: claims.exp };
   }
 
   private async revokeAccess(token: string): Promise<boolean> {

@@ -25,6 +25,30 @@ tokenStoreContract('redis', {
   now: () => Date.now(),
 });
 
+describe('RedisTokenStore revocation channel', () => {
+  it('tells onRevoked listeners of revocations made by another instance, within a second', async () => {
+    const other = new RedisTokenStore({ url: redis.url, keyPrefix: 'gwtest:', commandTimeoutMs: 500, connectTimeoutMs: 1000, livenessCacheMs: 2000 }, silentLogger);
+    try {
+      expect(await other.waitUntilReady(5000)).toBe(true);
+      // The subscriber connects on its own schedule: wait until the channel is live on this instance.
+      for (let i = 0; i < 100 && !store.liveness.enabled; i++) await new Promise((r) => setTimeout(r, 20));
+      await store.createSession('revokedelsewhere00001', { sub: 'alice', refreshHash: 'h1', uv: 'v1' }, 60);
+      const heard = new Promise<string>((resolve) => {
+        const off = store.onRevoked((sid) => {
+          off();
+          resolve(sid);
+        });
+      });
+      const started = Date.now();
+      await other.revoke('revokedelsewhere00001');
+      expect(await heard).toBe('revokedelsewhere00001');
+      expect(Date.now() - started).toBeLessThan(1000);
+    } finally {
+      await other.close();
+    }
+  });
+});
+
 describe('RedisTokenStore keys', () => {
   it('prefixes every key and hash-tags a session by its id, so one script touches one cluster slot', async () => {
     await store.createSession('abcdefghijklmnopqrstuv', { sub: 'alice', refreshHash: 'h1', uv: 'v1' }, 60);

@@ -149,6 +149,30 @@ export function tokenStoreContract(name: string, h: StoreHarness): void {
       expect(decisions.filter((d) => d.allowed)).toHaveLength(5);
     });
 
+    it('tells onRevoked listeners each revoked session: by revoke, by refresh hash and by reuse, not a rotation', async () => {
+      const heard: string[] = [];
+      const unsubscribe = h.store().onRevoked((s) => heard.push(s));
+      try {
+        const [a, b, c, d] = [sid(), sid(), sid(), sid()];
+        for (const s of [a, b, c, d]) await h.store().createSession(s, { sub: 'alice', refreshHash: 'h1', uv: 'v1' }, 60);
+        await h.store().revoke(a);
+        await h.store().revokeByRefresh(b, 'h1');
+        await h.store().rotateRefresh(c, rotation('h1', 'h2', h.now()));
+        await h.store().rotateRefresh(c, rotation('h1', 'h3', h.now()));
+        await h.store().rotateRefresh(d, rotation('h1', 'h2', h.now()));
+        await h.store().revokeByRefresh(d, 'other');
+        // The Redis store may hear its own revocations twice (itself and the channel): wait, then dedupe.
+        await new Promise((r) => setTimeout(r, 100));
+        expect([...new Set(heard)]).toEqual([a, b, c]);
+        unsubscribe();
+        await h.store().revoke(d);
+        await new Promise((r) => setTimeout(r, 100));
+        expect(new Set(heard).has(d)).toBe(false);
+      } finally {
+        unsubscribe();
+      }
+    });
+
     it('pings', async () => {
       await expect(h.store().ping()).resolves.toBeUndefined();
     });

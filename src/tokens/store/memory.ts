@@ -1,5 +1,6 @@
 import type { Clock } from '../../clock.js';
 import { ROTATED_KEPT } from './lua.js';
+import { RevocationFeed } from './revocations.js';
 import type { Counter, NewSession, RateDecision, RotateOutcome, Rotation, TokenStore } from './types.js';
 
 interface Session {
@@ -29,6 +30,7 @@ export class MemoryTokenStore implements TokenStore {
   /** GCRA buckets: key -> theoretical arrival time (ms). */
   private readonly buckets = new Map<string, number>();
   private readonly sweeper: NodeJS.Timeout;
+  private readonly revocations = new RevocationFeed();
 
   constructor(private readonly clock: Clock) {
     this.sweeper = setInterval(() => this.sweep(), SWEEP_INTERVAL_MS);
@@ -59,6 +61,7 @@ export class MemoryTokenStore implements TokenStore {
     if (rotatedAt === undefined) return { result: 'unknown' };
     if (r.nowMs - rotatedAt < r.graceMs) return { result: 'grace' };
     this.sessions.delete(sid);
+    this.revocations.publish(sid);
     return { result: 'reused' };
   }
 
@@ -68,6 +71,7 @@ export class MemoryTokenStore implements TokenStore {
 
   async revoke(sid: string): Promise<void> {
     this.sessions.delete(sid);
+    this.revocations.publish(sid);
   }
 
   async revokeByRefresh(sid: string, refreshHash: string): Promise<boolean> {
@@ -75,6 +79,7 @@ export class MemoryTokenStore implements TokenStore {
     if (!session) return false;
     if (session.current !== refreshHash && !session.previous.has(refreshHash)) return false;
     this.sessions.delete(sid);
+    this.revocations.publish(sid);
     return true;
   }
 
@@ -111,6 +116,10 @@ export class MemoryTokenStore implements TokenStore {
     }
     this.buckets.set(key, next);
     return { allowed: true, remaining: Math.floor((period - (next - now)) / interval), resetSeconds: Math.ceil((next - now) / 1000), retryAfterSeconds: 0 };
+  }
+
+  onRevoked(listener: (sid: string) => void): () => void {
+    return this.revocations.subscribe(listener);
   }
 
   async ping(): Promise<void> {}

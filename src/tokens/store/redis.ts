@@ -1,6 +1,7 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from '../../log.js';
 import { LivenessCache } from './liveness-cache.js';
+import { RevocationFeed } from './revocations.js';
 import { CREATE_SESSION, HIT_COUNTER, PEEK_COUNTER, REVOKE, REVOKE_BY_REFRESH, ROTATE_REFRESH, TAKE_RATE } from './lua.js';
 import { StoreUnavailableError, type Counter, type NewSession, type RateDecision, type RotateOutcome, type Rotation, type TokenStore } from './types.js';
 
@@ -55,6 +56,7 @@ export class RedisTokenStore implements TokenStore {
   readonly liveness: LivenessCache;
   private readonly channel: string;
   private readonly heartbeat: NodeJS.Timeout;
+  private readonly revocations = new RevocationFeed();
   private outage = false;
 
   constructor(options: RedisStoreOptions, private readonly log: Logger) {
@@ -75,7 +77,10 @@ export class RedisTokenStore implements TokenStore {
     this.subscriber = new Redis(options.url, { ...redisClientOptions(options), keyPrefix: '', autoResubscribe: false });
     this.subscriber.on('error', () => this.liveness.deactivate());
     for (const event of ['close', 'reconnecting', 'end']) this.subscriber.on(event, () => this.liveness.deactivate());
-    this.subscriber.on('message', (_channel: string, sid: string) => this.liveness.invalidate(sid));
+    this.subscriber.on('message', (_channel: string, sid: string) => {
+      this.liveness.invalidate(sid);
+      this.revocations.publish(sid);
+    });
     this.subscriber.on('ready', () => {
       this.subscriber.subscribe(this.channel).then(() => this.liveness.activate(), () => this.dropSubscriber());
     });
@@ -127,7 +132,7 @@ export class RedisTokenStore implements TokenStore {
       const [code, sub, uv] = await this.client.rotateRefresh(s, p, r.presentedHash, r.nextHash, r.ttlSeconds, r.graceMs, r.nowMs, this.channel, sid);
       // A session from before credential versions has none: it can match no user's version.
       if (code === 1 && typeof sub === 'string') return { result: 'rotated', sub, uv: typeof uv === 'string' ? uv : '' };
-      if (code === 3) this.liveness.invalidate(sid);
+      if (code === 3) this.revoked(sid);
       return { result: ROTATE_RESULTS[code as 0 | 2 | 3] ?? 'unknown' };
     });
   }
@@ -150,7 +155,7 @@ export class RedisTokenStore implements TokenStore {
     return this.guard(async () => {
       await this.client.revokeSession(s, p, this.channel, sid);
       // Again after: a liveness lookup answered while the script ran must not stay cached.
-      this.liveness.invalidate(sid);
+      this.revoked(sid);
     });
   }
 
@@ -158,7 +163,7 @@ export class RedisTokenStore implements TokenStore {
     const [s, p] = sessionKeys(sid);
     return this.guard(async () => {
       const revoked = (await this.client.revokeByRefresh(s, p, refreshHash, this.channel, sid)) === 1;
-      if (revoked) this.liveness.invalidate(sid);
+      if (revoked) this.revoked(sid);
       return revoked;
     });
   }
@@ -184,6 +189,10 @@ export class RedisTokenStore implements TokenStore {
     });
   }
 
+  onRevoked(listener: (sid: string) => void): () => void {
+    return this.revocations.subscribe(listener);
+  }
+
   ping(): Promise<void> {
     return this.guard(async () => {
       await this.client.ping();
@@ -197,6 +206,15 @@ export class RedisTokenStore implements TokenStore {
       if (c.status === 'ready') await c.quit().catch(() => c.disconnect());
       else c.disconnect();
     }));
+  }
+
+  /**
+   * This instance's own revocation, heard at once (the channel's copy of it may come later, or not at
+   * all while the subscriber is down): listeners may hear a session twice, which they must tolerate.
+   */
+  private revoked(sid: string): void {
+    this.liveness.invalidate(sid);
+    this.revocations.publish(sid);
   }
 
   private async guard<T>(op: () => Promise<T>): Promise<T> {

@@ -25,6 +25,12 @@ export interface TokenStore {
    * judged by the store's clock so every instance agrees.
    */
   take(key: string, limit: number, windowSeconds: number): Promise<RateDecision>;
+  /**
+   * Calls `listener` with the id of each session revoked from now on: here, and (redis) by any
+   * instance, through the revocation channel. Returns the unsubscribe function. Best effort: while the
+   * channel is down, revocations elsewhere are not heard (holders recheck with isLive).
+   */
+  onRevoked(listener: (sid: string) => void): () => void;
   /** Resolves when the store answers. */
   ping(): Promise<void>;
   close(): Promise<void>;

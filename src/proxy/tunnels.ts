@@ -1,0 +1,169 @@
+import type { Duplex } from 'node:stream';
+import { HttpProblem } from '../http/problem.js';
+import type { Logger } from '../log.js';
+
+/** Who a tunnel was opened for, and what ends its right to exist. */
+export interface TunnelOwner {
+  user: string;
+  via: 'basic' | 'bearer';
+  /** Bearer: the session (its revocation ends the tunnel) and the token (rechecked). */
+  sid?: string;
+  token?: string;
+  /** Bearer: the access token's expiry (seconds since the epoch): the tunnel ends there. */
+  exp?: number;
+  /** Basic: the user's credential version at the upgrade (a changed password or removed user ends it). */
+  uv?: string;
+}
+
+export interface TunnelChecks {
+  /** Subscribes to revoked session ids (the store's revocation channel); returns the unsubscribe. */
+  onRevoked(listener: (sid: string) => void): () => void;
+  /** Resolves while the bearer token is good; throws an HttpProblem (401) when it is not. */
+  verifyToken(token: string): Promise<unknown>;
+  credentialVersion(user: string): string | undefined;
+}
+
+interface Tunnel {
+  client: Duplex;
+  upstream: Duplex;
+  owner: TunnelOwner;
+  requestId: string;
+  path: string;
+  openedAt: number;
+  expiry?: NodeJS.Timeout;
+  ended: boolean;
+}
+
+/** The longest setTimeout delay Node keeps (about 24.8 days); a later expiry re-arms. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * The open WebSocket tunnels: bytes piped both ways between a client socket and an upstream socket,
+ * nothing parsed. A tunnel ends when either side goes away (the other side is ended too), when its
+ * session is revoked (heard on the revocation channel: at once), when its access token expires (a timer
+ * at exp), and at the end of a shutdown's grace period. A periodic recheck (every `recheckMs`) is the
+ * backstop for revocations the channel missed while it was down, and for Basic users whose password
+ * changed or who were removed. Forced ends destroy both sockets: the tunnel does not know where the
+ * frames are, so it cannot write a close frame; clients see an abnormal closure (1006).
+ */
+export class Tunnels {
+  private readonly open = new Set<Tunnel>();
+  private readonly bySid = new Map<string, Set<Tunnel>>();
+  private readonly unsubscribe: () => void;
+  private readonly recheck: NodeJS.Timeout;
+  private emptied: (() => void) | undefined;
+
+  constructor(private readonly checks: TunnelChecks, private readonly log: Logger, private readonly access = true, recheckMs = 5000) {
+    this.unsubscribe = checks.onRevoked((sid) => {
+      for (const t of this.bySid.get(sid) ?? []) this.end(t, 'session revoked', true);
+    });
+    this.recheck = setInterval(() => void this.recheckAll(), recheckMs);
+    this.recheck.unref();
+  }
+
+  get size(): number {
+    return this.open.size;
+  }
+
+  /** Pipes client and upstream together until one of the ends above. */
+  add(client: Duplex, upstream: Duplex, owner: TunnelOwner, info: { requestId: string; path: string }): void {
+    const t: Tunnel = { client, upstream, owner, requestId: info.requestId, path: info.path, openedAt: Date.now(), ended: false };
+    this.open.add(t);
+    if (owner.sid) {
+      let set = this.bySid.get(owner.sid);
+      if (!set) this.bySid.set(owner.sid, (set = new Set()));
+      set.add(t);
+    }
+    if (owner.exp !== undefined) this.armExpiry(t, owner.exp);
+    for (const [from, to, side] of [[client, upstream, 'client'], [upstream, client, 'upstream']] as const) {
+      from.on('error', () => this.end(t, `${side} error`, true));
+      from.on('close', () => this.end(t, `${side} closed`, false));
+      from.pipe(to);
+    }
+    this.log.debug('websocket open', { requestId: t.requestId, path: t.path, user: owner.user, via: owner.via });
+    // A revocation while the upstream was answering the handshake was heard by no tunnel yet: check once now.
+    void this.recheckOne(t);
+  }
+
+  /** Ends every tunnel now (the end of a shutdown). */
+  closeAll(reason = 'shutdown'): void {
+    for (const t of [...this.open]) this.end(t, reason, true);
+  }
+
+  /** Resolves when no tunnel is open, or after graceMs, ending the rest. */
+  async drain(graceMs: number): Promise<void> {
+    if (this.open.size > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => resolve(), graceMs);
+        this.emptied = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+    this.emptied = undefined;
+    this.closeAll();
+  }
+
+  stop(): void {
+    clearInterval(this.recheck);
+    this.unsubscribe();
+    this.closeAll();
+  }
+
+  private armExpiry(t: Tunnel, exp: number): void {
+    const delay = exp * 1000 - Date.now();
+    if (delay <= 0) {
+      // Ends on the next turn: the caller finishes setting the tunnel up first.
+      t.expiry = setTimeout(() => this.end(t, 'access token expired', true), 0);
+      return;
+    }
+    t.expiry = setTimeout(() => (delay > MAX_TIMER_MS ? this.armExpiry(t, exp) : this.end(t, 'access token expired', true)), Math.min(delay, MAX_TIMER_MS));
+    t.expiry.unref();
+  }
+
+  private async recheckAll(): Promise<void> {
+    for (const t of [...this.open]) await this.recheckOne(t);
+  }
+
+  private async recheckOne(t: Tunnel): Promise<void> {
+    if (t.ended) return;
+    const { owner } = t;
+    if (owner.via === 'basic') {
+      if (this.checks.credentialVersion(owner.user) !== owner.uv) this.end(t, 'credentials changed', true);
+      return;
+    }
+    try {
+      await this.checks.verifyToken(owner.token!);
+    } catch (err) {
+      // A 401 ends it; the store being down does not (open tunnels outlive a Redis blip).
+      if (err instanceof HttpProblem && err.status === 401) this.end(t, err.code, true);
+    }
+  }
+
+  private end(t: Tunnel, reason: string, force: boolean): void {
+    if (t.ended) return;
+    t.ended = true;
+    clearTimeout(t.expiry);
+    this.open.delete(t);
+    if (t.owner.sid) {
+      const set = this.bySid.get(t.owner.sid);
+      set?.delete(t);
+      if (set?.size === 0) this.bySid.delete(t.owner.sid);
+    }
+    for (const s of [t.client, t.upstream]) {
+      if (force) {
+        s.destroy();
+      } else {
+        // One side left: the other gets what is in flight, then its end; never more than a second.
+        s.end();
+        setTimeout(() => s.destroy(), 1000).unref();
+      }
+    }
+    // The access line of a tunnel, written when it ends (as a request's is after its response).
+    const line = { requestId: t.requestId, path: t.path, user: t.owner.user, via: t.owner.via, reason, ms: Date.now() - t.openedAt };
+    if (this.access) this.log.info('websocket closed', line);
+    else this.log.debug('websocket closed', line);
+    if (this.open.size === 0) this.emptied?.();
+  }
+}

@@ -1,0 +1,100 @@
+import { Duplex } from 'node:stream';
+import { afterEach, describe, expect, it } from 'vitest';
+import { HttpProblem } from '../../src/http/problem.js';
+import { silentLogger } from '../../src/log.js';
+import { Tunnels, type TunnelChecks } from '../../src/proxy/tunnels.js';
+import { StoreUnavailableError } from '../../src/tokens/store/types.js';
+
+/** A socket stand-in: accepts writes, reads nothing; ended, it closes (as a peer answering the FIN would). */
+const socket = () => new Duplex({
+  read() {},
+  write(_chunk, _enc, cb) { cb(); },
+  final(cb) {
+    this.push(null);
+    cb();
+  },
+});
+const closed = (s: Duplex) => new Promise<void>((resolve) => (s.destroyed ? resolve() : s.once('close', () => resolve())));
+
+function harness(recheckMs = 20) {
+  const listeners = new Set<(sid: string) => void>();
+  const state = { versions: new Map([['alice', 'v1']]), tokenError: undefined as Error | undefined };
+  const checks: TunnelChecks = {
+    onRevoked: (l) => (listeners.add(l), () => listeners.delete(l)),
+    verifyToken: async () => {
+      if (state.tokenError) throw state.tokenError;
+    },
+    credentialVersion: (user) => state.versions.get(user),
+  };
+  const tunnels = new Tunnels(checks, silentLogger, false, recheckMs);
+  return { tunnels, state, revoke: (sid: string) => listeners.forEach((l) => l(sid)), listeners };
+}
+
+let stop: (() => void) | undefined;
+afterEach(() => stop?.());
+
+describe('Tunnels', () => {
+  it('ends a revoked session\'s tunnels at once, both sides, and no other', async () => {
+    const h = harness(60_000);
+    stop = () => h.tunnels.stop();
+    const [a1, a2, b1, b2] = [socket(), socket(), socket(), socket()];
+    h.tunnels.add(a1, a2, { user: 'bob', via: 'bearer', sid: 's1', token: 't', exp: Date.now() / 1000 + 60 }, { requestId: 'r1', path: '/p' });
+    h.tunnels.add(b1, b2, { user: 'bob', via: 'bearer', sid: 's2', token: 't', exp: Date.now() / 1000 + 60 }, { requestId: 'r2', path: '/p' });
+    h.revoke('s1');
+    await Promise.all([closed(a1), closed(a2)]);
+    expect(b1.destroyed || b2.destroyed).toBe(false);
+    expect(h.tunnels.size).toBe(1);
+  });
+
+  it('ends a bearer tunnel at its exp', async () => {
+    const h = harness(60_000);
+    stop = () => h.tunnels.stop();
+    const [c, u] = [socket(), socket()];
+    const started = Date.now();
+    h.tunnels.add(c, u, { user: 'bob', via: 'bearer', sid: 's', token: 't', exp: (Date.now() + 150) / 1000 }, { requestId: 'r', path: '/p' });
+    await closed(c);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(140);
+  });
+
+  it('the recheck ends a tunnel whose token is now refused (401), not one whose store is down', async () => {
+    const h = harness();
+    stop = () => h.tunnels.stop();
+    const [c, u] = [socket(), socket()];
+    h.tunnels.add(c, u, { user: 'bob', via: 'bearer', sid: 's', token: 't', exp: Date.now() / 1000 + 60 }, { requestId: 'r', path: '/p' });
+    h.state.tokenError = new StoreUnavailableError();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(c.destroyed).toBe(false);
+    h.state.tokenError = new HttpProblem(401, 'invalid_token', 'revoked');
+    await closed(c);
+  });
+
+  it('the recheck ends a Basic tunnel when the user\'s credentials change or the user is removed', async () => {
+    const h = harness();
+    stop = () => h.tunnels.stop();
+    const [c, u] = [socket(), socket()];
+    h.tunnels.add(c, u, { user: 'alice', via: 'basic', uv: 'v1' }, { requestId: 'r', path: '/p' });
+    await new Promise((r) => setTimeout(r, 60));
+    expect(c.destroyed).toBe(false);
+    h.state.versions.delete('alice');
+    await closed(c);
+  });
+
+  it('one side closing ends the other; drain waits for open tunnels up to the grace, then ends them', async () => {
+    const h = harness(60_000);
+    stop = () => h.tunnels.stop();
+    const [c, u] = [socket(), socket()];
+    h.tunnels.add(c, u, { user: 'alice', via: 'basic', uv: 'v1' }, { requestId: 'r', path: '/p' });
+    c.destroy();
+    await closed(u);
+    expect(h.tunnels.size).toBe(0);
+
+    const [c2, u2] = [socket(), socket()];
+    h.tunnels.add(c2, u2, { user: 'alice', via: 'basic', uv: 'v1' }, { requestId: 'r', path: '/p' });
+    const started = Date.now();
+    await h.tunnels.drain(100);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(95);
+    expect(c2.destroyed && u2.destroyed).toBe(true);
+    h.tunnels.stop();
+    expect(h.listeners.size).toBe(0);
+  });
+});
