@@ -92,7 +92,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
     refreshTtlSeconds: config.tokens.refreshTtlSeconds,
     refreshReuseGraceSeconds: config.tokens.refreshReuseGraceSeconds,
   }, clock);
-  const forwarder = new Forwarder(config.upstreams, log);
+  const forwarder = new Forwarder(config.upstreams, log, (upstream, kind) => metrics.upstreamErrors.inc({ upstream, kind }));
   const routes = new RouteTable(config.routes, config.upstreams, config.rateLimit);
 
   const app = new Koa<GatewayState>({ proxy: config.server.trustProxy > 0, maxIpsCount: config.server.trustProxy });
@@ -128,7 +128,10 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   metrics.watch({ storePing: ping, bcryptPending: () => credentials.verifier.pendingVerifications });
   const admin = config.admin === false ? undefined : createAdminServer(metrics, ping, log);
   const adminConfig = config.admin;
-  const websockets = new WebSocketProxy(config, { server, app, passwords, tokens, store, routes, credentialVersion, log });
+  const websockets = new WebSocketProxy(config, {
+    server, app, passwords, tokens, store, routes, credentialVersion, log,
+    countTunnel: (upstream, delta) => metrics.webSocketTunnels.inc({ upstream }, delta),
+  });
   server.on('upgrade', websockets.upgrade);
 
   return {

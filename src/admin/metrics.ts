@@ -2,8 +2,8 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 
 export const METRIC_PREFIX = 'auth_gateway_';
 
-/** Why a request to an upstream failed. `unavailable`: refused or reset, not told apart yet (see request-metrics.ts). */
-export type UpstreamErrorKind = 'refused' | 'reset' | 'timeout' | 'unavailable';
+/** Why a request to an upstream failed (counted by the Forwarder, each failed attempt). */
+export type UpstreamErrorKind = 'refused' | 'reset' | 'timeout';
 export type TokenOperation = 'create' | 'refresh' | 'revoke';
 /** Where a lockout refusal was answered: POST /v1/tokens/create or a Basic request. */
 export type LockoutEndpoint = 'create' | 'basic';

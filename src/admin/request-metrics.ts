@@ -42,7 +42,7 @@ function routeLabel(ctx: GatewayContext, path: string, routeOf: (path: string) =
 }
 
 function countOutcome(metrics: Metrics, ctx: GatewayContext, path: string, route: string, status: number): void {
-  const code = problemCode(ctx, status);
+  const code = problemCode(ctx);
   const operation = ctx.method === 'POST' ? TOKEN_OPERATIONS[path] : undefined;
   if (operation) metrics.tokenOperations.inc({ operation, outcome: status < 400 ? 'ok' : code ?? `http_${status}` });
   if (code === 'too_many_attempts') {
@@ -50,23 +50,13 @@ function countOutcome(metrics: Metrics, ctx: GatewayContext, path: string, route
     metrics.lockouts.inc({ endpoint });
   } else if (code === 'rate_limited') {
     metrics.rateLimited.inc({ route });
-  } else if (ctx.respond === false && ctx.state.route && (code === 'bad_gateway' || code === 'gateway_timeout')) {
-    // The Forwarder answers refused and reset alike (502) and does not say which; 504 is its timeout.
-    metrics.upstreamErrors.inc({ upstream: ctx.state.route.upstream, kind: code === 'gateway_timeout' ? 'timeout' : 'unavailable' });
   }
+  // Upstream errors are counted by the Forwarder, which knows refused from reset and sees retried attempts.
 }
 
-/**
- * The problem code of an answer the gateway wrote: from the body the error handler set, or, for a
- * proxied request (ctx.respond false), the Forwarder's own 502/504 problem (an upstream's own 502 with
- * a problem body is counted too: the two are not told apart from out here).
- */
-function problemCode(ctx: GatewayContext, status: number): string | undefined {
-  if (ctx.respond === false) {
-    const type = String(ctx.res.getHeader('content-type') ?? '');
-    if (!type.startsWith('application/problem+json')) return undefined;
-    return status === 502 ? 'bad_gateway' : status === 504 ? 'gateway_timeout' : undefined;
-  }
+/** The problem code of an answer the gateway wrote: the error handler's, or the Forwarder's own 502/504/408. */
+function problemCode(ctx: GatewayContext): string | undefined {
+  if (ctx.respond === false) return ctx.state.outcome?.code;
   if (ctx.type !== 'application/problem+json') return undefined;
   const body = ctx.body as { code?: unknown } | null | undefined;
   return body && typeof body === 'object' && typeof body.code === 'string' ? body.code : undefined;

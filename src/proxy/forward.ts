@@ -60,6 +60,10 @@ interface Exchange {
 
 type Tagged = IncomingMessage & { [EXCHANGE]?: Exchange };
 
+/** Why an exchange with an upstream failed, for the metrics: every failed attempt, retried ones included. */
+export type UpstreamErrorKind = 'refused' | 'reset' | 'timeout';
+export type UpstreamErrorListener = (upstream: string, kind: UpstreamErrorKind) => void;
+
 /**
  * Streams requests to upstreams with http-proxy over one keep-alive agent per upstream, and writes the
  * responses itself. Refused/reset before a response → 502, timed out → 504 (problem bodies); a failure
@@ -69,7 +73,7 @@ export class Forwarder {
   private readonly proxy = httpProxy.createProxyServer({ xfwd: false, ws: false, selfHandleResponse: true });
   private readonly upstreams = new Map<string, Upstream>();
 
-  constructor(upstreams: Record<string, UpstreamConfig>, private readonly log: Logger) {
+  constructor(upstreams: Record<string, UpstreamConfig>, private readonly log: Logger, private readonly onUpstreamError: UpstreamErrorListener = () => {}) {
     // Of http-proxy's incoming passes only `stream` (open the upstream request, pipe the body) runs.
     // The others rewrite what the gateway decides itself, and `deleteLength` did it wrongly: for a
     // DELETE or OPTIONS without Content-Length it declared `content-length: 0` and dropped
@@ -135,9 +139,13 @@ export class Forwarder {
     const timedOut = exchange.failure !== undefined && exchange.connected;
     if (exchange.retried || exchange.proxyRes || hasBody || timedOut || exchange.outcome.cut) return false;
     if (!refused && !IDEMPOTENT.has(req.method!)) return false;
+    const next = exchange.upstream.pool.pick(Date.now(), exchange.target);
+    // A target that refused will refuse again at once; a reset (a pooled socket the target had just
+    // closed) is worth another try on the same one.
+    if (refused && next === exchange.target) return false;
     exchange.retried = true;
     exchange.target.inFlight--;
-    exchange.target = exchange.upstream.pool.pick(Date.now(), exchange.target);
+    exchange.target = next;
     exchange.target.inFlight++;
     exchange.phase = Phase.Sending;
     exchange.connected = false;
@@ -179,6 +187,7 @@ export class Forwarder {
     if (exchange.phase === Phase.Streaming) {
       // A response body that stalls (no bytes for idleMs) is cut, so a stuck upstream cannot hold the client forever.
       exchange.outcome.cut = 'response_idle';
+      this.onUpstreamError(exchange.upstream.name, 'timeout');
       exchange.proxyRes?.destroy();
       exchange.res.destroy();
       return;
@@ -223,6 +232,7 @@ export class Forwarder {
     // An upstream that dies (or is cut) mid-body must not leave the client waiting for the rest.
     proxyRes.once('close', () => {
       if (proxyRes.complete) return;
+      if (exchange.outcome.cut === undefined) this.onUpstreamError(exchange.upstream.name, 'reset');
       exchange.outcome.cut ??= 'upstream_closed';
       res.destroy();
     });
@@ -246,6 +256,11 @@ export class Forwarder {
 
   private onError(err: Error, req: IncomingMessage, exchange: Exchange): void {
     if (exchange.outcome.cut) return;
+    const code = (err as NodeJS.ErrnoException).code ?? '';
+    // The client's own failures (its body stalled: 408) are not the upstream's.
+    if (exchange.failure?.status !== 408) {
+      this.onUpstreamError(exchange.upstream.name, exchange.failure ? 'timeout' : NOT_CONNECTED.has(code) ? 'refused' : 'reset');
+    }
     if (this.retry(err as NodeJS.ErrnoException, req, exchange)) return;
     const failure = exchange.failure ?? { status: 502, code: 'bad_gateway' as const, detail: `the ${exchange.upstream.name} service is unavailable` };
     this.log.warn('upstream failed', { upstream: exchange.upstream.name, target: exchange.target.origin, status: failure.status, error: (err as NodeJS.ErrnoException).code ?? err.message });

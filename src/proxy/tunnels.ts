@@ -21,6 +21,8 @@ export interface TunnelChecks {
   /** Resolves while the bearer token is good; throws an HttpProblem (401) when it is not. */
   verifyToken(token: string): Promise<unknown>;
   credentialVersion(user: string): string | undefined;
+  /** Told each time a tunnel to `upstream` opens (+1) or ends (-1): the open-tunnels gauge. */
+  counted?(upstream: string, delta: 1 | -1): void;
 }
 
 interface Tunnel {
@@ -29,6 +31,7 @@ interface Tunnel {
   owner: TunnelOwner;
   requestId: string;
   path: string;
+  upstreamName: string;
   openedAt: number;
   expiry?: NodeJS.Timeout;
   ended: boolean;
@@ -66,9 +69,10 @@ export class Tunnels {
   }
 
   /** Pipes client and upstream together until one of the ends above. */
-  add(client: Duplex, upstream: Duplex, owner: TunnelOwner, info: { requestId: string; path: string }): void {
-    const t: Tunnel = { client, upstream, owner, requestId: info.requestId, path: info.path, openedAt: Date.now(), ended: false };
+  add(client: Duplex, upstream: Duplex, owner: TunnelOwner, info: { requestId: string; path: string; upstream: string }): void {
+    const t: Tunnel = { client, upstream, owner, requestId: info.requestId, path: info.path, upstreamName: info.upstream, openedAt: Date.now(), ended: false };
     this.open.add(t);
+    this.checks.counted?.(t.upstreamName, 1);
     if (owner.sid) {
       let set = this.bySid.get(owner.sid);
       if (!set) this.bySid.set(owner.sid, (set = new Set()));
@@ -146,6 +150,7 @@ export class Tunnels {
     t.ended = true;
     clearTimeout(t.expiry);
     this.open.delete(t);
+    this.checks.counted?.(t.upstreamName, -1);
     if (t.owner.sid) {
       const set = this.bySid.get(t.owner.sid);
       set?.delete(t);

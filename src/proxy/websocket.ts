@@ -31,6 +31,8 @@ export interface WebSocketDeps {
   store: TokenStore;
   routes: RouteTable;
   credentialVersion(user: string): string | undefined;
+  /** The open-tunnels gauge: +1 when a tunnel to `upstream` opens, -1 when it ends. */
+  countTunnel?(upstream: string, delta: 1 | -1): void;
   log: Logger;
 }
 
@@ -72,6 +74,7 @@ export class WebSocketProxy {
       onRevoked: (listener) => deps.store.onRevoked(listener),
       verifyToken: (token) => deps.tokens.verifyAccessToken(token),
       credentialVersion: deps.credentialVersion,
+      counted: deps.countTunnel,
     }, deps.log, config.log.access);
   }
 
@@ -201,7 +204,7 @@ export class WebSocketProxy {
       if (head.length > 0) upstream.write(head);
       (socket as Socket).setNoDelay?.(true);
       upstream.setNoDelay(true);
-      this.tunnels.add(socket, upstream, owner, { requestId: ctx.state.requestId, path: ctx.path });
+      this.tunnels.add(socket, upstream, owner, { requestId: ctx.state.requestId, path: ctx.path, upstream: route.upstream });
     });
     // The upstream answered without switching (401, 404, 426…): the client gets that answer, then the end.
     upstreamReq.on('response', (res) => {

@@ -163,7 +163,7 @@ describe('request series', () => {
 
     const samples = await scrape();
     expect(sampleValue(samples, 'auth_gateway_rate_limited_total', { route: '/v1/limited' })).toBe(1);
-    expect(sampleValue(samples, 'auth_gateway_upstream_errors_total', { upstream: 'gone', kind: 'unavailable' })).toBe(1);
+    expect(sampleValue(samples, 'auth_gateway_upstream_errors_total', { upstream: 'gone', kind: 'refused' })).toBe(1);
     expect(sampleValue(samples, 'auth_gateway_upstream_errors_total', { upstream: 'slow', kind: 'timeout' })).toBe(1);
     expect(sampleValue(samples, 'auth_gateway_upstream_errors_total', { upstream: 'up' })).toBeUndefined();
     expect(sampleValue(samples, 'auth_gateway_requests_total', { route: '/v1/items', status_class: '5xx', auth: 'basic' })).toBe(1);

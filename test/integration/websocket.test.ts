@@ -152,6 +152,17 @@ describe('WebSocket on the memory store', () => {
     expect(back.equals(big)).toBe(true);
   });
 
+  it('the open-tunnels gauge follows real tunnels, by upstream', async () => {
+    const gauge = async () => (await gw.gateway.metrics.webSocketTunnels.get()).values.find((v) => v.labels.upstream === 'ws')?.value ?? 0;
+    const before = await gauge();
+    const client = track(await open(`${ws}/v1/live`, { headers: { authorization: basic('alice', 'alice-pw') } }));
+    client.send('x');
+    await nextMessage(client);
+    expect(await gauge()).toBe(before + 1);
+    client.close();
+    await expect.poll(gauge, { timeout: 2000 }).toBe(before);
+  });
+
   it('opens with a bearer token in Authorization', async () => {
     const { accessToken } = await createTokens(gw.base, 'bob', 'bob-pw');
     const client = track(await open(`${ws}/v1/live`, { headers: { authorization: `Bearer ${accessToken}` } }));

@@ -38,8 +38,8 @@ describe('Tunnels', () => {
     const h = harness(60_000);
     stop = () => h.tunnels.stop();
     const [a1, a2, b1, b2] = [socket(), socket(), socket(), socket()];
-    h.tunnels.add(a1, a2, { user: 'bob', via: 'bearer', sid: 's1', token: 't', exp: Date.now() / 1000 + 60 }, { requestId: 'r1', path: '/p' });
-    h.tunnels.add(b1, b2, { user: 'bob', via: 'bearer', sid: 's2', token: 't', exp: Date.now() / 1000 + 60 }, { requestId: 'r2', path: '/p' });
+    h.tunnels.add(a1, a2, { user: 'bob', via: 'bearer', sid: 's1', token: 't', exp: Date.now() / 1000 + 60 }, { requestId: 'r1', path: '/p', upstream: 'up' });
+    h.tunnels.add(b1, b2, { user: 'bob', via: 'bearer', sid: 's2', token: 't', exp: Date.now() / 1000 + 60 }, { requestId: 'r2', path: '/p', upstream: 'up' });
     h.revoke('s1');
     await Promise.all([closed(a1), closed(a2)]);
     expect(b1.destroyed || b2.destroyed).toBe(false);
@@ -51,7 +51,7 @@ describe('Tunnels', () => {
     stop = () => h.tunnels.stop();
     const [c, u] = [socket(), socket()];
     const started = Date.now();
-    h.tunnels.add(c, u, { user: 'bob', via: 'bearer', sid: 's', token: 't', exp: (Date.now() + 150) / 1000 }, { requestId: 'r', path: '/p' });
+    h.tunnels.add(c, u, { user: 'bob', via: 'bearer', sid: 's', token: 't', exp: (Date.now() + 150) / 1000 }, { requestId: 'r', path: '/p', upstream: 'up' });
     await closed(c);
     expect(Date.now() - started).toBeGreaterThanOrEqual(140);
   });
@@ -60,7 +60,7 @@ describe('Tunnels', () => {
     const h = harness();
     stop = () => h.tunnels.stop();
     const [c, u] = [socket(), socket()];
-    h.tunnels.add(c, u, { user: 'bob', via: 'bearer', sid: 's', token: 't', exp: Date.now() / 1000 + 60 }, { requestId: 'r', path: '/p' });
+    h.tunnels.add(c, u, { user: 'bob', via: 'bearer', sid: 's', token: 't', exp: Date.now() / 1000 + 60 }, { requestId: 'r', path: '/p', upstream: 'up' });
     h.state.tokenError = new StoreUnavailableError();
     await new Promise((r) => setTimeout(r, 100));
     expect(c.destroyed).toBe(false);
@@ -72,7 +72,7 @@ describe('Tunnels', () => {
     const h = harness();
     stop = () => h.tunnels.stop();
     const [c, u] = [socket(), socket()];
-    h.tunnels.add(c, u, { user: 'alice', via: 'basic', uv: 'v1' }, { requestId: 'r', path: '/p' });
+    h.tunnels.add(c, u, { user: 'alice', via: 'basic', uv: 'v1' }, { requestId: 'r', path: '/p', upstream: 'up' });
     await new Promise((r) => setTimeout(r, 60));
     expect(c.destroyed).toBe(false);
     h.state.versions.delete('alice');
@@ -83,13 +83,13 @@ describe('Tunnels', () => {
     const h = harness(60_000);
     stop = () => h.tunnels.stop();
     const [c, u] = [socket(), socket()];
-    h.tunnels.add(c, u, { user: 'alice', via: 'basic', uv: 'v1' }, { requestId: 'r', path: '/p' });
+    h.tunnels.add(c, u, { user: 'alice', via: 'basic', uv: 'v1' }, { requestId: 'r', path: '/p', upstream: 'up' });
     c.destroy();
     await closed(u);
     expect(h.tunnels.size).toBe(0);
 
     const [c2, u2] = [socket(), socket()];
-    h.tunnels.add(c2, u2, { user: 'alice', via: 'basic', uv: 'v1' }, { requestId: 'r', path: '/p' });
+    h.tunnels.add(c2, u2, { user: 'alice', via: 'basic', uv: 'v1' }, { requestId: 'r', path: '/p', upstream: 'up' });
     const started = Date.now();
     await h.tunnels.drain(100);
     expect(Date.now() - started).toBeGreaterThanOrEqual(95);
