@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import type { ReadStream } from 'node:tty';
+import { clearLockout } from './cli/admin.js';
 import { checkConnections } from './cli/connect.js';
 import { PromptCancelled, readHidden } from './cli/prompt.js';
 import { DEFAULT_CONFIG_FILE } from './config/load.js';
@@ -17,7 +18,10 @@ const USAGE = `usage:
   auth-gateway config check [--config FILE] [--connect] validate a configuration (and the files it names) and exit;
                                                         --connect: also check that the store and each upstream answer
   auth-gateway users hash NAME [--cost N]               print an htpasswd line; on a terminal the password is asked
-                                                        for twice without echo, otherwise read from stdin`;
+                                                        for twice without echo, otherwise read from stdin
+  auth-gateway lockout clear [--user NAME] [--address IP] [--config FILE]
+                                                        lift a brute-force lock in the shared store: the account lock
+                                                        of a user, the throttle of an address, or (both) their pair`;
 
 /** The running gateway's logger: a fatal error is logged in the same ordered stream. */
 let serveLog: Logger | undefined;
@@ -33,6 +37,8 @@ async function main(argv: string[]): Promise<number> {
       config: { type: 'string', short: 'c', default: DEFAULT_CONFIG_FILE },
       cost: { type: 'string', default: String(MIN_RECOMMENDED_COST) },
       connect: { type: 'boolean' },
+      user: { type: 'string' },
+      address: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -46,6 +52,10 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command === 'config' && sub === 'check') return checkConfig(values.config, values.connect === true);
   if (command === 'users' && sub === 'hash' && name) return hashUser(name, values.cost);
+  if (command === 'lockout' && sub === 'clear') {
+    process.stdout.write(`${await clearLockout(loadChecked(values.config), { user: values.user, address: values.address })}\n`);
+    return 0;
+  }
   return usage(2);
 }
 

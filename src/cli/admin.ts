@@ -1,0 +1,39 @@
+import { systemClock } from '../clock.js';
+import { ConfigError } from '../config/errors.js';
+import type { Config } from '../config/types.js';
+import { Lockout } from '../credentials/lockout.js';
+import { silentLogger } from '../log.js';
+import { createStore } from '../tokens/store/create.js';
+import { RedisTokenStore } from '../tokens/store/redis.js';
+import type { TokenStore } from '../tokens/store/types.js';
+
+/**
+ * Runs an operator command against the store the gateways share. The memory store lives inside one
+ * gateway process, out of reach of another process: those commands need `store.kind: redis`.
+ */
+export async function withSharedStore<T>(config: Config, work: (store: TokenStore) => Promise<T>): Promise<T> {
+  if (config.store.kind === 'memory') {
+    throw new ConfigError([`${config.file || 'the configuration'}: store.kind is memory, which lives inside the gateway process; this command needs the shared store (store.kind: redis)`]);
+  }
+  const store = createStore(config.store, systemClock, silentLogger);
+  try {
+    if (store instanceof RedisTokenStore && !(await store.waitUntilReady(config.store.connectTimeoutMs + 2000))) {
+      throw new ConfigError([`the store did not answer within ${config.store.connectTimeoutMs + 2000} ms`]);
+    }
+    return await work(store);
+  } finally {
+    await store.close();
+  }
+}
+
+/** `lockout clear --user NAME | --address IP`: what it lifted, for the operator. */
+export async function clearLockout(config: Config, target: { user?: string; address?: string }): Promise<string> {
+  if (target.user === undefined && target.address === undefined) throw new ConfigError(['lockout clear needs --user NAME, --address IP or both']);
+  await withSharedStore(config, (store) => new Lockout(store, config.lockout, silentLogger).clear(target));
+  const what = [
+    target.user !== undefined ? `the account lock of user "${target.user}"` : '',
+    target.address !== undefined ? `the throttle of address ${target.address}` : '',
+    target.user !== undefined && target.address !== undefined ? 'and that user\'s lock at that address' : '',
+  ].filter(Boolean).join(', ');
+  return `cleared ${what}`;
+}

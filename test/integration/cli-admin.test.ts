@@ -1,0 +1,99 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { echoUpstream, htpasswd, postJson, SECRET, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
+import { startRedis, type TestRedis } from '../support/redis-server.js';
+
+// The operator commands, run as the built CLI (a process of its own) against the Redis a running
+// gateway uses: what they change is seen by the gateway at once.
+
+const CLI = join(import.meta.dirname, '../../dist/src/main.js');
+
+let dir: string;
+let users: Users;
+let redis: TestRedis;
+let echo: EchoUpstream;
+let gw: RunningGateway;
+let configFile: string;
+
+function cli(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, ...args, '--config', configFile], { env: { PATH: process.env.PATH }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'gw-cli-admin-'));
+  users = htpasswd({ alice: 'alice-pw', bob: 'bob-pw' });
+  redis = await startRedis();
+  echo = await echoUpstream();
+  const lockout = { maxFailuresPerUser: 2, maxFailuresPerAccount: 3, addressBurst: 2, addressFailuresPerMinute: 1 };
+  gw = await startGateway(testConfig(users.file, {
+    server: { host: '127.0.0.1', port: 0, trustProxy: 1 },
+    store: { kind: 'redis', url: redis.url, keyPrefix: 'cli:' },
+    lockout,
+    upstreams: { up: { url: echo.url } },
+    routes: [{ path: '/v1/x', upstream: 'up' }],
+  }));
+  configFile = join(dir, 'gateway.yaml');
+  writeFileSync(configFile, [
+    `store: { kind: redis, url: "${redis.url}", keyPrefix: "cli:" }`,
+    `users: { htpasswd: ${users.file} }`,
+    `tokens: { signing: { alg: HS256, secret: "${SECRET}" } }`,
+    `lockout: ${JSON.stringify(lockout)}`,
+    'admin: false',
+  ].join('\n'));
+});
+
+afterAll(async () => {
+  await gw?.close();
+  await echo?.close();
+  await redis?.destroy();
+  users?.remove();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const create = (appKey: string, appSecret: string, address: string) =>
+  postJson(gw.base, '/v1/tokens/create', { appKey, appSecret }, { 'x-forwarded-for': address });
+
+describe('auth-gateway lockout clear', () => {
+  it('--address lifts the throttle of a guessing address; --user lifts an account lock', async () => {
+    // 198.51.100.7 guesses two made-up names: throttled for a minute (one failure a minute).
+    for (const name of ['m1', 'm2']) expect((await create(name, 'guess', '198.51.100.7')).status).toBe(401);
+    expect((await create('bob', 'bob-pw', '198.51.100.7')).status).toBe(429);
+    const byAddress = await cli(['lockout', 'clear', '--address', '198.51.100.7']);
+    expect(byAddress.stderr).toBe('');
+    expect(byAddress).toMatchObject({ status: 0, stdout: 'cleared the throttle of address 198.51.100.7\n' });
+    expect((await create('bob', 'bob-pw', '198.51.100.7')).status).toBe(200);
+
+    // alice guessed at from three addresses: the account is locked everywhere.
+    for (const a of ['192.0.2.1', '192.0.2.2', '192.0.2.3']) expect((await create('alice', 'guess', a)).status).toBe(401);
+    expect((await create('alice', 'alice-pw', '192.0.2.9')).status).toBe(429);
+    const byUser = await cli(['lockout', 'clear', '--user', 'alice']);
+    expect(byUser).toMatchObject({ status: 0, stdout: 'cleared the account lock of user "alice"\n' });
+    expect((await create('alice', 'alice-pw', '192.0.2.9')).status).toBe(200);
+  });
+
+  it('without --user or --address it says what it needs; on the memory store it says why it cannot', async () => {
+    const none = await cli(['lockout', 'clear']);
+    expect(none.status).toBe(2);
+    expect(none.stderr).toMatch(/needs --user NAME, --address IP or both/);
+    const memoryFile = join(dir, 'memory.yaml');
+    writeFileSync(memoryFile, `users: { htpasswd: ${users.file} }\ntokens: { signing: { alg: HS256, secret: "${SECRET}" } }\nadmin: false\n`);
+    const memory = await new Promise<{ status: number | null; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, [CLI, 'lockout', 'clear', '--user', 'alice', '--config', memoryFile], { env: { PATH: process.env.PATH } });
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      child.on('close', (status) => resolve({ status, stderr }));
+    });
+    expect(memory.status).toBe(2);
+    expect(memory.stderr).toMatch(/store\.kind is memory, which lives inside the gateway process/);
+  });
+});
