@@ -14,7 +14,8 @@ import { createLogger, exitAfterFlush, type Logger } from './log.js';
 import { runGateway } from './run.js';
 
 const USAGE = `usage:
-  auth-gateway serve [--config FILE]                    run the gateway (default config: ${DEFAULT_CONFIG_FILE})
+  auth-gateway serve [--config FILE] [--watch]          run the gateway (default config: ${DEFAULT_CONFIG_FILE});
+                                                        SIGHUP reloads the configuration, --watch also on a change
   auth-gateway config check [--config FILE] [--connect] validate a configuration (and the files it names) and exit;
                                                         --connect: also check that the store and each upstream answer
   auth-gateway users hash NAME [--cost N]               print an htpasswd line; on a terminal the password is asked
@@ -37,6 +38,7 @@ async function main(argv: string[]): Promise<number> {
       config: { type: 'string', short: 'c', default: DEFAULT_CONFIG_FILE },
       cost: { type: 'string', default: String(MIN_RECOMMENDED_COST) },
       connect: { type: 'boolean' },
+      watch: { type: 'boolean' },
       user: { type: 'string' },
       address: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -47,7 +49,7 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'serve') {
     const config = loadChecked(values.config);
     serveLog = createLogger(config.log.level);
-    await runGateway(config, serveLog);
+    await runGateway(config, serveLog, { watch: values.watch === true });
     return -1;
   }
   if (command === 'config' && sub === 'check') return checkConfig(values.config, values.connect === true);

@@ -1,10 +1,21 @@
+import { watch } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import { inspectConfig } from './config/inspect.js';
 import type { Config } from './config/types.js';
 import { createLogger, exitAfterFlush, type Logger } from './log.js';
 import { createGateway, type Gateway } from './server.js';
 import { RedisTokenStore } from './tokens/store/redis.js';
 
-/** Serves a configuration until SIGTERM/SIGINT, then shuts down gracefully and exits 0. */
-export async function runGateway(config: Config, log: Logger = createLogger(config.log.level)): Promise<Gateway> {
+export interface RunOptions {
+  /** Reload when the configuration file changes, as on SIGHUP. */
+  watch?: boolean;
+}
+
+/**
+ * Serves a configuration until SIGTERM/SIGINT, then shuts down gracefully and exits 0. SIGHUP (and with
+ * `watch` a changed file) reloads the configuration file without a restart.
+ */
+export async function runGateway(config: Config, log: Logger = createLogger(config.log.level), options: RunOptions = {}): Promise<Gateway> {
   const gateway = createGateway(config, { log });
   if (gateway.store instanceof RedisTokenStore && !(await gateway.store.waitUntilReady(5000))) {
     log.warn('redis not reachable yet; serving anyway (token requests get 503 and /readyz says so until it is)');
@@ -38,5 +49,43 @@ export async function runGateway(config: Config, log: Logger = createLogger(conf
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  const reload = (why: string) => {
+    if (!stopping) reloadFrom(gateway, config.file, why, log);
+  };
+  process.on('SIGHUP', () => reload('SIGHUP'));
+  if (options.watch && config.file) watchFile(config.file, () => reload('file changed'), log);
   return gateway;
+}
+
+/**
+ * Reads the configuration file again, checked as a start would check it (the files it names
+ * included); a broken one is logged, every problem, and the configuration in force stays.
+ */
+export function reloadFrom(gateway: Gateway, file: string, why: string, log: Logger): boolean {
+  const { config, problems } = inspectConfig(file);
+  if (!config || problems.length > 0) {
+    log.error('configuration not reloaded; the one in force stays', { why, file, problems });
+    return false;
+  }
+  try {
+    const { restartNeeded } = gateway.reload(config);
+    log.info('configuration reloaded', { why, file, routes: config.routes.map((r) => r.path), upstreams: Object.keys(config.upstreams) });
+    if (restartNeeded.length > 0) log.warn('these settings changed but take effect only after a restart', { settings: restartNeeded });
+    return true;
+  } catch (err) {
+    log.error('configuration not reloaded; the one in force stays', { why, file, problems: [err instanceof Error ? err.message : String(err)] });
+    return false;
+  }
+}
+
+/** Editors replace a file rather than write it: watch its folder, and settle a burst of events first. */
+function watchFile(file: string, changed: () => void, log: Logger): void {
+  let timer: NodeJS.Timeout | undefined;
+  const name = basename(file);
+  const watcher = watch(dirname(file), { persistent: false }, (_event, which) => {
+    if (which !== null && which !== name) return;
+    clearTimeout(timer);
+    timer = setTimeout(changed, 100);
+  });
+  watcher.on('error', (err) => log.error('configuration file watch failed', { file, error: err.message }));
 }

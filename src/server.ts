@@ -5,34 +5,21 @@ import { createMetrics, type Metrics } from './admin/metrics.js';
 import { requestMetrics } from './admin/request-metrics.js';
 import { createAdminServer } from './admin/server.js';
 import { instrumentStore } from './admin/store-metrics.js';
-import { authenticate } from './auth/authenticate.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config/types.js';
-import { Credentials } from './credentials/credentials.js';
-import { Lockout } from './credentials/lockout.js';
-import { PasswordCheck } from './credentials/password-check.js';
+import type { Credentials } from './credentials/credentials.js';
+import type { Lockout } from './credentials/lockout.js';
 import { accessLog } from './http/access-log.js';
 import { clientErrorResponder } from './http/client-error.js';
-import { cors } from './http/cors.js';
 import { errorHandler } from './http/errors.js';
 import { handleExpectations } from './http/expect.js';
-import { health } from './http/health.js';
-import { openApi } from './http/openapi.js';
-import { isTokenPath, requestForm } from './http/request-form.js';
 import { readTlsOptions, watchCertificate } from './http/tls.js';
 import { requestId } from './http/request-id.js';
-import { HttpProblem } from './http/problem.js';
 import type { GatewayState } from './http/state.js';
 import { silentLogger, type Logger } from './log.js';
-import { Forwarder } from './proxy/forward.js';
-import { forwardToUpstream, matchRoute } from './proxy/gateway-routes.js';
-import { rateLimit } from './proxy/rate-limit.js';
-import { RouteTable } from './proxy/route-table.js';
-import { WebSocketProxy } from './proxy/websocket.js';
-import { AccessTokenCodec } from './tokens/access-token.js';
-import { loadKeys } from './tokens/keys.js';
-import { tokenRoutes } from './tokens/routes.js';
-import { TokenService } from './tokens/service.js';
+import { WebSocketProxy, type WebSocketDeps } from './proxy/websocket.js';
+import { buildRuntime, restartOnlyChanges, retireRuntime, type Runtime, type Shared } from './runtime.js';
+import type { TokenService } from './tokens/service.js';
 import { createStore } from './tokens/store/create.js';
 import type { TokenStore } from './tokens/store/types.js';
 
@@ -52,9 +39,18 @@ export interface Gateway {
   admin: Server | undefined;
   metrics: Metrics;
   store: TokenStore;
-  tokens: TokenService;
-  credentials: Credentials;
-  lockout: Lockout;
+  /** The parts of the configuration in force (they change with a reload). */
+  readonly tokens: TokenService;
+  readonly credentials: Credentials;
+  readonly lockout: Lockout;
+  readonly config: Config;
+  /**
+   * Takes a new configuration without a restart: routes, upstreams, users, keys, limits, CORS, log.access,
+   * trustProxy, timeouts. Requests in flight finish on the configuration they started with. Throws (and
+   * the old configuration stays in force) when the new one cannot be served. Returns the settings that
+   * changed but need a restart to take effect.
+   */
+  reload(config: Config): { restartNeeded: string[] };
   /** Listens on config.server (or the given port); resolves with the bound port. */
   listen(port?: number, host?: string): Promise<number>;
   /** Starts the admin listener on config.admin (or the given port); resolves with the bound port. */
@@ -77,39 +73,20 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   const timedStore = instrumentStore(store, metrics);
   const ping = () => timedStore.ping();
 
-  const keys = loadKeys(config.tokens);
-  const credentials = new Credentials(config.users, clock, log);
-  const lockout = new Lockout(timedStore, config.lockout, log);
-  const passwords = new PasswordCheck(credentials.verifier, lockout);
-  const codec = new AccessTokenCodec(keys, {
-    issuer: config.tokens.issuer,
-    audience: config.tokens.audience,
-    ttlSeconds: config.tokens.accessTtlSeconds,
-  }, clock);
-  const credentialVersion = (user: string) => credentials.verifier.credentialVersion(user);
-  const tokens = new TokenService(codec, timedStore, passwords, credentialVersion, {
-    accessTtlSeconds: config.tokens.accessTtlSeconds,
-    refreshTtlSeconds: config.tokens.refreshTtlSeconds,
-    refreshReuseGraceSeconds: config.tokens.refreshReuseGraceSeconds,
-  }, clock);
-  const forwarder = new Forwarder(config.upstreams, log, (upstream, kind) => metrics.upstreamErrors.inc({ upstream, kind }));
-  const routes = new RouteTable(config.routes, config.upstreams, config.rateLimit);
+  const shared: Shared = {
+    clock, log, store: timedStore, ping,
+    onUpstreamError: (upstream, kind) => metrics.upstreamErrors.inc({ upstream, kind }),
+  };
+  let current = buildRuntime(config, shared);
 
   const app = new Koa<GatewayState>({ proxy: config.server.trustProxy > 0, maxIpsCount: config.server.trustProxy });
   app.silent = true;
   app.use(requestId());
-  app.use(requestMetrics(metrics, (path) => routes.match(path)?.path));
-  if (config.log.access) app.use(accessLog(log));
+  app.use(requestMetrics(metrics, (path) => current.routes.match(path)?.path));
+  app.use(accessLog(log, () => current.config.log.access));
   app.use(errorHandler(log));
-  app.use(requestForm());
-  app.use(health(ping));
-  app.use(openApi(config));
-  app.use(cors(routes, config.tokens.cors));
-  app.use(onTokenPaths(tokenRoutes(tokens, config.server.bodyTimeoutMs).routes(), notATokenEndpoint));
-  app.use(authenticate(passwords, tokens));
-  app.use(matchRoute(routes));
-  app.use(rateLimit(timedStore, log));
-  app.use(forwardToUpstream(forwarder, config.server.trustProxy > 0));
+  // The rest of the way is the runtime's, picked up once: a reload mid-request does not change it.
+  app.use((ctx, next) => current.chain(ctx, next));
 
   const handle = app.callback();
   const serverOptions = {
@@ -125,46 +102,56 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   const stopWatchingCertificate = tls ? watchCertificate(server as HttpsServer, tls, log) : () => {};
   server.on('clientError', clientErrorResponder(log));
   handleExpectations(server, handle);
-  metrics.watch({ storePing: ping, bcryptPending: () => credentials.verifier.pendingVerifications });
+  metrics.watch({ storePing: ping, bcryptPending: () => current.credentials.verifier.pendingVerifications });
   const admin = config.admin === false ? undefined : createAdminServer(metrics, ping, log);
   const adminConfig = config.admin;
-  const websockets = new WebSocketProxy(config, {
-    server, app, passwords, tokens, store, routes, credentialVersion, log,
+  const websocketDeps = (rt: Runtime): WebSocketDeps => ({
+    server, app, passwords: rt.passwords, tokens: rt.tokens, store: timedStore, routes: rt.routes, log,
+    credentialVersion: (user) => rt.credentials.verifier.credentialVersion(user),
     countTunnel: (upstream, delta) => metrics.webSocketTunnels.inc({ upstream }, delta),
   });
+  const websockets = new WebSocketProxy(config, websocketDeps(current));
   server.on('upgrade', websockets.upgrade);
 
   return {
-    app, server, admin, metrics, store, tokens, credentials, lockout,
+    app, server, admin, metrics, store,
+    get tokens() {
+      return current.tokens;
+    },
+    get credentials() {
+      return current.credentials;
+    },
+    get lockout() {
+      return current.lockout;
+    },
+    get config() {
+      return current.config;
+    },
+    reload(next: Config) {
+      const previous = current;
+      const runtime = buildRuntime(next, shared, previous);
+      current = runtime;
+      app.proxy = next.server.trustProxy > 0;
+      app.maxIpsCount = next.server.trustProxy;
+      server.headersTimeout = next.server.headersTimeoutMs;
+      websockets.configure(next, websocketDeps(runtime));
+      retireRuntime(previous, runtime);
+      return { restartNeeded: restartOnlyChanges(config, next) };
+    },
     listen: (port = config.server.port, host = config.server.host) => listen(server, port, host),
     listenAdmin: (port, host) => {
       if (!admin || adminConfig === false) return Promise.reject(new Error('the admin listener is off (admin: false)'));
       metrics.collectProcessMetrics();
       return listen(admin, port ?? adminConfig.port, host ?? adminConfig.host);
     },
-    close: async (graceMs = config.server.shutdownGraceMs) => {
+    close: async (graceMs = current.config.server.shutdownGraceMs) => {
       stopWatchingCertificate();
       await Promise.all([closeServer(server, graceMs), admin ? closeServer(admin, graceMs) : undefined, websockets.close(graceMs)]);
-      forwarder.close();
-      credentials.close();
+      current.forwarder.close();
+      current.credentials.close();
       if (ownsStore) await store.close();
     },
   };
-}
-
-/**
- * Runs `middleware` only for token paths (see isTokenPath), so other requests skip the router's
- * matching; what it leaves unanswered there gets `fallback`, never the rest of the chain.
- */
-function onTokenPaths<C>(middleware: Koa.Middleware<GatewayState, C>, fallback: () => never): Koa.Middleware<GatewayState> {
-  return function scoped(ctx, next) {
-    // The router adds its own context members (params, router) when it runs.
-    return isTokenPath(ctx.path) ? middleware(ctx as Parameters<typeof middleware>[0], async () => fallback()) : next();
-  };
-}
-
-function notATokenEndpoint(): never {
-  throw new HttpProblem(404, 'not_found', 'not a token endpoint (create, refresh, revoke)');
 }
 
 function listen(server: Server | HttpsServer, port: number, host: string): Promise<number> {

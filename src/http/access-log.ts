@@ -9,8 +9,9 @@ const PROBES = new Set(['/healthz', '/readyz']);
  * gateway cannot tell apart), no userinfo and no raw request target that is not a plain path, no
  * header values. The user name is logged; the password and tokens never are. Health probes log at debug.
  */
-export function accessLog(log: Logger): GatewayMiddleware {
+export function accessLog(log: Logger, enabled: () => boolean = () => true): GatewayMiddleware {
   return async function logAccess(ctx, next) {
+    if (!enabled()) return next();
     const started = process.hrtime.bigint();
     const socket = ctx.req.socket;
     const bytesBefore = socket.bytesWritten;

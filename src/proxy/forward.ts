@@ -72,6 +72,9 @@ export type UpstreamErrorListener = (upstream: string, kind: UpstreamErrorKind) 
 export class Forwarder {
   private readonly proxy = httpProxy.createProxyServer({ xfwd: false, ws: false, selfHandleResponse: true });
   private readonly upstreams = new Map<string, Upstream>();
+  /** Exchanges not finished yet, so a retired Forwarder knows when its connections may go. */
+  private inFlight = 0;
+  private retired = false;
 
   constructor(upstreams: Record<string, UpstreamConfig>, private readonly log: Logger, private readonly onUpstreamError: UpstreamErrorListener = () => {}) {
     // Of http-proxy's incoming passes only `stream` (open the upstream request, pipe the body) runs.
@@ -100,9 +103,11 @@ export class Forwarder {
     const exchange: Exchange = { upstream, target, options, res, phase: Phase.Sending, connected: false, retried: false, outcome: {} };
     (req as Tagged)[EXCHANGE] = exchange;
     target.inFlight++;
+    this.inFlight++;
     return new Promise((resolve) => {
       res.once('close', () => {
         exchange.target.inFlight--;
+        if (--this.inFlight === 0 && this.retired) this.close();
         // The client left (or was cut) before the response finished: stop the upstream working for nobody.
         if (!res.writableFinished) {
           exchange.outcome.cut ??= 'client_closed';
@@ -118,6 +123,12 @@ export class Forwarder {
   close(): void {
     for (const u of this.upstreams.values()) u.pool.close();
     this.proxy.close();
+  }
+
+  /** A reload replaced this Forwarder: it closes its pools once the exchanges it still carries are done. */
+  retire(): void {
+    this.retired = true;
+    if (this.inFlight === 0) this.close();
   }
 
   private send(req: IncomingMessage, exchange: Exchange): void {

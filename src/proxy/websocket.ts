@@ -47,15 +47,31 @@ const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade',
  * socket, which is then closed. Other upgrades (h2c) are served as plain HTTP/1.1 requests.
  */
 export class WebSocketProxy {
-  private readonly chain: GatewayMiddleware[];
   private readonly tunnels: Tunnels;
   /** Each upstream's target URLs, taken in turn (a handshake is one request; the pool's health is the Forwarder's). */
   private readonly targets = new Map<string, { config: UpstreamConfig; urls: URL[]; next: number }>();
-  private readonly trustForwarded: boolean;
-  private readonly access: boolean;
+  private trustForwarded = false;
+  private access = false;
   private closing = false;
 
-  constructor(config: Config, private readonly deps: WebSocketDeps) {
+  private deps!: WebSocketDeps;
+  private chain: GatewayMiddleware[] = [];
+
+  constructor(config: Config, deps: WebSocketDeps) {
+    this.configure(config, deps);
+    // Read through this.deps at call time: a reload swaps them, open tunnels stay.
+    this.tunnels = new Tunnels({
+      onRevoked: (listener) => this.deps.store.onRevoked(listener),
+      verifyToken: (token) => this.deps.tokens.verifyAccessToken(token),
+      credentialVersion: (user) => this.deps.credentialVersion(user),
+      counted: (upstream, delta) => this.deps.countTunnel?.(upstream, delta),
+    }, deps.log, config.log.access);
+  }
+
+  /** Takes a (re)loaded configuration: new handshakes follow it, open tunnels run on. */
+  configure(config: Config, deps: WebSocketDeps): void {
+    this.deps = deps;
+    this.targets.clear();
     for (const [name, u] of Object.entries(config.upstreams)) this.targets.set(name, { config: u, urls: u.targets.map((t) => new URL(t)), next: 0 });
     this.trustForwarded = config.server.trustProxy > 0;
     this.access = config.log.access;
@@ -70,12 +86,6 @@ export class WebSocketProxy {
       allowOrigin,
       rateLimit(deps.store, deps.log),
     ];
-    this.tunnels = new Tunnels({
-      onRevoked: (listener) => deps.store.onRevoked(listener),
-      verifyToken: (token) => deps.tokens.verifyAccessToken(token),
-      credentialVersion: deps.credentialVersion,
-      counted: deps.countTunnel,
-    }, deps.log, config.log.access);
   }
 
   /** For `server.on('upgrade', …)`: never throws, never leaves the socket open on an error. */
