@@ -3,6 +3,7 @@ import type { LoadOutput, LoadSpec } from './load.js';
 import type { PacedOutput, PacedSpec } from './paced.js';
 import { cpuMs, runJson } from './procs.js';
 import { median, round, type LoadResult } from './stats.js';
+import { runWrk, type Loader } from './wrk.js';
 
 export const SCENARIOS = ['bearer', 'basic', 'latency', 'tokens', 'flood', 'soak'] as const;
 export type ScenarioId = (typeof SCENARIOS)[number];
@@ -14,10 +15,14 @@ export interface Params {
   scenarios: ScenarioId[];
   soakRequests: number;
   profile: boolean;
+  /** The load generator asked for; wrk falls back to autocannon when it cannot be had. */
+  loader: 'wrk' | 'autocannon';
 }
 
 export interface Bench {
   params: Params;
+  /** What drives the fixed-request throughput runs (wrk, or autocannon and why). */
+  loader: Loader;
   floor: string;
   gateway: string;
   gatewayPid: number;
@@ -65,10 +70,23 @@ export interface CpuPerRequest {
   redisUs: number;
 }
 
-/** One autocannon run (in a child process) against the floor or the gateway. */
-export async function load(b: Bench, target: Target, spec: Omit<LoadSpec, 'origin' | 'connections'> & { connections?: number }): Promise<LoadOutput & { cpu: CpuPerRequest }> {
+export type LoadRequest = Omit<LoadSpec, 'origin' | 'connections'> & {
+  connections?: number;
+  /** autocannon even when wrk is there (the token scenarios keep one generator for all their rows). */
+  autocannon?: boolean;
+};
+
+/**
+ * One closed-loop run against a process: wrk for a fixed request for a duration, autocannon (in a
+ * child process) for per-connection state (refresh, create), a request count (the soak), or when wrk
+ * is not available. The result says which one ran.
+ */
+export async function load(b: Bench, target: Target, request: LoadRequest): Promise<LoadOutput & { cpu: CpuPerRequest; loader: 'wrk' | 'autocannon' }> {
+  const { autocannon, ...spec } = request;
   const full: LoadSpec = { connections: b.params.connections, duration: b.params.duration, ...spec, origin: target === 'floor' ? b.floor : b.gateway };
-  return measured(b, target, () => runJson<LoadOutput>('load', full));
+  const wrk = b.loader.kind === 'wrk' && !autocannon && !full.amount && (full.mode ?? 'fixed') === 'fixed';
+  const out = await measured(b, target, () => (wrk ? runWrk(full) : runJson<LoadOutput>('load', full)));
+  return { ...out, loader: wrk ? 'wrk' : 'autocannon' };
 }
 
 /** One open-loop fixed-rate run (in a child process). */

@@ -21,6 +21,7 @@ export async function soakScenario(b: Bench): Promise<Row> {
   const notes: string[] = [];
   let done = 0;
   for (const [s, amount] of sizes.entries()) {
+    // A request count, so autocannon (wrk only stops on time); RSS is the measure here, not throughput.
     const seg = await load(b, 'gateway', { path: LIST_PATH, headers: { authorization: b.bearer }, amount });
     notes.push(...problems(`segment ${s + 1}`, seg));
     done += seg.total;
