@@ -53,6 +53,10 @@ export interface Row {
   p99: number | null;
   floorRps: number | null;
   ratio: number | null;
+  /** CPU time (user + system) of the process under test per response, µs; the floor's in the same run; their ratio. */
+  cpuUs: number | null;
+  floorCpuUs: number | null;
+  cpuRatio: number | null;
   /** Shown instead of the ratio when the comparison is not a quotient (latency, soak). */
   ratioText?: string;
   target: string;

@@ -149,8 +149,9 @@ async function main(): Promise<void> {
 
     const out = [
       '', markdownTable(rows), '', provenance(results), '',
-      `Notes: ${params.connections} connections; ${params.rounds} round(s) of ${params.duration} s, floor and gateway alternating; medians of the rounds; ` +
-        `the ratio is the median of per-round gateway/floor ratios. Load: ${loaderText(loader)}.` +
+      `Notes: ${params.connections} connections; ${params.rounds} round(s) of ${params.duration} s, floor and the process under test alternating; medians of the rounds; ` +
+        'both ratios are medians of per-round ratios to the floor. CPU: user + system time of the process under test per response, from /proc/PID/stat. ' +
+        `Load: ${loaderText(loader)}.` +
         (params.scenarios.includes('latency') ? ' Latency: open-loop pacer (node:http), latency from hand-off to the agent.' : '') +
         (params.scenarios.includes('flood') ? ` Flood: a new user name per wrong password, all from one client (127.0.0.1) under the default brute-force policy (an address bursts ${ADDRESS_BURST} failures, then one check per 2 s): past it, cheap 429s.` : ''),
       ...rows.flatMap((r) => r.notes.map((n) => `- ${r.id}: ${n}`)),
