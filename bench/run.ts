@@ -1,22 +1,25 @@
-// npm run bench [-- --duration S --connections N --rounds N --scenarios a,b --soak-requests N --profile]
+// npm run bench [-- --duration S --connections N --rounds N --scenarios a,b --soak-requests N --profile --loader wrk|autocannon]
 // Starts a cheap upstream, the floor (bare http-proxy) and the gateway on the redis store against a
-// redis-server of its own, drives them with wrk (autocannon where a run needs per-connection state or a
-// request count, or when wrk cannot be had), writes bench/results.json and prints a markdown table.
-// Everything listens on and is sent to 127.0.0.1 only.
+// redis-server of its own (and, for their scenarios, a Koa passthrough and gateway variants), drives
+// them with wrk (autocannon where a run needs per-connection state or a request count, or when wrk
+// cannot be had), writes bench/results.json and prints a markdown table. Everything listens on and is
+// sent to 127.0.0.1 only.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { SCENARIOS, load, type Bench, type Params, type Row, type ScenarioId } from './context.js';
-import { BASIC_USER, basicHeader, createTokens, LIST_PATH, ADDRESS_BURST, startGateway, USER, writeGatewayFiles } from './gateway.js';
+import { SCENARIOS, type Bench, type Params, type Row, type ScenarioId } from './context.js';
+import { BASIC_USER, basicHeader, createTokens, ADDRESS_BURST, startGateway, USER, writeGatewayFiles } from './gateway.js';
 import { killAllNow, rssMb, startRedis, startService, stopAll, stopChild } from './procs.js';
 import { newestProfile, profileTable, summarizeProfile } from './profile.js';
 import { machine, markdownTable, provenance, writeResults, type Results } from './report.js';
 import { round } from './stats.js';
 import { soakScenario } from './soak.js';
 import { tokensScenario } from './tokens.js';
+import { warmUp } from './throughput.js';
 import { basicScenario, bearerScenario, floodScenario, latencyScenario } from './traffic.js';
+import { accessLogScenario, frameworkScenario, rateLimitScenario } from './variants.js';
 import { ensureWrk } from './wrk.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -88,6 +91,7 @@ async function main(): Promise<void> {
     const pair = await createTokens(gw.origin, USER, setup.password);
     const b: Bench = {
       params, loader, floor: `http://127.0.0.1:${floor.port}`, gateway: gw.origin, gatewayPid: gw.child.pid!,
+      upstream: `http://127.0.0.1:${upstream.port}`, redisUrl: redis.url, gatewaySetup: setup,
       floorPid: floor.child.pid!, upstreamPid: upstream.child.pid!, redisPid: redis.child.pid!,
       bearer: `Bearer ${pair.accessToken}`, basic: basicHeader(BASIC_USER, setup.password), password: setup.password,
       createUsers, nextCreateUser: 0, gatewayRequests: 0, log,
@@ -95,9 +99,8 @@ async function main(): Promise<void> {
     log(`bench: upstream :${upstream.port} (${String(upstream.info.bytes)} B body), floor :${floor.port}, gateway :${new URL(gw.origin).port} (pid ${b.gatewayPid}), ${redis.url}`);
 
     // Warm-up, not recorded: JIT, connection pools, the Lua scripts.
-    const warm = Math.min(2, params.duration);
-    await load(b, 'floor', { path: LIST_PATH, headers: { authorization: b.bearer }, duration: warm });
-    await load(b, 'gateway', { path: LIST_PATH, headers: { authorization: b.bearer }, duration: warm });
+    await warmUp(b, 'floor', b.bearer);
+    await warmUp(b, 'gateway', b.bearer);
 
     const rows: Row[] = [];
     // RSS of the gateway and the machine's 1-minute load average after each step (others' work skews results).
@@ -105,7 +108,8 @@ async function main(): Promise<void> {
     const checkpoint = async (after: string) => rss.push({ after, gatewayRequests: b.gatewayRequests, rssMb: round(await rssMb(b.gatewayPid), 1), loadavg1: round(loadavg()[0]!, 2) });
     await checkpoint('warm-up');
     const runners: Record<ScenarioId, () => Promise<Row | Row[]>> = {
-      bearer: () => bearerScenario(b), basic: () => basicScenario(b), latency: () => latencyScenario(b),
+      framework: () => frameworkScenario(b), bearer: () => bearerScenario(b), basic: () => basicScenario(b),
+      'bearer-log': () => accessLogScenario(b), 'bearer-ratelimit': () => rateLimitScenario(b), latency: () => latencyScenario(b),
       tokens: () => tokensScenario(b), flood: () => floodScenario(b), soak: () => soakScenario(b),
     };
     for (const id of params.scenarios) {
