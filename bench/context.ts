@@ -45,6 +45,8 @@ export interface Bench {
   /** The floor's and the gateway's median maximum bearer rates (set by the bearer scenario, or measured by latency). */
   floorMax?: number;
   gatewayMax?: number;
+  /** The Koa passthrough's median CPU per request (set by the framework scenario), to tell the chain's cost apart. */
+  koaCpuUs?: number;
   /** Requests sent to the gateway so far by load children. */
   gatewayRequests: number;
   log(line: string): void;

@@ -36,6 +36,7 @@ export async function againstFloor(b: Bench, id: string, scenario: string, targe
   const ratio = med(rounds.map((x) => x.ratio), 3);
   const cpuRatio = med(rounds.map((x) => x.cpuRatio), 2);
   const redisUs = med(rounds.map((x) => x.proxy.cpu.redisUs), 0);
+  const cpuUs = med(rounds.map((x) => x.proxy.cpu.proxyUs), 0);
   const met = goal === null ? null
     : failures.length === 0 && ratio >= goal.ratio && (goal.cpuRatio === undefined || cpuRatio <= goal.cpuRatio);
   return {
@@ -45,7 +46,7 @@ export async function againstFloor(b: Bench, id: string, scenario: string, targe
     p99: med(rounds.map((x) => x.proxy.p99)),
     floorRps: med(rounds.map((x) => x.floor.rps), 0),
     ratio,
-    cpuUs: med(rounds.map((x) => x.proxy.cpu.proxyUs), 0),
+    cpuUs,
     floorCpuUs: med(rounds.map((x) => x.floor.cpu.proxyUs), 0),
     cpuRatio,
     target: goalText(goal),
@@ -54,6 +55,8 @@ export async function againstFloor(b: Bench, id: string, scenario: string, targe
       `floor p50 ${med(rounds.map((x) => x.floor.p50))} ms, p99 ${med(rounds.map((x) => x.floor.p99))} ms; ` +
         `CPU per request besides the proxy: upstream ${med(rounds.map((x) => x.floor.cpu.upstreamUs), 0)} µs` +
         (redisUs > 0 ? `, redis-server ${redisUs} µs` : '') + `; load by ${rounds[0]?.proxy.loader ?? '?'}`,
+      // What the gateway's own chain costs: the framework and the proxy are in the Koa passthrough too.
+      ...(b.koaCpuUs === undefined ? [] : [`CPU per request over the Koa passthrough's (${b.koaCpuUs} µs, same run): ${cpuUs - b.koaCpuUs >= 0 ? '+' : ''}${cpuUs - b.koaCpuUs} µs`]),
       ...failures,
     ],
     details: { goal, rounds },

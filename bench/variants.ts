@@ -18,7 +18,9 @@ export async function frameworkScenario(b: Bench): Promise<Row> {
   try {
     const proc: Proc = { name: 'koa', origin: `http://127.0.0.1:${koa.port}`, pid: koa.child.pid! };
     await warmUp(b, proc, b.bearer);
-    return await againstFloor(b, 'framework', 'Koa + http-proxy passthrough, one middleware, no auth (reference: what the framework costs)', proc, b.bearer, null);
+    const row = await againstFloor(b, 'framework', 'Koa + http-proxy passthrough, one middleware, no auth (reference: what the framework costs)', proc, b.bearer, null);
+    b.koaCpuUs = row.cpuUs!;
+    return row;
   } finally {
     await stopChild(koa.child);
   }
