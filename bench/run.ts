@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { SCENARIOS, type Bench, type Params, type Row, type ScenarioId } from './context.js';
 import { BASIC_USER, basicHeader, createTokens, ADDRESS_BURST, startGateway, USER, writeGatewayFiles } from './gateway.js';
-import { killAllNow, rssMb, startRedis, startService, stopAll, stopChild } from './procs.js';
+import { killAllNow, rssMb, settle, startRedis, startService, stopAll, stopChild } from './procs.js';
 import { newestProfile, profileTable, summarizeProfile } from './profile.js';
 import { machine, markdownTable, provenance, writeResults, type Results } from './report.js';
 import { round } from './stats.js';
@@ -114,6 +114,7 @@ async function main(): Promise<void> {
     };
     for (const id of params.scenarios) {
       const t0 = Date.now();
+      if (!(await settle(b.gatewayPid))) log(`bench: WARNING the gateway is still busy 10 s after the last scenario`);
       log(`bench: ${id} …`);
       const out = await runners[id]();
       rows.push(...(Array.isArray(out) ? out : [out]));

@@ -2,7 +2,7 @@
 // raw bcrypt verify rate measured in the same run, at the same concurrency, alternating rounds.
 import { CREATE_USER_PREFIX, createTokens, USER } from './gateway.js';
 import { fmtLatency, load, med, pair, problems, type Bench, type CpuPerRequest, type Row } from './context.js';
-import { runJson } from './procs.js';
+import { runJson, settle } from './procs.js';
 
 const REFRESH_TARGET = 3000;
 const CREATE_TARGET = 0.8;
@@ -42,6 +42,9 @@ export async function tokensScenario(b: Bench): Promise<Row[]> {
     if ((cold.usersUsed ?? 0) >= left) notes.create.push(`round ${r + 1}: ran out of distinct users (${left})`);
     create.push({ gateway: cold, raw, ratio: cold.rps / raw.rate });
     b.log(`  create round ${r + 1}: gateway ${fmtLatency(cold)} | raw bcrypt verify ${raw.rate.toFixed(0)}/s | ratio ${(cold.rps / raw.rate).toFixed(3)}`);
+
+    // The bcrypts queued when the create load stopped finish first, or they would count against the next runs.
+    if (!(await settle(b.gatewayPid))) notes.cached.push(`round ${r + 1}: the gateway was still busy 10 s after the create run`);
 
     // Create again and again with the same credentials: the verified-credential cache answers.
     const same = await load(b, 'gateway', {

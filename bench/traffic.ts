@@ -3,7 +3,7 @@
 import { call, LIST_PATH, ADDRESS_BURST } from './gateway.js';
 import { fmtLatency, load, med, paced, pair, problems, type Bench, type CpuPerRequest, type Row } from './context.js';
 import type { PacedOutput } from './paced.js';
-import { runJson } from './procs.js';
+import { runJson, settle } from './procs.js';
 import { againstFloor, type Goal } from './throughput.js';
 
 /** Issue 12: the gateway with cached credentials and no access log, against a bare passthrough. */
@@ -100,7 +100,7 @@ export async function floodScenario(b: Bench): Promise<Row> {
       flood!.kill('SIGTERM');
       const attacker = await floodRun;
       b.gatewayRequests += attacker.total;
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      await settle(b.gatewayPid); // the flood's last bcrypts, before the next run
       return { bearer, attacker };
     });
     notes.push(...problems(`round ${r + 1} no flood`, quiet), ...problems(`round ${r + 1} flood`, flooded.bearer));
