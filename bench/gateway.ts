@@ -4,7 +4,7 @@ import { hashSync } from '../src/credentials/bcrypt.js';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, openSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
+import { request, type IncomingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, spawnTracked, waitFor } from './procs.js';
@@ -23,14 +23,26 @@ export const ADDRESS_BURST = 10;
 
 export interface GatewaySetup {
   dir: string;
+  upstreamPort: number;
   configFile: string;
+  /** The gateway's stdout and stderr: warnings, and the access log when it is on. */
   logFile: string;
   password: string;
   /** Users bench-u0 … bench-u(N-1), all with the bench password: every token create costs one bcrypt. */
   createUsers: number;
 }
 
-/** Writes the htpasswd (cost-10 bcrypt) and the YAML the gateway is started with. */
+/** What a gateway process of the bench is configured with beyond the defaults (access log off, no rate limit). */
+export interface GatewayVariant {
+  /** Names the config and log files: gateway-NAME.yaml, gateway-NAME.log. */
+  name: string;
+  /** `log: { level: info, access: true }`: one JSON line per request to stdout, a file here. */
+  accessLog?: boolean;
+  /** A global `rateLimit`: every proxied request costs one Redis round trip (GCRA script). */
+  rateLimit?: { requests: number; windowSeconds: number };
+}
+
+/** Writes the htpasswd (cost-10 bcrypt) and the YAML of the main gateway (access log off, no rate limit). */
 export function writeGatewayFiles(dir: string, upstreamPort: number, createUsers: number): GatewaySetup {
   const password = randomBytes(12).toString('base64url');
   const hash = hashSync(password, { cost: 10 });
@@ -39,7 +51,21 @@ export function writeGatewayFiles(dir: string, upstreamPort: number, createUsers
   for (let i = 0; i < createUsers; i++) lines.push(`${CREATE_USER_PREFIX}${i}:${hash}`);
   writeFileSync(join(dir, 'users.htpasswd'), lines.join('\n') + '\n');
   const configFile = join(dir, 'gateway.yaml');
-  writeFileSync(configFile, `# written by bench/run.ts
+  writeFileSync(configFile, configYaml(upstreamPort, { name: 'main' }));
+  return { dir, upstreamPort, configFile, logFile: join(dir, 'gateway.log'), password, createUsers };
+}
+
+/** Another gateway configuration next to the main one: same users and upstream, its own YAML and log file. */
+export function writeVariantFiles(setup: GatewaySetup, variant: GatewayVariant): GatewaySetup {
+  const configFile = join(setup.dir, `gateway-${variant.name}.yaml`);
+  writeFileSync(configFile, configYaml(setup.upstreamPort, variant));
+  return { ...setup, configFile, logFile: join(setup.dir, `gateway-${variant.name}.log`) };
+}
+
+function configYaml(upstreamPort: number, variant: GatewayVariant): string {
+  const log = variant.accessLog ? '{ level: info, access: true }' : '{ level: warn, access: false }';
+  const limit = variant.rateLimit ? `rateLimit: { requests: ${variant.rateLimit.requests}, windowSeconds: ${variant.rateLimit.windowSeconds} }\n` : '';
+  return `# written by bench/run.ts (${variant.name})
 server: { host: 127.0.0.1, port: 8080, trustProxy: false, shutdownGraceMs: 1000 }
 store: { kind: redis, url: "\${REDIS_URL}" }
 users: { htpasswd: users.htpasswd, cacheTtlSeconds: 300 }
@@ -48,14 +74,13 @@ tokens:
   audience: auth-gateway
   signing: { alg: HS256, secret: "\${GATEWAY_JWT_SECRET}" }
 lockout: { maxFailuresPerUser: 10, addressBurst: ${ADDRESS_BURST}, addressFailuresPerMinute: 30, windowSeconds: 900 }
-upstreams:
+${limit}upstreams:
   conversations: { url: "http://127.0.0.1:${upstreamPort}", timeouts: { responseMs: 10000 } }
 routes:
   - { path: /v1/conversations, upstream: conversations, paging: { sortable: [campaignId] } }
-log: { level: warn, access: false }
+log: ${log}
 admin: { host: 127.0.0.1, port: 0 }
-`);
-  return { dir, configFile, logFile: join(dir, 'gateway.log'), password, createUsers };
+`;
 }
 
 /** Starts `node dist/src/main.js serve --config FILE` and waits for /healthz. */
@@ -78,6 +103,7 @@ export async function startGateway(setup: GatewaySetup, redisUrl: string, profil
 
 export interface Reply {
   status: number;
+  headers: IncomingHttpHeaders;
   body: string;
   ms: number;
 }
@@ -91,7 +117,7 @@ export function call(origin: string, method: string, path: string, headers: Reco
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (d: string) => (text += d));
-      res.once('end', () => resolve({ status: res.statusCode ?? 0, body: text, ms: performance.now() - started }));
+      res.once('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text, ms: performance.now() - started }));
     });
     req.setTimeout(15_000, () => req.destroy(new Error(`${method} ${path} timed out`)));
     req.once('error', reject);

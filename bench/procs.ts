@@ -152,6 +152,24 @@ export async function cpuMs(pid: number): Promise<number> {
   }
 }
 
+/**
+ * Waits until a process is idle (at most one clock tick of CPU in 200 ms), for at most timeoutMs; false
+ * when it never was. A load can leave work queued behind it (bcrypt verifications still running after
+ * the client hung up), and that must not be billed to the next run's CPU per request.
+ */
+export async function settle(pid: number, timeoutMs = 10_000): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  let last = await cpuMs(pid);
+  if (Number.isNaN(last)) return true; // no /proc: nothing to measure, nothing to wait for
+  while (Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 200));
+    const now = await cpuMs(pid);
+    if (now - last <= 1000 / CLOCK_TICKS_PER_SECOND) return true;
+    last = now;
+  }
+  return false;
+}
+
 /** VmRSS of a process in MB, from /proc (Linux); NaN elsewhere. */
 export async function rssMb(pid: number): Promise<number> {
   return (await memory(pid)).rssMb;

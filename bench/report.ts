@@ -19,12 +19,17 @@ export function machine(): Results['machine'] {
 
 const num = (v: number | null, digits = 0) => (v === null || Number.isNaN(v) ? '—' : digits ? v.toFixed(digits) : Math.round(v).toLocaleString('en-US'));
 
+/**
+ * Throughput and CPU per request side by side, each with its ratio to the floor of the same run; then
+ * latency and the target. Rows that compare with something else than the floor say so in the scenario.
+ */
 export function markdownTable(rows: Row[]): string {
-  const head = '| scenario | req/s | p50 ms | p99 ms | floor req/s | ratio | target | met? |\n|---|---:|---:|---:|---:|---:|---|:---:|';
+  const head = '| scenario | req/s | floor req/s | ratio | CPU µs/req | floor CPU µs/req | CPU ratio | p50 ms | p99 ms | target | met? |\n' +
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---|:---:|';
   const lines = rows.map((r) => {
     const ratio = r.ratioText ?? (r.ratio === null ? '—' : r.ratio.toFixed(3));
     const met = r.met === null ? '—' : r.met ? 'yes' : '**no**';
-    return `| ${r.scenario} | ${num(r.rps)} | ${num(r.p50, 2)} | ${num(r.p99, 2)} | ${num(r.floorRps)} | ${ratio} | ${r.target} | ${met} |`;
+    return `| ${r.scenario} | ${num(r.rps)} | ${num(r.floorRps)} | ${ratio} | ${num(r.cpuUs)} | ${num(r.floorCpuUs)} | ${num(r.cpuRatio, 2)} | ${num(r.p50, 2)} | ${num(r.p99, 2)} | ${r.target} | ${met} |`;
   });
   return [head, ...lines].join('\n');
 }

@@ -21,6 +21,7 @@ export async function soakScenario(b: Bench): Promise<Row> {
   const notes: string[] = [];
   let done = 0;
   for (const [s, amount] of sizes.entries()) {
+    // A request count, so autocannon (wrk only stops on time); RSS is the measure here, not throughput.
     const seg = await load(b, 'gateway', { path: LIST_PATH, headers: { authorization: b.bearer }, amount });
     notes.push(...problems(`segment ${s + 1}`, seg));
     done += seg.total;
@@ -44,6 +45,9 @@ export async function soakScenario(b: Bench): Promise<Row> {
     p99: med(segments.map((x) => x.p99)),
     floorRps: null,
     ratio: null,
+    cpuUs: med(segments.map((x) => x.cpu.proxyUs), 0),
+    floorCpuUs: null,
+    cpuRatio: null,
     ratioText: `RSS ${start.rssMb} → ${last.rssMb} MB`,
     target: `peak RSS < ${RSS_LIMIT_MB} MB, growth ≤ ${GROWTH_TOLERANCE_MB} MB`,
     met: notes.length === 0 && peak < RSS_LIMIT_MB && growth <= GROWTH_TOLERANCE_MB,

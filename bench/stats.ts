@@ -11,6 +11,8 @@ export interface LoadResult {
   p90: number;
   p99: number;
   max: number;
+  /** Mean latency, when the load generator reports it (wrk). */
+  mean?: number;
   non2xx: number;
   errors: number;
   timeouts: number;

@@ -1,0 +1,67 @@
+// Processes other than the main gateway, each started for its own scenario, measured against the
+// floor in the same run, and stopped: the Koa reference (what the framework costs) and the gateway
+// with the access log on or a rate limit on (what each feature costs on top of the default config).
+import { readFileSync } from 'node:fs';
+import type { Bench, Proc, Row } from './context.js';
+import { call, createTokens, LIST_PATH, startGateway, USER, writeVariantFiles, type GatewayVariant } from './gateway.js';
+import { rssMb, startService, stopChild } from './procs.js';
+import { againstFloor, warmUp, type Goal } from './throughput.js';
+
+/** Issue 12's goals for the gateway with one feature on. */
+const ACCESS_LOG_GOAL: Goal = { ratio: 0.8 };
+const RATE_LIMIT_GOAL: Goal = { ratio: 0.75 };
+/** Far above any rate one machine reaches in a minute: every request pays the Redis round trip, none is refused. */
+const NEVER_REACHED = { requests: 10_000_000, windowSeconds: 60 };
+
+export async function frameworkScenario(b: Bench): Promise<Row> {
+  const koa = await startService('koa-floor', [b.upstream]);
+  try {
+    const proc: Proc = { name: 'koa', origin: `http://127.0.0.1:${koa.port}`, pid: koa.child.pid! };
+    await warmUp(b, proc, b.bearer);
+    const row = await againstFloor(b, 'framework', 'Koa + http-proxy passthrough, one middleware, no auth (reference: what the framework costs)', proc, b.bearer, null);
+    b.koaCpuUs = row.cpuUs!;
+    return row;
+  } finally {
+    await stopChild(koa.child);
+  }
+}
+
+export async function accessLogScenario(b: Bench): Promise<Row> {
+  const variant: GatewayVariant = { name: 'access-log', accessLog: true };
+  return gatewayVariant(b, variant, 'bearer-log', 'Bearer GET /v1/conversations, access log on (JSON lines to a file)', ACCESS_LOG_GOAL, (row, logFile) => {
+    const log = readFileSync(logFile);
+    let lines = 0;
+    for (let i = log.indexOf(10); i >= 0; i = log.indexOf(10, i + 1)) lines++;
+    row.notes.unshift(`access log: stdout redirected to a file, as an operator runs it; ${lines} lines (warm-up included), ${Math.round(log.length / Math.max(1, lines))} B a line`);
+  });
+}
+
+export async function rateLimitScenario(b: Bench): Promise<Row> {
+  const variant: GatewayVariant = { name: 'rate-limit', rateLimit: NEVER_REACHED };
+  return gatewayVariant(b, variant, 'bearer-ratelimit', 'Bearer GET /v1/conversations, rate limit on (one Redis round trip)', RATE_LIMIT_GOAL, (row) => {
+    row.notes.unshift(`rateLimit ${NEVER_REACHED.requests} requests / ${NEVER_REACHED.windowSeconds} s: each request is counted in Redis, none refused`);
+  });
+}
+
+/** A gateway process of its own config; its own token too, since every gateway process signs with its own key. */
+async function gatewayVariant(b: Bench, variant: GatewayVariant, id: string, scenario: string, goal: Goal, annotate: (row: Row, logFile: string) => void): Promise<Row> {
+  const setup = writeVariantFiles(b.gatewaySetup, variant);
+  const gw = await startGateway(setup, b.redisUrl);
+  try {
+    const { accessToken } = await createTokens(gw.origin, USER, b.password);
+    const bearer = `Bearer ${accessToken}`;
+    const check = await call(gw.origin, 'GET', LIST_PATH, { authorization: bearer });
+    const limited = check.headers['ratelimit-limit'] !== undefined;
+    if (check.status !== 200 || limited !== Boolean(variant.rateLimit)) {
+      throw new Error(`${id}: the variant gateway answered ${check.status}${limited ? ' with' : ' without'} RateLimit headers; see ${setup.logFile}`);
+    }
+    const proc: Proc = { name: id, origin: gw.origin, pid: gw.child.pid! };
+    await warmUp(b, proc, bearer);
+    const row = await againstFloor(b, id, scenario, proc, bearer, goal);
+    annotate(row, setup.logFile);
+    row.notes.push(`RSS of this gateway process after its rounds: ${(await rssMb(proc.pid)).toFixed(1)} MB`);
+    return row;
+  } finally {
+    await stopChild(gw.child, 10_000);
+  }
+}
