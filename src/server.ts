@@ -2,19 +2,18 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import Koa from 'koa';
 import { createMetrics, type Metrics } from './admin/metrics.js';
-import { requestMetrics } from './admin/request-metrics.js';
+import { requestCounter } from './admin/request-metrics.js';
 import { createAdminServer } from './admin/server.js';
 import { instrumentStore } from './admin/store-metrics.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config/types.js';
 import type { Credentials } from './credentials/credentials.js';
 import type { Lockout } from './credentials/lockout.js';
-import { accessLog } from './http/access-log.js';
 import { clientErrorResponder } from './http/client-error.js';
 import { errorHandler } from './http/errors.js';
 import { handleExpectations } from './http/expect.js';
 import { readTlsOptions, watchCertificate } from './http/tls.js';
-import { requestId } from './http/request-id.js';
+import { observe } from './http/observe.js';
 import type { GatewayState } from './http/state.js';
 import { silentLogger, type Logger } from './log.js';
 import { WebSocketProxy, type WebSocketDeps } from './proxy/websocket.js';
@@ -81,9 +80,11 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
 
   const app = new Koa<GatewayState>({ proxy: config.server.trustProxy > 0, maxIpsCount: config.server.trustProxy });
   app.silent = true;
-  app.use(requestId());
-  app.use(requestMetrics(metrics, (path) => current.routes.match(path)?.path));
-  app.use(accessLog(log, () => current.config.log.access));
+  app.use(observe({
+    count: requestCounter(metrics, (path) => current.routes.match(path)?.path),
+    log,
+    accessLog: () => current.config.log.access,
+  }));
   app.use(errorHandler(log));
   // The rest of the way is the runtime's, picked up once: a reload mid-request does not change it.
   app.use((ctx, next) => current.chain(ctx, next));

@@ -15,14 +15,19 @@ export function instrumentStore<S extends TokenStore>(store: S, metrics: Metrics
       let wrapper = timed.get(property);
       if (!wrapper) {
         const command = property;
+        // The labelled children, looked up once: a call costs two clock reads and one observe.
+        const ok = metrics.storeCommandDuration.labels({ command, result: 'ok' });
+        const failed = metrics.storeCommandDuration.labels({ command, result: 'error' });
+        const method = value as (...a: unknown[]) => unknown;
         wrapper = function timedCall(...args: unknown[]): unknown {
-          const started = process.hrtime.bigint();
-          const observe = (result: 'ok' | 'error') =>
-            metrics.storeCommandDuration.observe({ command, result }, Number(process.hrtime.bigint() - started) / 1e9);
-          const out: unknown = (Reflect.get(target, command) as (...a: unknown[]) => unknown).apply(target, args);
+          const started = performance.now();
+          const out: unknown = method.apply(target, args);
           if (out instanceof Promise) {
-            return out.then((v: unknown) => (observe('ok'), v), (err: unknown) => {
-              observe('error');
+            return out.then((v: unknown) => {
+              ok.observe((performance.now() - started) / 1000);
+              return v;
+            }, (err: unknown) => {
+              failed.observe((performance.now() - started) / 1000);
               throw err;
             });
           }

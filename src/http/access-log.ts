@@ -1,5 +1,5 @@
 import type { Logger } from '../log.js';
-import type { GatewayContext, GatewayMiddleware } from './state.js';
+import type { GatewayContext } from './state.js';
 
 const PROBES = new Set(['/healthz', '/readyz']);
 
@@ -8,11 +8,10 @@ const PROBES = new Set(['/healthz', '/readyz']);
  * carries a secret: no query string (its values can be tokens, e-mail addresses or anything else the
  * gateway cannot tell apart), no userinfo and no raw request target that is not a plain path, no
  * header values. The user name is logged; the password and tokens never are. Health probes log at debug.
+ * Call `begin` as the request arrives and the returned function once the chain is done.
  */
-export function accessLog(log: Logger, enabled: () => boolean = () => true): GatewayMiddleware {
-  return async function logAccess(ctx, next) {
-    if (!enabled()) return next();
-    const started = process.hrtime.bigint();
+export function accessLine(log: Logger): (ctx: GatewayContext, started: number) => () => void {
+  return (ctx, started) => {
     const socket = ctx.req.socket;
     const bytesBefore = socket.bytesWritten;
     const write = () => {
@@ -30,18 +29,16 @@ export function accessLog(log: Logger, enabled: () => boolean = () => true): Gat
         route: ctx.state.route?.path,
         upstream: ctx.state.route?.upstream,
         bytes: socket.bytesWritten - bytesBefore,
-        ms: Number(process.hrtime.bigint() - started) / 1e6,
+        ms: performance.now() - started,
       };
       if (PROBES.has(line.path)) log.debug('request', line);
       else log.info('request', line);
     };
-    try {
-      await next();
-    } finally {
-      // A proxied response is over by now; one the gateway answers itself is written after this returns.
+    return () => {
+      // A proxied response is over by now; one the gateway answers itself is written after the chain returns.
       if (ctx.respond === false || ctx.res.writableFinished || ctx.res.destroyed) write();
       else ctx.res.once('close', write);
-    }
+    };
   };
 }
 

@@ -2,7 +2,8 @@ import type { ServerResponse } from 'node:http';
 import type { CorsPolicy } from '../config/types.js';
 import type { RouteTable } from '../proxy/route-table.js';
 import { HttpProblem } from './problem.js';
-import type { GatewayMiddleware } from './state.js';
+import type { Next } from 'koa';
+import type { GatewayContext, GatewayMiddleware } from './state.js';
 
 const TOKENS_PREFIX = '/v1/tokens';
 
@@ -24,40 +25,44 @@ const guards = new WeakMap<ServerResponse, Guard>();
  * replaced by the gateway's. Paths without a policy are left alone.
  */
 export function cors(routes: RouteTable, tokens: CorsPolicy | undefined): GatewayMiddleware {
-  return async function applyCors(ctx, next) {
+  // Not async: a path without a policy (most) passes without a promise of its own.
+  return function applyCors(ctx, next) {
     const path = ctx.path;
     const underTokens = path === TOKENS_PREFIX || path.startsWith(`${TOKENS_PREFIX}/`);
     const policy = underTokens ? tokens : routes.match(path)?.cors;
-    if (!policy) return next();
-    const origin = ctx.get('origin');
-    const listed = origin !== '' && (policy.origins === '*' || policy.origins.includes(origin));
-    const requestedMethod = ctx.get('access-control-request-method');
-    if (ctx.method === 'OPTIONS' && origin !== '' && requestedMethod !== '') {
-      guardCorsHeaders(ctx.res, {}, ['Origin', 'Access-Control-Request-Method', 'Access-Control-Request-Headers']);
-      if (!listed) throw new HttpProblem(403, 'cors_not_allowed', 'this origin may not call this path');
-      if (!policy.methods.includes(requestedMethod)) {
-        throw new HttpProblem(403, 'cors_not_allowed', `the method may not be used cross-origin here (allowed: ${policy.methods.join(', ')})`);
-      }
-      const refused = ctx.get('access-control-request-headers').split(',').map((h) => h.trim().toLowerCase())
-        .filter((h) => h !== '' && !policy.headers.includes(h));
-      if (refused.length > 0) {
-        throw new HttpProblem(403, 'cors_not_allowed', `request headers not allowed cross-origin here: ${refused.join(', ')}`);
-      }
-      guardCorsHeaders(ctx.res, {
-        ...allowOrigin(policy, origin),
-        'Access-Control-Allow-Methods': policy.methods.join(', '),
-        ...(policy.headers.length > 0 ? { 'Access-Control-Allow-Headers': policy.headers.join(', ') } : {}),
-        'Access-Control-Max-Age': String(policy.maxAgeSeconds),
-      }, ['Origin', 'Access-Control-Request-Method', 'Access-Control-Request-Headers']);
-      ctx.status = 204;
-      return;
-    }
-    guardCorsHeaders(ctx.res, listed ? {
-      ...allowOrigin(policy, origin),
-      ...(policy.exposedHeaders.length > 0 ? { 'Access-Control-Expose-Headers': policy.exposedHeaders.join(', ') } : {}),
-    } : {}, ['Origin']);
-    await next();
+    return policy ? withPolicy(ctx, next, policy) : next();
   };
+}
+
+async function withPolicy(ctx: GatewayContext, next: Next, policy: CorsPolicy): Promise<void> {
+  const origin = ctx.get('origin');
+  const listed = origin !== '' && (policy.origins === '*' || policy.origins.includes(origin));
+  const requestedMethod = ctx.get('access-control-request-method');
+  if (ctx.method === 'OPTIONS' && origin !== '' && requestedMethod !== '') {
+    guardCorsHeaders(ctx.res, {}, ['Origin', 'Access-Control-Request-Method', 'Access-Control-Request-Headers']);
+    if (!listed) throw new HttpProblem(403, 'cors_not_allowed', 'this origin may not call this path');
+    if (!policy.methods.includes(requestedMethod)) {
+      throw new HttpProblem(403, 'cors_not_allowed', `the method may not be used cross-origin here (allowed: ${policy.methods.join(', ')})`);
+    }
+    const refused = ctx.get('access-control-request-headers').split(',').map((h) => h.trim().toLowerCase())
+      .filter((h) => h !== '' && !policy.headers.includes(h));
+    if (refused.length > 0) {
+      throw new HttpProblem(403, 'cors_not_allowed', `request headers not allowed cross-origin here: ${refused.join(', ')}`);
+    }
+    guardCorsHeaders(ctx.res, {
+      ...allowOrigin(policy, origin),
+      'Access-Control-Allow-Methods': policy.methods.join(', '),
+      ...(policy.headers.length > 0 ? { 'Access-Control-Allow-Headers': policy.headers.join(', ') } : {}),
+      'Access-Control-Max-Age': String(policy.maxAgeSeconds),
+    }, ['Origin', 'Access-Control-Request-Method', 'Access-Control-Request-Headers']);
+    ctx.status = 204;
+    return;
+  }
+  guardCorsHeaders(ctx.res, listed ? {
+    ...allowOrigin(policy, origin),
+    ...(policy.exposedHeaders.length > 0 ? { 'Access-Control-Expose-Headers': policy.exposedHeaders.join(', ') } : {}),
+  } : {}, ['Origin']);
+  await next();
 }
 
 function allowOrigin(policy: CorsPolicy, origin: string): Record<string, string> {

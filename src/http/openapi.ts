@@ -63,10 +63,11 @@ export function openApiDocument(config: Config): Json {
 /** GET /openapi.json, without credentials (it describes the API, nothing about its users). */
 export function openApi(config: Config): GatewayMiddleware {
   const body = JSON.stringify(openApiDocument(config));
-  return async function serveOpenApi(ctx, next) {
+  return function serveOpenApi(ctx, next) {
     if (ctx.path !== '/openapi.json' || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) return next();
     ctx.type = 'application/json';
     ctx.body = body;
+    return Promise.resolve();
   };
 }
 

@@ -13,7 +13,8 @@ const ALLOW = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS';
  * one normalized spelling of the path, which every later step (token routes, routing, forwarding) sees.
  */
 export function requestForm(): GatewayMiddleware {
-  return async function checkRequestForm(ctx, next) {
+  // Not async: the checks are synchronous, and a throw here is turned into a rejection by the chain.
+  return function checkRequestForm(ctx, next) {
     const req = ctx.req;
     if (REFUSED_METHODS.has(req.method!)) {
       throw new HttpProblem(405, 'method_not_allowed', `${req.method} is not served by the gateway`, { headers: { Allow: ALLOW } });
@@ -21,9 +22,10 @@ export function requestForm(): GatewayMiddleware {
     // Only origin-form targets (`/path?query`): Koa cannot even parse some absolute-form ones.
     if (!req.url?.startsWith('/')) throw new HttpProblem(400, 'invalid_path', 'the request target must be a path starting with /');
     checkHost(req.rawHeaders, req.headers.host, req.httpVersionMajor === 1 && req.httpVersionMinor === 0);
-    const normalized = normalizePath(ctx.path);
-    if (normalized !== ctx.path) ctx.path = normalized;
-    await next();
+    const path = ctx.path;
+    const normalized = normalizePath(path);
+    if (normalized !== path) ctx.path = normalized;
+    return next();
   };
 }
 

@@ -12,20 +12,40 @@ const SORT = /^([A-Za-z_][A-Za-z0-9_.]*)(?:,([A-Za-z]+))?$/;
  */
 export function normalizePaging(query: URLSearchParams, rules: PagingRules): URLSearchParams {
   const out = new URLSearchParams();
-  const sizes: string[] = [];
-  const pages: string[] = [];
-  const sorts: string[] = [];
+  const given: Given = { sizes: [], pages: [], sorts: [] };
   for (const [name, value] of query) {
-    if (name === 'size') sizes.push(value);
-    else if (name === 'page') pages.push(value);
-    else if (name === 'sort') sorts.push(value);
-    else out.append(name, value);
+    if (!take(given, name, value)) out.append(name, value);
   }
-  out.append('size', String(pageSize(sizes, rules)));
-  out.append('page', String(pageNumber(pages)));
-  const seen = new Set<string>();
-  for (const value of sorts) out.append('sort', sortOrder(value, rules, seen));
+  const paging = pagingOf(given, rules);
+  out.append('size', String(paging.size));
+  out.append('page', String(paging.page));
+  for (const sort of paging.sorts) out.append('sort', sort);
   return out;
+}
+
+/** The paging parameters as the client gave them (decoded), in order. */
+interface Given {
+  sizes: string[];
+  pages: string[];
+  sorts: string[];
+}
+
+function take(given: Given, name: string, value: string): boolean {
+  if (name === 'size') given.sizes.push(value);
+  else if (name === 'page') given.pages.push(value);
+  else if (name === 'sort') given.sorts.push(value);
+  else return false;
+  return true;
+}
+
+/** The rules applied: the size, the page, each sort as `prop,asc|desc`; throws 400 naming what is allowed. */
+function pagingOf(given: Given, rules: PagingRules): { size: number; page: number; sorts: string[] } {
+  const seen = new Set<string>();
+  return {
+    size: pageSize(given.sizes, rules),
+    page: pageNumber(given.pages),
+    sorts: given.sorts.map((value) => sortOrder(value, rules, seen)),
+  };
 }
 
 const PAGING_PARAMS = new Set(['size', 'page', 'sort']);
@@ -37,15 +57,19 @@ const PAGING_PARAMS = new Set(['size', 'page', 'sort']);
  */
 export function canonicalQuery(search: string, rules: PagingRules): string {
   const kept: string[] = [];
-  const paging = new URLSearchParams();
-  for (const part of search.split('&')) {
+  const given: Given = { sizes: [], pages: [], sorts: [] };
+  for (const part of search === '' ? [] : search.split('&')) {
     if (part === '') continue;
     const eq = part.indexOf('=');
     const name = decodeComponent(eq < 0 ? part : part.slice(0, eq));
-    if (name !== undefined && PAGING_PARAMS.has(name)) paging.append(name, decodeComponent(eq < 0 ? '' : part.slice(eq + 1)) ?? '\uFFFD');
-    else kept.push(part);
+    if (name === undefined || !PAGING_PARAMS.has(name)) kept.push(part);
+    else take(given, name, decodeComponent(eq < 0 ? '' : part.slice(eq + 1)) ?? '\uFFFD');
   }
-  const canonical = normalizePaging(paging, rules).toString();
+  const paging = pagingOf(given, rules);
+  // Written out directly: sizes and pages are digits, properties are [A-Za-z0-9_.] (see SORT), so
+  // only the comma needs encoding, as URLSearchParams would write it.
+  let canonical = `size=${paging.size}&page=${paging.page}`;
+  for (const sort of paging.sorts) canonical += `&sort=${sort.replace(',', '%2C')}`;
   return kept.length === 0 ? canonical : `${kept.join('&')}&${canonical}`;
 }
 

@@ -10,11 +10,11 @@ const PAGED_METHODS = new Set(['GET', 'HEAD']);
 
 /** Finds the route of the (normalized) path; 404 only after authentication. */
 export function matchRoute(routes: RouteTable): GatewayMiddleware {
-  return async function findRoute(ctx, next) {
+  return function findRoute(ctx, next) {
     const route = routes.match(ctx.path);
     if (!route) throw new HttpProblem(404, 'not_found', `no service is configured for ${ctx.path}`);
     ctx.state.route = route;
-    await next();
+    return next();
   };
 }
 

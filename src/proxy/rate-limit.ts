@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
+import type { Next } from 'koa';
+import type { RateLimitRule } from '../config/types.js';
 import { HttpProblem } from '../http/problem.js';
-import type { GatewayMiddleware } from '../http/state.js';
+import type { GatewayContext, GatewayMiddleware } from '../http/state.js';
 import type { Logger } from '../log.js';
 import type { TokenStore } from '../tokens/store/types.js';
 
@@ -12,9 +14,13 @@ import type { TokenStore } from '../tokens/store/types.js';
  */
 export function rateLimit(store: TokenStore, log: Logger): GatewayMiddleware {
   let failingOpen = false;
-  return async function limitRate(ctx, next) {
+  // Not async itself: a route without a limit passes without a promise of its own.
+  return function limitRate(ctx, next) {
     const rule = ctx.state.route!.rateLimit;
-    if (!rule) return next();
+    return rule ? limited(ctx, next, rule) : next();
+  };
+
+  async function limited(ctx: GatewayContext, next: Next, rule: RateLimitRule): Promise<void> {
     const key = `${ctx.state.route!.path}\0${ctx.state.principal!.user}`;
     let decision;
     try {
@@ -37,5 +43,5 @@ export function rateLimit(store: TokenStore, log: Logger): GatewayMiddleware {
     }
     ctx.set(headers);
     return next();
-  };
+  }
 }
