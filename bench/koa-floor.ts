@@ -2,21 +2,12 @@
 // behind a Koa 3 app with one middleware and no auth. Between it and the floor is what Koa costs;
 // between it and the gateway is what the gateway's own chain costs.
 // Usage: node koa-floor.js http://127.0.0.1:UPSTREAM_PORT ; prints {"port":N} once listening.
-import { Agent, ServerResponse } from 'node:http';
-import httpProxy from 'http-proxy';
 import Koa from 'koa';
+import { announce, passthroughProxy } from './passthrough.js';
 
 const target = process.argv[2];
 if (!target) throw new Error('usage: koa-floor.js UPSTREAM_URL');
-const proxy = httpProxy.createProxyServer({ target, agent: new Agent({ keepAlive: true }) });
-proxy.on('error', (_err, _req, res) => {
-  if (res instanceof ServerResponse && !res.headersSent) {
-    res.writeHead(502, { 'Content-Length': '0' });
-    res.end();
-  } else {
-    res.destroy();
-  }
-});
+const proxy = passthroughProxy(target);
 
 const app = new Koa();
 app.use((ctx) => {
@@ -28,8 +19,4 @@ app.use((ctx) => {
     proxy.web(ctx.req, ctx.res);
   });
 });
-const server = app.listen(0, '127.0.0.1', () => {
-  const address = server.address();
-  process.stdout.write(`${JSON.stringify({ port: typeof address === 'object' && address ? address.port : 0 })}\n`);
-});
-process.on('SIGTERM', () => process.exit(0));
+const server = app.listen(0, '127.0.0.1', () => announce(server));
