@@ -193,6 +193,8 @@ export class Forwarder {
   }
 
   private onTimeout(exchange: Exchange, socket: Socket): void {
+    // The exchange is over (the socket may be pooled for the next one): nothing of it to time out.
+    if (exchange.res.writableFinished || exchange.res.destroyed) return;
     const { timeouts } = exchange.options;
     const name = exchange.upstream.name;
     if (exchange.phase === Phase.Streaming) {
