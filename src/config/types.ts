@@ -24,9 +24,28 @@ export interface ServerConfig {
   shutdownGraceMs: number;
 }
 
-export type StoreConfig =
-  | { kind: 'memory' }
-  | { kind: 'redis'; url: string; keyPrefix: string; commandTimeoutMs: number; connectTimeoutMs: number; livenessCacheMs: number };
+export type StoreConfig = { kind: 'memory' } | RedisStoreConfig;
+
+export interface RedisStoreConfig {
+  kind: 'redis';
+  /** Exactly one of a single node (`url`), a Redis Cluster or a Sentinel-managed master. */
+  topology: RedisTopology;
+  keyPrefix: string;
+  commandTimeoutMs: number;
+  connectTimeoutMs: number;
+  livenessCacheMs: number;
+  /**
+   * Replicas that must acknowledge a session write (WAIT) before it is answered; 0: do not wait.
+   * Default 1 with Sentinel, 0 otherwise.
+   */
+  waitForReplicas: number;
+}
+
+export type RedisTopology =
+  | { mode: 'single'; url: string }
+  /** Seed nodes as redis:// or rediss:// URLs; username, password and TLS are taken from the first. */
+  | { mode: 'cluster'; nodes: string[] }
+  | { mode: 'sentinel'; name: string; sentinels: string[]; password?: string; sentinelPassword?: string; tls: boolean };
 
 export interface UsersConfig {
   /** Absolute path of the htpasswd file. */

@@ -92,9 +92,39 @@ colour: blue
 
   it('lets REDIS_URL select the redis store and PORT override the port', () => {
     const c = parseConfig(BASE, '/x/gateway.yaml', { JWT_SECRET: SECRET, REDIS_URL: 'redis://redis:6379', PORT: '9090' });
-    expect(c.store).toEqual({ kind: 'redis', url: 'redis://redis:6379', keyPrefix: 'gw:', commandTimeoutMs: 500, connectTimeoutMs: 1000, livenessCacheMs: 2000 });
+    expect(c.store).toEqual({
+      kind: 'redis', topology: { mode: 'single', url: 'redis://redis:6379' }, keyPrefix: 'gw:', commandTimeoutMs: 500, connectTimeoutMs: 1000, livenessCacheMs: 2000, waitForReplicas: 0,
+    });
     expect(c.server.port).toBe(9090);
     expect(problems(BASE, { JWT_SECRET: SECRET, REDIS_URL: 'http://nope' })).toEqual(['store.url must be a redis: or rediss: URL']);
+  });
+
+  it('reads a Redis Cluster or a Sentinel store, exactly one topology, and no hash tag in the prefix', () => {
+    const withStore = (store: string) => BASE.replace(/store:.*\n/, '') + `store: ${store}\n`;
+    const cluster = parseConfig(withStore('{ kind: redis, cluster: { nodes: ["redis://:pw@10.0.0.1:6379", "redis://10.0.0.2:6379"] } }'), '/x/gateway.yaml', { JWT_SECRET: SECRET });
+    expect(cluster.store).toMatchObject({ kind: 'redis', topology: { mode: 'cluster', nodes: ['redis://:pw@10.0.0.1:6379', 'redis://10.0.0.2:6379'] }, waitForReplicas: 0 });
+    const sentinel = parseConfig(withStore('{ kind: redis, sentinel: { name: gw, sentinels: ["10.0.0.5:26379", "10.0.0.6:26379"], password: p, sentinelPassword: q } }'), '/x/gateway.yaml', { JWT_SECRET: SECRET });
+    expect(sentinel.store).toMatchObject({
+      kind: 'redis', topology: { mode: 'sentinel', name: 'gw', sentinels: ['10.0.0.5:26379', '10.0.0.6:26379'], password: 'p', sentinelPassword: 'q', tls: false }, waitForReplicas: 1,
+    });
+    expect(problems(withStore('{ kind: redis, url: "redis://a:6379", cluster: { nodes: ["redis://b:6379"] } }'))).toEqual([
+      'store sets url and cluster: set exactly one of url (or REDIS_URL), cluster, sentinel',
+    ]);
+    expect(problems(withStore('{ kind: redis, cluster: { nodes: [] }, keyPrefix: "{gw}:" }'))).toEqual([
+      'store.cluster.nodes must list at least one node URL',
+      'store.keyPrefix must not contain { or } (a hash tag would put every key in one cluster slot)',
+    ]);
+    expect(problems(withStore('{ kind: redis, sentinel: { sentinels: ["nohost"] } }'))).toEqual([
+      'store.sentinel.sentinels[0] must be host:port',
+      'store.sentinel.name is required',
+    ]);
+    expect(problems(withStore('{ kind: redis, cluster: { nodes: ["redis://b:6379"] }, waitForReplicas: 1 }'))).toEqual([
+      'store.waitForReplicas is not supported with store.cluster (WAIT has no key to route by)',
+    ]);
+    // REDIS_URL is the single-node form: with a cluster or sentinel in the file it is refused, not ignored.
+    expect(problems(withStore('{ kind: redis, sentinel: { name: gw, sentinels: ["s:26379"] } }'), { JWT_SECRET: SECRET, REDIS_URL: 'redis://r:6379' })).toEqual([
+      'store sets url and sentinel: set exactly one of url (or REDIS_URL), cluster, sentinel',
+    ]);
   });
 
   it('reads a global rate limit and per-route overrides', () => {

@@ -1,0 +1,82 @@
+import { Redis } from 'ioredis';
+import { startRedis, type TestRedis } from './redis-server.js';
+
+export const SENTINEL_MASTER_NAME = 'gw';
+
+/** A Sentinel-managed pair of the test's own: a master, one replica and one sentinel (quorum 1). */
+export interface TestSentinel {
+  master: TestRedis;
+  replica: TestRedis;
+  sentinel: TestRedis;
+  /** For store.sentinel.sentinels. */
+  sentinels: string[];
+  /** The port the sentinels name as master right now. */
+  masterPort(): Promise<number>;
+  destroy(): Promise<void>;
+}
+
+export async function startSentinel(options: { downAfterMs?: number } = {}): Promise<TestSentinel> {
+  const started: TestRedis[] = [];
+  try {
+    const master = await startRedis();
+    started.push(master);
+    const replica = await startRedis({ args: ['--replicaof', '127.0.0.1', String(master.port)] });
+    started.push(replica);
+    const sentinel = await startRedis({
+      configFile: (port, dir) => ({
+        text: [
+          `port ${port}`, 'bind 127.0.0.1', `dir ${dir}`, 'daemonize no', 'loglevel warning',
+          `sentinel monitor ${SENTINEL_MASTER_NAME} 127.0.0.1 ${master.port} 1`,
+          `sentinel down-after-milliseconds ${SENTINEL_MASTER_NAME} ${options.downAfterMs ?? 1000}`,
+          `sentinel failover-timeout ${SENTINEL_MASTER_NAME} 5000`,
+          `sentinel parallel-syncs ${SENTINEL_MASTER_NAME} 1`,
+          '',
+        ].join('\n'),
+        args: ['--sentinel'],
+      }),
+    });
+    started.push(sentinel);
+    const s: TestSentinel = {
+      master,
+      replica,
+      sentinel,
+      sentinels: [`127.0.0.1:${sentinel.port}`],
+      masterPort: async () => {
+        const r = new Redis(sentinel.url, { maxRetriesPerRequest: 1 });
+        try {
+          const [, port] = (await r.call('SENTINEL', 'get-master-addr-by-name', SENTINEL_MASTER_NAME)) as [string, string];
+          return Number(port);
+        } finally {
+          r.disconnect();
+        }
+      },
+      destroy: async () => {
+        await Promise.all(started.map((n) => n.destroy()));
+      },
+    };
+    await untilReplicating(replica, s);
+    return s;
+  } catch (err) {
+    await Promise.all(started.map((n) => n.destroy()));
+    throw err;
+  }
+}
+
+/** The replica is in sync and the sentinel knows about it. */
+async function untilReplicating(replica: TestRedis, s: TestSentinel): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  const r = new Redis(replica.url, { maxRetriesPerRequest: 1 });
+  const sentinel = new Redis(s.sentinel.url, { maxRetriesPerRequest: 1 });
+  try {
+    for (;;) {
+      const info = String(await r.info('replication'));
+      const replicas = (await sentinel.call('SENTINEL', 'replicas', SENTINEL_MASTER_NAME)) as unknown[];
+      if (info.includes('master_link_status:up') && replicas.length > 0) return;
+      if (Date.now() > deadline) throw new Error(`replica not in sync: ${info}`);
+      await new Promise((res) => setTimeout(res, 50));
+    }
+  } finally {
+    r.disconnect();
+    sentinel.disconnect();
+  }
+}
