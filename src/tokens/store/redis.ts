@@ -98,19 +98,11 @@ export class RedisTokenStore implements TokenStore {
     this.channel = new RevocationChannel(connections.listen, this.channelName, this.liveness, HEARTBEAT_MS, options.commandTimeoutMs, monotonic);
   }
 
-  /** Resolves when connected, or after `timeoutMs` with false; never throws. */
+  /** Resolves when connected (the writer connection too), or after `timeoutMs` with false; never throws. */
   async waitUntilReady(timeoutMs: number): Promise<boolean> {
-    if (this.client.status === 'ready') return true;
-    return new Promise((resolve) => {
-      const done = (ok: boolean) => {
-        clearTimeout(timer);
-        this.client.off('ready', onReady);
-        resolve(ok);
-      };
-      const onReady = () => done(true);
-      const timer = setTimeout(() => done(false), timeoutMs);
-      this.client.on('ready', onReady);
-    });
+    const clients = this.writer === this.client ? [this.client] : [this.client, this.writer];
+    const results = await Promise.all(clients.map((c) => readyWithin(c, timeoutMs)));
+    return results.every(Boolean);
   }
 
   /** The index entry first: a session whose create has answered is always found by revokeUser. */
@@ -237,6 +229,7 @@ export class RedisTokenStore implements TokenStore {
       }
       // A replica (READONLY), a master refusing writes (NOREPLICAS, MISCONF) or none at all fails this.
       await this.client.set('ready', '1', 'PX', 10_000);
+      if (this.writer !== this.client) await this.writer.set('ready', '1', 'PX', 10_000);
     });
   }
 
@@ -287,6 +280,20 @@ export class RedisTokenStore implements TokenStore {
       throw new StoreUnavailableError(err);
     }
   }
+}
+
+function readyWithin(client: Redis | Cluster, timeoutMs: number): Promise<boolean> {
+  if (client.status === 'ready') return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      client.off('ready', onReady);
+      resolve(ok);
+    };
+    const onReady = () => done(true);
+    const timer = setTimeout(() => done(false), timeoutMs);
+    client.on('ready', onReady);
+  });
 }
 
 function sessionKey(sid: string): string {
