@@ -3,10 +3,10 @@ import { startRedis, type TestRedis } from './redis-server.js';
 
 export const SENTINEL_MASTER_NAME = 'gw';
 
-/** A Sentinel-managed pair of the test's own: a master, one replica and one sentinel (quorum 1). */
+/** A Sentinel-managed group of the test's own: a master, its replicas and one sentinel (quorum 1). */
 export interface TestSentinel {
   master: TestRedis;
-  replica: TestRedis;
+  replicas: TestRedis[];
   sentinel: TestRedis;
   /** For store.sentinel.sentinels. */
   sentinels: string[];
@@ -15,13 +15,16 @@ export interface TestSentinel {
   destroy(): Promise<void>;
 }
 
-export async function startSentinel(options: { downAfterMs?: number } = {}): Promise<TestSentinel> {
+export async function startSentinel(options: { downAfterMs?: number; replicas?: number } = {}): Promise<TestSentinel> {
   const started: TestRedis[] = [];
   try {
     const master = await startRedis();
     started.push(master);
-    const replica = await startRedis({ args: ['--replicaof', '127.0.0.1', String(master.port)] });
-    started.push(replica);
+    const replicas: TestRedis[] = [];
+    for (let i = 0; i < (options.replicas ?? 1); i++) {
+      replicas.push(await startRedis({ args: ['--replicaof', '127.0.0.1', String(master.port)] }));
+      started.push(replicas[i]!);
+    }
     const sentinel = await startRedis({
       configFile: (port, dir) => ({
         text: [
@@ -38,7 +41,7 @@ export async function startSentinel(options: { downAfterMs?: number } = {}): Pro
     started.push(sentinel);
     const s: TestSentinel = {
       master,
-      replica,
+      replicas,
       sentinel,
       sentinels: [`127.0.0.1:${sentinel.port}`],
       masterPort: async () => {
@@ -54,7 +57,7 @@ export async function startSentinel(options: { downAfterMs?: number } = {}): Pro
         await Promise.all(started.map((n) => n.destroy()));
       },
     };
-    await untilReplicating(replica, s);
+    for (const replica of replicas) await untilReplicating(replica, s, replicas.length);
     return s;
   } catch (err) {
     await Promise.all(started.map((n) => n.destroy()));
@@ -63,7 +66,7 @@ export async function startSentinel(options: { downAfterMs?: number } = {}): Pro
 }
 
 /** The replica is in sync and the sentinel knows about it. */
-async function untilReplicating(replica: TestRedis, s: TestSentinel): Promise<void> {
+async function untilReplicating(replica: TestRedis, s: TestSentinel, count: number): Promise<void> {
   const deadline = Date.now() + 15_000;
   const r = new Redis(replica.url, { maxRetriesPerRequest: 1 });
   const sentinel = new Redis(s.sentinel.url, { maxRetriesPerRequest: 1 });
@@ -71,7 +74,7 @@ async function untilReplicating(replica: TestRedis, s: TestSentinel): Promise<vo
     for (;;) {
       const info = String(await r.info('replication'));
       const replicas = (await sentinel.call('SENTINEL', 'replicas', SENTINEL_MASTER_NAME)) as unknown[];
-      if (info.includes('master_link_status:up') && replicas.length > 0) return;
+      if (info.includes('master_link_status:up') && replicas.length >= count) return;
       if (Date.now() > deadline) throw new Error(`replica not in sync: ${info}`);
       await new Promise((res) => setTimeout(res, 50));
     }
