@@ -12,6 +12,9 @@ export interface TestRedis {
   stop(): Promise<void>;
   /** Stops it at once (SIGKILL): a crash, nothing saved. */
   kill(): Promise<void>;
+  /** Freezes it (SIGSTOP): connections stay open and nothing answers, like a hung host. */
+  pause(): void;
+  resume(): void;
   start(): Promise<void>;
   /** Stops and removes its data directory. */
   destroy(): Promise<void>;
@@ -69,6 +72,8 @@ export async function startRedis(options: RedisServerOptions = {}): Promise<Test
     },
     stop: () => stop(),
     kill: () => stop('SIGKILL'),
+    pause: () => child?.kill('SIGSTOP'),
+    resume: () => child?.kill('SIGCONT'),
     start,
     destroy: async () => {
       await stop();
