@@ -41,7 +41,7 @@ afterAll(async () => {
 
 describe('a cluster master hangs under load', () => {
   it('keeps every answer within the command deadline: 200 or 503, never 401, never a stall', async () => {
-    const tokens = [];
+    const tokens: string[] = [];
     for (const user of names) tokens.push((await createTokens(gw.base, user, `${user}-pw`)).accessToken);
     const samples: Array<{ ms: number; status: number; token: number }> = [];
     let running = true;

@@ -42,7 +42,7 @@ interface Sample {
 
 describe('Sentinel failover under load', () => {
   it('follows the promotion, loses no acknowledged session, and ignores the old master coming back empty', async () => {
-    const acknowledged = [];
+    const acknowledged: Array<{ accessToken: string; refreshToken: string }> = [];
     for (let i = 0; i < 10; i++) acknowledged.push(await createTokens(gw.base, 'alice', 'alice-pw'));
     const samples: Sample[] = [];
     let running = true;
