@@ -7,7 +7,7 @@ import { acceptablePassword } from './credentials/password-verifier.js';
 import { readHtpasswd } from './credentials/htpasswd.js';
 import { loadKeys } from './tokens/keys.js';
 import { createLogger } from './log.js';
-import { runGateway } from './run.js';
+import { serve } from './run.js';
 
 const USAGE = `usage:
   auth-gateway serve [--config FILE]          run the gateway (default config: ${DEFAULT_CONFIG_FILE})
@@ -23,7 +23,7 @@ async function main(argv: string[]): Promise<number> {
   const [command, sub, name] = positionals;
   if (values.help || !command) return usage(values.help ? 0 : 2);
   if (command === 'serve') {
-    await runGateway(loadConfig(values.config));
+    await serve(loadConfig(values.config));
     return -1;
   }
   if (command === 'config' && sub === 'check') return checkConfig(values.config);

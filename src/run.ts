@@ -1,7 +1,15 @@
+import cluster from 'node:cluster';
 import type { Config } from './config/types.js';
 import { createLogger, type Logger } from './log.js';
 import { createGateway, type Gateway } from './server.js';
 import { RedisTokenStore } from './tokens/store/redis.js';
+import { runPrimary, STOP_MESSAGE } from './workers.js';
+
+/** `serve`: this process serves, or (server.workers > 1) it is the primary of that many workers. */
+export async function serve(config: Config, log: Logger = createLogger(config.log.level)): Promise<void> {
+  if (config.server.workers > 1 && cluster.isPrimary) runPrimary(config, log);
+  else await runGateway(config, log);
+}
 
 /** Serves a configuration until SIGTERM/SIGINT, then shuts down gracefully and exits 0. */
 export async function runGateway(config: Config, log: Logger = createLogger(config.log.level)): Promise<Gateway> {
@@ -33,5 +41,7 @@ export async function runGateway(config: Config, log: Logger = createLogger(conf
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  // A worker's primary asks by message; with the same signal also from the terminal, it is still one stop.
+  if (cluster.isWorker) process.on('message', (m) => m === STOP_MESSAGE && !stopping && stop('primary'));
   return gateway;
 }

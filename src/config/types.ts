@@ -22,6 +22,8 @@ export interface ServerConfig {
   trustProxy: number;
   /** In-flight requests get this long to finish on SIGTERM/SIGINT. */
   shutdownGraceMs: number;
+  /** Worker processes sharing the port (node:cluster); 1: serve in this process. `auto` is resolved to the cores. */
+  workers: number;
 }
 
 export type StoreConfig = { kind: 'memory' } | RedisStoreConfig;

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { isAbsolute, resolve } from 'node:path';
 import { Checker } from './checker.js';
 import { ConfigError } from './errors.js';
@@ -35,13 +36,14 @@ export function validateConfig(raw: unknown, file: string, baseDir: string): Con
 }
 
 function readServer(c: Checker, s: Record<string, unknown>): ServerConfig {
-  c.unknownKeys('server', s, ['host', 'port', 'trustProxy', 'shutdownGraceMs']);
+  c.unknownKeys('server', s, ['host', 'port', 'trustProxy', 'shutdownGraceMs', 'workers']);
   const trust = s.trustProxy;
   return {
     host: c.str('server.host', s.host, '0.0.0.0'),
     port: c.int('server.port', s.port, 8080, 0, 65535),
     trustProxy: trust === true || trust === 'true' ? 1 : trust === false || trust === 'false' ? 0 : c.int('server.trustProxy', trust, 0, 0, 32),
     shutdownGraceMs: c.int('server.shutdownGraceMs', s.shutdownGraceMs, 10_000, 0),
+    workers: s.workers === 'auto' ? availableParallelism() : c.int('server.workers', s.workers, 1, 1, 256),
   };
 }
 

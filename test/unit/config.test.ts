@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/config/errors.js';
 import { parseConfig } from '../../src/config/load.js';
@@ -26,7 +27,7 @@ function problems(yaml: string, env: Record<string, string> = { JWT_SECRET: SECR
 describe('configuration', () => {
   it('applies the documented defaults', () => {
     const c = parseConfig(BASE, '/etc/gw/gateway.yaml', { JWT_SECRET: SECRET });
-    expect(c.server).toEqual({ host: '0.0.0.0', port: 8080, trustProxy: 0, shutdownGraceMs: 10000 });
+    expect(c.server).toEqual({ host: '0.0.0.0', port: 8080, trustProxy: 0, shutdownGraceMs: 10000, workers: 1 });
     expect(c.store).toEqual({ kind: 'memory' });
     expect(c.users.htpasswd).toBe('/etc/gw/users.htpasswd');
     expect(c.tokens).toMatchObject({ issuer: 'auth-gateway', accessTtlSeconds: 5400, refreshTtlSeconds: 5184000, refreshReuseGraceSeconds: 0 });
@@ -97,6 +98,13 @@ colour: blue
     });
     expect(c.server.port).toBe(9090);
     expect(problems(BASE, { JWT_SECRET: SECRET, REDIS_URL: 'http://nope' })).toEqual(['store.url must be a redis: or rediss: URL']);
+  });
+
+  it('reads server.workers as a number or auto (the cores)', () => {
+    const withWorkers = (w: string) => BASE + `server: { workers: ${w} }\n`;
+    expect(parseConfig(withWorkers('4'), '/x/gateway.yaml', { JWT_SECRET: SECRET }).server.workers).toBe(4);
+    expect(parseConfig(withWorkers('auto'), '/x/gateway.yaml', { JWT_SECRET: SECRET }).server.workers).toBe(availableParallelism());
+    expect(problems(withWorkers('0'))).toEqual(['server.workers must be a positive integer no greater than 256']);
   });
 
   it('reads a Redis Cluster or a Sentinel store, exactly one topology, and no hash tag in the prefix', () => {
