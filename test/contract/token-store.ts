@@ -65,6 +65,21 @@ export function tokenStoreContract(name: string, h: StoreHarness): void {
       expect(await h.store().isLive(s)).toBe(false);
     });
 
+    it('judges grace and reuse right across months of rotations (rotation times are the caller\'s clock)', async () => {
+      const s = sid();
+      const t = h.now();
+      const day = 24 * 3600 * 1000;
+      await h.store().createSession(s, { sub: 'alice', refreshHash: 'h1', uv: 'v1' }, 60);
+      await h.store().rotateRefresh(s, rotation('h1', 'h2', t));
+      await h.store().rotateRefresh(s, rotation('h2', 'h3', t + 30 * day));
+      await h.store().rotateRefresh(s, rotation('h3', 'h4', t + 80 * day));
+      const later = t + 80 * day + 1000;
+      // h3 was rotated away 1 s ago: within a 5 s grace. h2, 50 days ago, and h1, 80 days ago: reuse.
+      expect(await h.store().rotateRefresh(s, rotation('h3', 'x', later, 5000))).toEqual({ result: 'grace' });
+      expect(await h.store().rotateRefresh(s, rotation('h2', 'x', later, 10 * day))).toEqual({ result: 'reused' });
+      expect(await h.store().isLive(s)).toBe(false);
+    });
+
     it('answers unknown for a hash the session never had, and keeps the session', async () => {
       const s = sid();
       await h.store().createSession(s, { sub: 'alice', refreshHash: 'h1', uv: 'v1' }, 60);

@@ -85,7 +85,7 @@ describe('readSessionRecord', () => {
     const sub = Buffer.from('alice');
     const uv = Buffer.from('v1');
     const raw = Buffer.concat([
-      Buffer.from([2]), int48(1_700_000_000_000), int48(1_700_000_000_500), Buffer.alloc(12, 7),
+      Buffer.from([3]), int48(1_700_000_000_000), int48(1_700_000_000_500), int48(1_700_000_000_000), Buffer.alloc(12, 7),
       u16(sub.length), sub, u16(uv.length), uv,
     ]);
     expect(readSessionRecord(raw)).toEqual({ createdAtMs: 1_700_000_000_000, refreshedAtMs: 1_700_000_000_500, sub: 'alice' });

@@ -5,24 +5,28 @@
  * script, so the message leaves the node that holds the session, in the same step as the delete.
  *
  * A session is ONE string key, `s:{sid}`, laid out to stay in a 384-byte allocation at any age:
- *   byte 1        format (2)
+ *   byte 1        format (3)
  *   bytes 2-7     created at, ms (Redis's clock)
  *   bytes 8-13    last rotation at, ms (the gateway's clock; = created at until the first one)
- *   bytes 14-25   the current refresh token's digest (12 bytes, see session-record.ts)
+ *   bytes 14-19   base, ms (the gateway's clock, like rotation times): rotated-away entries count from it
+ *   bytes 20-31   the current refresh token's digest (12 bytes, see session-record.ts)
  *   2 bytes       length of sub, then sub
  *   2 bytes       length of uv (credential version), then uv
  *   the rest      up to ROTATED_KEPT rotated-away refresh tokens, oldest first, 9 bytes each: the first
- *                 5 bytes of its digest, then how long before the last rotation it was rotated away
- *                 (ms, 4 bytes, at most ~49 days: older ones are past any sane grace period)
+ *                 5 bytes of its digest, then when it was rotated away (ms after base, 4 bytes)
+ * A rotation only appends an entry (and drops the oldest past ROTATED_KEPT). When an offset no longer
+ * fits in 4 bytes (after ~49 days), the base moves to ~24.8 days before now and entries older than that
+ * count as rotated away then: "at least 24.8 days ago", which no grace period reaches.
  */
 
 /** How many rotated-away refresh hashes a session remembers for reuse detection. */
 export const ROTATED_KEPT = 32;
-export const FORMAT = 2;
+export const FORMAT = 3;
 export const CURRENT_DIGEST_BYTES = 12;
 export const ROTATED_DIGEST_BYTES = 5;
 const ENTRY = ROTATED_DIGEST_BYTES + 4;
-const AGE_MAX = 2 ** 32 - 1;
+const OFFSET_MAX = 2 ** 32 - 1;
+const REBASE_BACK = 2 ** 31;
 
 /** Big-endian integers (exact in Lua's doubles for any ms timestamp), and the layout's offsets. */
 const CODEC = `
@@ -38,16 +42,16 @@ local function pack(v, n)
 end
 -- sub, uv, and where the rotated-away entries start.
 local function layout(s)
-  local subLen = uint(s, 26, 2)
-  local uvAt = 28 + subLen
+  local subLen = uint(s, 32, 2)
+  local uvAt = 34 + subLen
   local uvLen = uint(s, uvAt, 2)
-  return string.sub(s, 28, 27 + subLen), string.sub(s, uvAt + 2, uvAt + 1 + uvLen), uvAt + 2 + uvLen
+  return string.sub(s, 34, 33 + subLen), string.sub(s, uvAt + 2, uvAt + 1 + uvLen), uvAt + 2 + uvLen
 end
 -- When the entry with this short digest was rotated away (ms), or nil.
 local function rotatedAt(s, from, short)
-  local last = uint(s, 8, 6)
+  local base = uint(s, 14, 6)
   for i = string.len(s) - ${ENTRY - 1}, from, -${ENTRY} do
-    if string.sub(s, i, i + ${ROTATED_DIGEST_BYTES - 1}) == short then return last - uint(s, i + ${ROTATED_DIGEST_BYTES}, 4) end
+    if string.sub(s, i, i + ${ROTATED_DIGEST_BYTES - 1}) == short then return base + uint(s, i + ${ROTATED_DIGEST_BYTES}, 4) end
   end
   return nil
 end
@@ -57,7 +61,7 @@ end
 export const CREATE_SESSION = `${CODEC}
 local t = redis.call('TIME')
 local now = pack(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), 6)
-redis.call('SET', KEYS[1], string.char(${FORMAT}) .. now .. now .. ARGV[1] .. pack(string.len(ARGV[3]), 2) .. ARGV[3] .. pack(string.len(ARGV[4]), 2) .. ARGV[4], 'EX', ARGV[2])
+redis.call('SET', KEYS[1], string.char(${FORMAT}) .. now .. now .. now .. ARGV[1] .. pack(string.len(ARGV[3]), 2) .. ARGV[3] .. pack(string.len(ARGV[4]), 2) .. ARGV[4], 'EX', ARGV[2])
 return 1
 `;
 
@@ -70,17 +74,26 @@ local s = redis.call('GET', KEYS[1])
 if not s then return {0} end
 local sub, uv, rotatedFrom = layout(s)
 local now = tonumber(ARGV[5])
-if string.sub(s, 14, 25) == ARGV[1] then
-  -- Every kept entry ages by the time since the last rotation; the one rotated away now has age 0.
-  local shift = math.max(0, now - uint(s, 8, 6))
-  local kept = {}
-  local first = math.max(rotatedFrom, string.len(s) - ${(ROTATED_KEPT - 1) * ENTRY} + 1)
-  for i = first, string.len(s) - ${ENTRY - 1}, ${ENTRY} do
-    local age = math.min(${AGE_MAX}, uint(s, i + ${ROTATED_DIGEST_BYTES}, 4) + shift)
-    kept[#kept + 1] = string.sub(s, i, i + ${ROTATED_DIGEST_BYTES - 1}) .. pack(age, 4)
+if string.sub(s, 20, 31) == ARGV[1] then
+  local base = uint(s, 14, 6)
+  local entries = string.sub(s, rotatedFrom)
+  -- The base is the caller's clock from the first rotation on; it moves back for a caller whose clock
+  -- is behind it (skew between gateways), and forward when an offset would not fit.
+  local newBase = base
+  if string.len(entries) == 0 or now < base then newBase = now
+  elseif now - base > ${OFFSET_MAX} then newBase = now - ${REBASE_BACK} end
+  if newBase ~= base and string.len(entries) > 0 then
+    local moved = {}
+    for i = 1, string.len(entries) - ${ENTRY - 1}, ${ENTRY} do
+      local offset = math.min(${OFFSET_MAX}, math.max(0, base + uint(entries, i + ${ROTATED_DIGEST_BYTES}, 4) - newBase))
+      moved[#moved + 1] = string.sub(entries, i, i + ${ROTATED_DIGEST_BYTES - 1}) .. pack(offset, 4)
+    end
+    entries = table.concat(moved)
   end
-  kept[#kept + 1] = string.sub(ARGV[1], 1, ${ROTATED_DIGEST_BYTES}) .. pack(0, 4)
-  redis.call('SET', KEYS[1], string.sub(s, 1, 7) .. pack(now, 6) .. ARGV[2] .. string.sub(s, 26, rotatedFrom - 1) .. table.concat(kept), 'EX', ARGV[3])
+  base = newBase
+  entries = entries .. string.sub(ARGV[1], 1, ${ROTATED_DIGEST_BYTES}) .. pack(math.max(0, now - base), 4)
+  if string.len(entries) > ${ROTATED_KEPT * ENTRY} then entries = string.sub(entries, -${ROTATED_KEPT * ENTRY}) end
+  redis.call('SET', KEYS[1], string.sub(s, 1, 7) .. pack(now, 6) .. pack(base, 6) .. ARGV[2] .. string.sub(s, 32, rotatedFrom - 1) .. entries, 'EX', ARGV[3])
   return {1, sub, uv}
 end
 local at = rotatedAt(s, rotatedFrom, string.sub(ARGV[1], 1, ${ROTATED_DIGEST_BYTES}))
@@ -103,7 +116,7 @@ export const REVOKE_BY_REFRESH = `${CODEC}
 local s = redis.call('GET', KEYS[1])
 if not s then return 0 end
 local _, _, rotatedFrom = layout(s)
-if string.sub(s, 14, 25) == ARGV[1] or rotatedAt(s, rotatedFrom, string.sub(ARGV[1], 1, ${ROTATED_DIGEST_BYTES})) then
+if string.sub(s, 20, 31) == ARGV[1] or rotatedAt(s, rotatedFrom, string.sub(ARGV[1], 1, ${ROTATED_DIGEST_BYTES})) then
   redis.call('DEL', KEYS[1])
   redis.call('PUBLISH', ARGV[2], ARGV[3])
   return 1

@@ -21,11 +21,11 @@ export interface SessionRecord {
 
 /** Reads the fields an operator may see (never a digest) from a stored session; undefined if not one. */
 export function readSessionRecord(raw: Buffer | null): SessionRecord | undefined {
-  if (!raw || raw.length < 27 || raw[0] !== FORMAT) return undefined;
-  const subLength = raw.readUInt16BE(25);
+  if (!raw || raw.length < 33 || raw[0] !== FORMAT) return undefined;
+  const subLength = raw.readUInt16BE(31);
   return {
     createdAtMs: raw.readUIntBE(1, 6),
     refreshedAtMs: raw.readUIntBE(7, 6),
-    sub: raw.subarray(27, 27 + subLength).toString('utf8'),
+    sub: raw.subarray(33, 33 + subLength).toString('utf8'),
   };
 }
