@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { silentLogger } from '../../src/log.js';
+import { createLogger, silentLogger } from '../../src/log.js';
+import { StoreUnavailableError } from '../../src/tokens/store/types.js';
 import { RedisTokenStore } from '../../src/tokens/store/redis.js';
 import { SENTINEL_MASTER_NAME, startSentinel, type TestSentinel } from '../support/redis-sentinel.js';
 import { tokenStoreContract } from './token-store.js';
@@ -32,5 +33,20 @@ describe('RedisTokenStore behind Sentinel', () => {
     const info = String(await store.client.info('server'));
     expect(Number(/tcp_port:(\d+)/.exec(info)![1])).toBe(await pair.masterPort());
     expect(await store.client.call('ROLE').then((r) => (r as string[])[0])).toBe('master');
+  });
+
+  it('is not ready on a replica (a url pointing at one): READONLY, logged once with its cause', async () => {
+    const lines: Array<{ msg: string; cause?: string }> = [];
+    const onReplica = new RedisTokenStore({
+      topology: { mode: 'single', url: pair.replicas[0]!.url }, keyPrefix: 'gwtest:', commandTimeoutMs: 500, connectTimeoutMs: 1000, livenessCacheMs: 2000, waitForReplicas: 0,
+    }, createLogger('info', (l) => lines.push(JSON.parse(l) as { msg: string; cause?: string })));
+    try {
+      expect(await onReplica.waitUntilReady(5000)).toBe(true);
+      await expect(onReplica.ping()).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(onReplica.createSession('replicaxxxxxxxxxxxxxxx', { sub: 'alice', refreshHash: 'h', uv: 'v' }, 60)).rejects.toBeInstanceOf(StoreUnavailableError);
+      expect(lines.filter((l) => l.msg.startsWith('redis unavailable')).map((l) => l.cause)).toEqual(['READONLY']);
+    } finally {
+      await onReplica.close();
+    }
   });
 });
