@@ -11,7 +11,10 @@ let store: RedisTokenStore;
 beforeAll(async () => {
   cluster = await startCluster(3);
   store = new RedisTokenStore({
-    topology: { mode: 'cluster', nodes: cluster.urls.slice(0, 1) }, keyPrefix: 'gwtest:', commandTimeoutMs: 500, connectTimeoutMs: 1000, livenessCacheMs: 2000, waitForReplicas: 0,
+    topology: { mode: 'cluster', nodes: cluster.urls.slice(0, 1) }, keyPrefix: 'gwtest:', commandTimeoutMs: 500, connectTimeoutMs: 1000,
+    // The contract is about the store's answers; the cache (and the wait that keeps revocation
+    // synchronous with it) is shown with several instances in test/integration/sync-revocation.test.ts.
+    livenessCacheMs: 0, waitForReplicas: 0,
   }, silentLogger);
   expect(await store.waitUntilReady(10_000)).toBe(true);
 }, 30_000);
@@ -45,9 +48,9 @@ describe('RedisTokenStore on a cluster', () => {
     }
   });
 
-  it('listens for revocations on every master, and only then uses its liveness cache', async () => {
+  it('listens for revocations on every master', async () => {
     await expect.poll(() => store.channel.connections.length, { timeout: 5000 }).toBe(3);
-    await expect.poll(() => store.liveness.enabled, { timeout: 5000 }).toBe(true);
+    await expect.poll(() => store.channel.up, { timeout: 5000 }).toBe(true);
     const ports = store.channel.connections.map((c) => c.options.port).sort();
     expect(ports).toEqual(cluster.nodes.map((n) => n.port).sort());
   });
