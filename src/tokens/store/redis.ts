@@ -112,7 +112,8 @@ export class RedisTokenStore implements TokenStore {
       const size = await this.writer.indexAdd(index, sid, Date.now(), ttlSeconds);
       await this.writer.createSession(sessionKey(sid), refreshDigest(session.refreshHash), ttlSeconds, session.sub, session.uv);
       await this.replicated(true);
-      if (size > INDEX_PRUNE_ABOVE) await this.prune(index, await this.client.zrandmember(index, INDEX_PRUNE_SAMPLE));
+      // Housekeeping: the session is made, so a failure here must not fail the create.
+      if (size > INDEX_PRUNE_ABOVE) await this.prune(index).catch(() => {});
     });
   }
 
@@ -123,9 +124,13 @@ export class RedisTokenStore implements TokenStore {
       );
       // A session from before credential versions has none: it can match no user's version.
       if (code === 1 && typeof sub === 'string') {
-        // Best effort: a rotation that reached no replica still stands (failing it would strand the client).
-        await this.replicated(false);
-        await this.client.indexTouch(userIndexKey(sub), r.ttlSeconds);
+        // The rotation has happened: nothing after it may fail the call, or the client, told 503, would
+        // retry with the token just rotated away and be taken for a thief. So the WAIT (a rotation that
+        // reached no replica still stands) and keeping the user's index alive are best effort.
+        await Promise.all([
+          this.replicated(false).catch(() => {}),
+          this.client.indexTouch(userIndexKey(sub), r.ttlSeconds).catch(() => {}),
+        ]);
         return { result: 'rotated', sub, uv: typeof uv === 'string' ? uv : '' };
       }
       if (code === 3) await this.revoked(sid);
@@ -264,7 +269,9 @@ export class RedisTokenStore implements TokenStore {
     if (acked < wanted && required) throw new Error(`NOREPLICAS ${acked} of ${wanted} replicas acknowledged the write`);
   }
 
-  private async prune(index: string, sample: string[]): Promise<void> {
+  /** Drops a few ids of sessions already gone, picked at random, from a user's index. */
+  private async prune(index: string): Promise<void> {
+    const sample = await this.client.zrandmember(index, INDEX_PRUNE_SAMPLE);
     const exists = await Promise.all(sample.map((sid) => this.client.exists(sessionKey(sid))));
     const dead = sample.filter((_, i) => exists[i] === 0);
     if (dead.length > 0) await this.client.zrem(index, ...dead);
@@ -272,7 +279,8 @@ export class RedisTokenStore implements TokenStore {
 
   private async guard<T>(op: () => Promise<T>): Promise<T> {
     try {
-      const result = await withDeadline(op(), this.options.commandTimeoutMs + this.revocationWaitMs + this.options.commandTimeoutMs);
+      // Each command has its own deadline (enforceDeadlines); this bounds an operation of a few.
+      const result = await withDeadline(op(), 4 * this.options.commandTimeoutMs + this.revocationWaitMs);
       this.outage.answered();
       return result;
     } catch (err) {
