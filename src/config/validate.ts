@@ -22,6 +22,9 @@ export function validateConfig(raw: unknown, file: string, baseDir: string): Con
   // Read in the order of the file, so problems are listed in that order too.
   const server = readServer(c, c.obj('server', root.server));
   const store = readStore(c, c.obj('store', root.store));
+  if (server.workers > 1 && store.kind === 'memory') {
+    c.problem('server.workers', 'needs store.kind redis: with the memory store each worker would have its own sessions');
+  }
   const users = readUsers(c, c.obj('users', root.users, true), at);
   const tokens = readTokens(c, c.obj('tokens', root.tokens, true), at);
   const lockout = readLockout(c, c.obj('lockout', root.lockout));

@@ -196,6 +196,8 @@ export interface GatewayProcessOptions {
   logLevel?: 'debug' | 'info' | 'warn' | 'error';
   /** server.workers (default 1: no workers). */
   workers?: number;
+  /** The store section (default: memory). */
+  store?: Record<string, unknown>;
 }
 
 /** Writes a YAML configuration the way an operator would (secret from ${GATEWAY_JWT_SECRET}) and runs the built CLI on it. */
@@ -203,7 +205,7 @@ export function startGatewayProcess(o: GatewayProcessOptions): Child {
   const file = join(o.dir, 'gateway.yaml');
   writeFileSync(file, stringify({
     server: { host: '127.0.0.1', port: o.port, shutdownGraceMs: o.shutdownGraceMs ?? 2000, ...(o.workers ? { workers: o.workers } : {}) },
-    store: { kind: 'memory' },
+    store: o.store ?? { kind: 'memory' },
     users: { htpasswd: o.usersFile, watch: false },
     tokens: { signing: { alg: 'HS256', secret: '${GATEWAY_JWT_SECRET}' } },
     upstreams: o.upstreams,

@@ -101,10 +101,13 @@ colour: blue
   });
 
   it('reads server.workers as a number or auto (the cores)', () => {
-    const withWorkers = (w: string) => BASE + `server: { workers: ${w} }\n`;
+    const withWorkers = (w: string) => BASE + `server: { workers: ${w} }\nstore: { kind: redis, url: "redis://r:6379" }\n`;
     expect(parseConfig(withWorkers('4'), '/x/gateway.yaml', { JWT_SECRET: SECRET }).server.workers).toBe(4);
     expect(parseConfig(withWorkers('auto'), '/x/gateway.yaml', { JWT_SECRET: SECRET }).server.workers).toBe(availableParallelism());
     expect(problems(withWorkers('0'))).toEqual(['server.workers must be a positive integer no greater than 256']);
+    expect(problems(BASE + 'server: { workers: 2 }\n')).toEqual([
+      'server.workers needs store.kind redis: with the memory store each worker would have its own sessions',
+    ]);
   });
 
   it('reads a Redis Cluster or a Sentinel store, exactly one topology, and no hash tag in the prefix', () => {
