@@ -15,7 +15,9 @@ let b: RunningGateway;
 const names = Array.from({ length: 12 }, (_, i) => `user${i}`);
 
 const config = () => testConfig(users.file, {
-  store: { kind: 'redis', cluster: { nodes: [cluster.urls[0]] } },
+  // A generous deadline: this file is about behaviour across instances, not about timeouts, and a busy
+  // 2-core machine can stall a command past the default.
+  store: { kind: 'redis', cluster: { nodes: [cluster.urls[0]] }, commandTimeoutMs: 2000 },
   lockout: { maxFailuresPerUser: 3, maxFailuresPerAddress: 1000, windowSeconds: 60 },
   rateLimit: { requests: 4, windowSeconds: 60 },
   upstreams: { up: { url: echo.url } },

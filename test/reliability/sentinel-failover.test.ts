@@ -21,7 +21,7 @@ beforeAll(async () => {
   pair = await startSentinel({ replicas: 2, downAfterMs: 1000 });
   echo = await echoUpstream();
   gw = await startGateway(testConfig(users.file, {
-    store: { kind: 'redis', sentinel: { name: SENTINEL_MASTER_NAME, sentinels: pair.sentinels }, commandTimeoutMs: 500, connectTimeoutMs: 500 },
+    store: { kind: 'redis', sentinel: { name: SENTINEL_MASTER_NAME, sentinels: pair.sentinels }, commandTimeoutMs: 1000, connectTimeoutMs: 500 },
     upstreams: { up: { url: echo.url } },
     routes: [{ path: '/v1/conversations', upstream: 'up' }],
   }));
