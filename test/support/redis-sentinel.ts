@@ -18,11 +18,12 @@ export interface TestSentinel {
 export async function startSentinel(options: { downAfterMs?: number; replicas?: number } = {}): Promise<TestSentinel> {
   const started: TestRedis[] = [];
   try {
-    const master = await startRedis();
+    // No diskless-sync delay (Redis's default waits 5 s for more replicas before a full sync).
+    const master = await startRedis({ args: ['--repl-diskless-sync-delay', '0'] });
     started.push(master);
     const replicas: TestRedis[] = [];
     for (let i = 0; i < (options.replicas ?? 1); i++) {
-      replicas.push(await startRedis({ args: ['--replicaof', '127.0.0.1', String(master.port)] }));
+      replicas.push(await startRedis({ args: ['--replicaof', '127.0.0.1', String(master.port), '--repl-diskless-sync-delay', '0'] }));
       started.push(replicas[i]!);
     }
     const sentinel = await startRedis({
@@ -31,7 +32,7 @@ export async function startSentinel(options: { downAfterMs?: number; replicas?: 
           `port ${port}`, 'bind 127.0.0.1', `dir ${dir}`, 'daemonize no', 'loglevel warning',
           `sentinel monitor ${SENTINEL_MASTER_NAME} 127.0.0.1 ${master.port} 1`,
           `sentinel down-after-milliseconds ${SENTINEL_MASTER_NAME} ${options.downAfterMs ?? 1000}`,
-          `sentinel failover-timeout ${SENTINEL_MASTER_NAME} 5000`,
+          `sentinel failover-timeout ${SENTINEL_MASTER_NAME} 2000`,
           `sentinel parallel-syncs ${SENTINEL_MASTER_NAME} 1`,
           '',
         ].join('\n'),

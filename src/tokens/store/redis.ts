@@ -265,7 +265,8 @@ export class RedisTokenStore implements TokenStore {
   private async replicated(required: boolean): Promise<void> {
     const wanted = this.options.waitForReplicas;
     if (wanted === 0) return;
-    const acked = Number(await this.writer.call('WAIT', wanted, Math.max(1, this.options.commandTimeoutMs - 50)));
+    // Redis's own WAIT timeout well inside the command deadline, so a shortfall is an answer, not a timeout.
+    const acked = Number(await this.writer.call('WAIT', wanted, Math.max(1, Math.floor(this.options.commandTimeoutMs * 0.8))));
     if (acked < wanted && required) throw new Error(`NOREPLICAS ${acked} of ${wanted} replicas acknowledged the write`);
   }
 
