@@ -111,10 +111,13 @@ redis.call('PUBLISH', ARGV[1], ARGV[2])
 return 1
 `;
 
-/** KEYS[1] = session. ARGV: digest, channel, sid. Returns 1 when the session was deleted (and its id published). */
+/**
+ * KEYS[1] = session. ARGV: digest, channel, sid. Returns 1 when the session was deleted (and its id
+ * published), 0 when the hash is not one of its own, -1 when there is no such session.
+ */
 export const REVOKE_BY_REFRESH = `${CODEC}
 local s = redis.call('GET', KEYS[1])
-if not s then return 0 end
+if not s then return -1 end
 local _, _, rotatedFrom = layout(s)
 if string.sub(s, 20, 31) == ARGV[1] or rotatedAt(s, rotatedFrom, string.sub(ARGV[1], 1, ${ROTATED_DIGEST_BYTES})) then
   redis.call('DEL', KEYS[1])

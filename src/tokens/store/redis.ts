@@ -133,7 +133,7 @@ export class RedisTokenStore implements TokenStore {
         ]);
         return { result: 'rotated', sub, uv: typeof uv === 'string' ? uv : '' };
       }
-      if (code === 3) await this.revoked(sid);
+      if (code === 3) await this.revoked([sid], true);
       return { result: ROTATE_RESULTS[code as 0 | 2 | 3] ?? 'unknown' };
     });
   }
@@ -154,7 +154,9 @@ export class RedisTokenStore implements TokenStore {
     this.liveness.invalidate(sid);
     return this.guard(async () => {
       const deleted = await this.writer.revokeSession(sessionKey(sid), this.channelName, sid);
-      if (deleted === 1) await this.revoked(sid);
+      // Also when there was nothing to delete: another instance may be revoking it right now, and this
+      // answer must not come before that revocation is in force everywhere.
+      await this.revoked([sid], deleted === 1);
       // Again after: a liveness lookup answered while the script ran must not stay cached.
       this.liveness.invalidate(sid);
     });
@@ -162,9 +164,11 @@ export class RedisTokenStore implements TokenStore {
 
   revokeByRefresh(sid: string, refreshHash: string): Promise<boolean> {
     return this.guard(async () => {
-      const revoked = (await this.writer.revokeByRefresh(sessionKey(sid), refreshDigest(refreshHash), this.channelName, sid)) === 1;
-      if (revoked) await this.revoked(sid);
-      return revoked;
+      const code = await this.writer.revokeByRefresh(sessionKey(sid), refreshDigest(refreshHash), this.channelName, sid);
+      // A session found gone may be in the middle of another instance's revocation: wait as for ours.
+      // (A hash that does not match a live session revokes nothing and promises nothing.)
+      if (code !== 0) await this.revoked([sid], code === 1);
+      return code === 1;
     });
   }
 
@@ -198,7 +202,7 @@ export class RedisTokenStore implements TokenStore {
       const deleted = await Promise.all(sids.map((sid) => this.writer.revokeSession(sessionKey(sid), this.channelName, sid)));
       const count = deleted.filter((d) => d === 1).length;
       if (sids.length > 0) await this.client.zrem(index, ...sids);
-      if (count > 0) await this.revoked(...sids);
+      if (sids.length > 0) await this.revoked(sids, count > 0);
       return count;
     });
   }
@@ -252,10 +256,15 @@ export class RedisTokenStore implements TokenStore {
    * instance uses its cache only with a heartbeat confirmation younger than REVOCATION_WAIT_MS, and a
    * confirmation sent after the publish implies the message arrived; so waiting that long suffices.
    */
-  private async revoked(...sids: string[]): Promise<void> {
+  private async revoked(sids: string[], wrote: boolean): Promise<void> {
     for (const sid of sids) this.liveness.invalidate(sid);
-    await this.replicated(true);
-    if (this.revocationWaitMs > 0) await new Promise((r) => setTimeout(r, this.revocationWaitMs));
+    // The wait runs in full even when the WAIT for replicas fails: a retry that finds the session gone
+    // may then answer at once.
+    const [replication] = await Promise.allSettled([
+      wrote ? this.replicated(true) : Promise.resolve(),
+      new Promise((r) => setTimeout(r, this.revocationWaitMs)),
+    ]);
+    if (replication.status === 'rejected') throw replication.reason;
   }
 
   /**
