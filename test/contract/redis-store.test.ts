@@ -46,6 +46,28 @@ describe('RedisTokenStore keys', () => {
     }
   });
 
+  it('keeps the user index bounded: new sessions drop dead ids at random, listing drops the rest', async () => {
+    const raw = new Redis(redis.url);
+    try {
+      const user = 'index-bounds';
+      const sids = Array.from({ length: 12 }, (_, i) => `bounds${String(i).padStart(16, '0')}`);
+      for (const sid of sids) await store.createSession(sid, { sub: user, refreshHash: 'h', uv: 'v' }, 60);
+      // The index holding this user's ids (its key is a digest of the name).
+      const card = async () => {
+        for (const k of await raw.keys('gwtest:u:*')) if ((await raw.zscore(k, sids[11]!)) !== null) return raw.zcard(k);
+        return 0;
+      };
+      expect(await card()).toBe(12);
+      for (const sid of sids.slice(0, 10)) await store.revoke(sid);
+      for (let i = 0; i < 5; i++) await store.createSession(`bounds-new${String(i).padStart(12, '0')}`, { sub: user, refreshHash: 'h', uv: 'v' }, 60);
+      expect(await card()).toBeLessThan(17);
+      expect((await store.listSessions(user)).length).toBe(7);
+      expect(await card()).toBe(7);
+    } finally {
+      await raw.quit();
+    }
+  });
+
   it('keeps a session under 0.6 KB at any age (MEMORY USAGE, index share included)', async () => {
     const raw = new Redis(redis.url);
     try {
