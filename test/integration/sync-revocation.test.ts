@@ -4,6 +4,7 @@ import { createTokens, echoUpstream, htpasswd, postJson, startGateway, testConfi
 import { waitForHttp } from '../support/process.js';
 import { startCluster, type TestCluster } from '../support/redis-cluster.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { SENTINEL_MASTER_NAME, startSentinel, type TestSentinel } from '../support/redis-sentinel.js';
 import { slowLink, type SlowLink } from '../support/slow-link.js';
 
 /**
@@ -24,13 +25,14 @@ let users: Users;
 let echo: EchoUpstream;
 let redis: TestRedis;
 let cluster: TestCluster;
+let sentinel: TestSentinel;
 /** One instance hears Redis 80 ms late: revocation messages and heartbeats alike. */
 let slow: SlowLink;
 
 beforeAll(async () => {
   users = htpasswd({ alice: 'alice-pw' });
   echo = await echoUpstream();
-  [redis, cluster] = await Promise.all([startRedis(), startCluster(3)]);
+  [redis, cluster, sentinel] = await Promise.all([startRedis(), startCluster(3), startSentinel()]);
   slow = await slowLink(redis.port, 80);
 }, 30_000);
 afterAll(async () => {
@@ -38,6 +40,7 @@ afterAll(async () => {
   await slow?.close();
   await redis?.destroy();
   await cluster?.destroy();
+  await sentinel?.destroy();
   users?.remove();
 });
 
@@ -60,6 +63,10 @@ describe.each([
   // Generous command deadlines: a busy machine must not turn a create or a revoke into a 503 here.
   { topology: 'one Redis, one instance on a slow link', store: (i: number) => ({ kind: 'redis', url: i === 2 ? slow.url : redis.url, livenessCacheMs: 10_000, commandTimeoutMs: 2000 }) },
   { topology: 'a 3-master cluster', store: () => ({ kind: 'redis', cluster: { nodes: cluster.urls }, livenessCacheMs: 10_000, commandTimeoutMs: 2000 }) },
+  {
+    topology: 'a Sentinel-managed master',
+    store: () => ({ kind: 'redis', sentinel: { name: SENTINEL_MASTER_NAME, sentinels: sentinel.sentinels }, livenessCacheMs: 10_000, commandTimeoutMs: 2000 }),
+  },
 ])('synchronous revocation on $topology', ({ store }) => {
   let gateways: RunningGateway[] = [];
 
