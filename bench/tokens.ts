@@ -3,6 +3,7 @@
 import { CREATE_USER_PREFIX, createTokens, USER } from './gateway.js';
 import { fmtLatency, load, med, pair, problems, type Bench, type CpuPerRequest, type Row } from './context.js';
 import { runJson, settle } from './procs.js';
+import { REVOCATION_WAIT_MS } from '../src/tokens/store/redis.js';
 
 const REFRESH_TARGET = 3000;
 const CREATE_TARGET = 0.8;
@@ -55,6 +56,7 @@ export async function tokensScenario(b: Bench): Promise<Row[]> {
     cached.push(same);
     b.log(`  create (same credentials) round ${r + 1}: ${fmtLatency(same)}`);
   }
+  const revoke = await revokeLatency(b);
   const refreshRps = med(refresh.map((x) => x.rps), 0);
   const createRatio = med(create.map((x) => x.ratio), 3);
   const threadPool = create[0]?.raw.threadPool ?? 4;
@@ -76,6 +78,12 @@ export async function tokensScenario(b: Bench): Promise<Row[]> {
       details: { rounds: create },
     },
     {
+      id: 'revoke', scenario: 'POST /v1/tokens/revoke (synchronous: answers once no instance can accept the session)',
+      rps: revoke.rps, p50: revoke.p50, p99: revoke.p99, floorRps: null, ratio: null, cpuUs: null, floorCpuUs: null, cpuRatio: null, target: '(informational)', met: null,
+      notes: [`${revoke.count} revokes, ${REVOKE_CONCURRENCY} at a time; the wait is the store's REVOCATION_WAIT_MS (${REVOCATION_WAIT_MS} ms), paid by revocations only`],
+      details: { revoke },
+    },
+    {
       id: 'create-cached', scenario: 'POST /v1/tokens/create, same credentials (cache hit)',
       rps: med(cached.map((x) => x.rps), 0), p50: med(cached.map((x) => x.p50)), p99: med(cached.map((x) => x.p99)),
       floorRps: null, ratio: null, ...cpuOnly(cached), target: '(informational)', met: null, notes: notes.cached, details: { rounds: cached },
@@ -86,4 +94,31 @@ export async function tokensScenario(b: Bench): Promise<Row[]> {
 /** The gateway's CPU per answer; there is no floor to hold it against. */
 function cpuOnly(runs: { cpu: CpuPerRequest }[]): Pick<Row, 'cpuUs' | 'floorCpuUs' | 'cpuRatio'> {
   return { cpuUs: med(runs.map((x) => x.cpu.proxyUs), 0), floorCpuUs: null, cpuRatio: null };
+}
+
+const REVOKES = 200;
+const REVOKE_CONCURRENCY = 8;
+
+/** Latency of revokes (access token), each of its own fresh session. */
+async function revokeLatency(b: Bench): Promise<{ count: number; rps: number; p50: number; p99: number }> {
+  const sessions: Array<{ accessToken: string }> = [];
+  for (let i = 0; i < REVOKES; i++) sessions.push(await createTokens(b.gateway, USER, b.password));
+  const ms: number[] = [];
+  const started = performance.now();
+  let next = 0;
+  await Promise.all(Array.from({ length: REVOKE_CONCURRENCY }, async () => {
+    while (next < sessions.length) {
+      const s = sessions[next++]!;
+      const t = performance.now();
+      const res = await fetch(`${b.gateway}/v1/tokens/revoke`, { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify({ token: s.accessToken, type: 'ACCESS_TOKEN' }) });
+      await res.arrayBuffer();
+      if (res.status !== 200) throw new Error(`POST /v1/tokens/revoke answered ${res.status}`);
+      ms.push(performance.now() - t);
+    }
+  }));
+  const elapsedS = (performance.now() - started) / 1000;
+  ms.sort((x, y) => x - y);
+  const at = (q: number) => Number(ms[Math.min(ms.length - 1, Math.floor(q * ms.length))]!.toFixed(2));
+  b.log(`  revoke: p50 ${at(0.5)} ms, p99 ${at(0.99)} ms`);
+  return { count: ms.length, rps: Math.round(ms.length / elapsedS), p50: at(0.5), p99: at(0.99) };
 }

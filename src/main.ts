@@ -11,7 +11,7 @@ import { ConfigError } from './config/errors.js';
 import { hash } from './credentials/bcrypt.js';
 import { acceptablePassword } from './credentials/password-verifier.js';
 import { createLogger, exitAfterFlush, type Logger } from './log.js';
-import { runGateway } from './run.js';
+import { serve } from './run.js';
 
 const USAGE = `usage:
   auth-gateway serve [--config FILE] [--watch]          run the gateway (default config: ${DEFAULT_CONFIG_FILE});
@@ -49,7 +49,7 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'serve') {
     const config = loadChecked(values.config);
     serveLog = createLogger(config.log.level);
-    await runGateway(config, serveLog, { watch: values.watch === true });
+    await serve(config, serveLog, { watch: values.watch === true });
     return -1;
   }
   if (command === 'config' && sub === 'check') return checkConfig(values.config, values.connect === true);

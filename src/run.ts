@@ -1,3 +1,4 @@
+import cluster from 'node:cluster';
 import { watch } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { inspectConfig } from './config/inspect.js';
@@ -5,6 +6,13 @@ import type { Config } from './config/types.js';
 import { createLogger, exitAfterFlush, type Logger } from './log.js';
 import { createGateway, type Gateway } from './server.js';
 import { RedisTokenStore } from './tokens/store/redis.js';
+import { runPrimary, STOP_MESSAGE } from './workers.js';
+
+/** `serve`: this process serves, or (server.workers > 1) it is the primary of that many workers. */
+export async function serve(config: Config, log: Logger = createLogger(config.log.level), options: RunOptions = {}): Promise<void> {
+  if (config.server.workers > 1 && cluster.isPrimary) runPrimary(config, log);
+  else await runGateway(config, log, options);
+}
 
 export interface RunOptions {
   /** Reload when the configuration file changes, as on SIGHUP. */
@@ -54,6 +62,8 @@ export async function runGateway(config: Config, log: Logger = createLogger(conf
   };
   process.on('SIGHUP', () => reload('SIGHUP'));
   if (options.watch && config.file) watchFile(config.file, () => reload('file changed'), log);
+  // A worker's primary asks by message; with the same signal also from the terminal, it is still one stop.
+  if (cluster.isWorker) process.on('message', (m) => m === STOP_MESSAGE && !stopping && stop('primary'));
   return gateway;
 }
 

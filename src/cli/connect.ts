@@ -1,5 +1,6 @@
-import { Redis } from 'ioredis';
-import type { Config } from '../config/types.js';
+import type { Config, RedisTopology } from '../config/types.js';
+import { silentLogger } from '../log.js';
+import { RedisTokenStore } from '../tokens/store/redis.js';
 
 export interface ConnectResult {
   /** What was tried, e.g. `store redis://127.0.0.1:6379` or `upstream contacts http://…`. */
@@ -20,31 +21,34 @@ export function checkConnections(config: Config): Promise<ConnectResult[]> {
   return Promise.all(checks);
 }
 
+/**
+ * The store as the gateway would use it: the same client, topology and readiness check (a master that
+ * accepts writes, or a cluster whose state is ok), within the connect timeout.
+ */
 async function checkStore(config: Config): Promise<ConnectResult> {
   const store = config.store;
   if (store.kind === 'memory') return { what: 'store memory', ok: true, detail: 'in this process, nothing to connect to' };
-  const what = `store ${withoutPassword(store.url)}`;
-  if (!store.url) return { what, ok: false, detail: 'no URL' };
-  const client = new Redis(store.url, {
-    lazyConnect: true,
-    connectTimeout: Math.min(store.connectTimeoutMs, MAX_WAIT_MS),
-    commandTimeout: MAX_WAIT_MS,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-  });
-  // connect() itself only says "Connection is closed."; the socket's error says why.
-  let socketError: unknown;
-  client.on('error', (err) => (socketError = err));
+  const what = `store ${describeTopology(store.topology)}`;
   const started = Date.now();
+  const outages: string[] = [];
+  // The store logs the cause of an outage once (MOVED, READONLY, refused…): that is the detail to show.
+  const log = { ...silentLogger, error: (_msg: string, fields?: Record<string, unknown>) => void outages.push(String(fields?.cause ?? fields?.error ?? '')) };
+  const client = new RedisTokenStore({ ...store, connectTimeoutMs: Math.min(store.connectTimeoutMs, MAX_WAIT_MS) }, log);
   try {
-    await client.connect();
-    const pong = await client.ping();
-    return { what, ok: true, detail: `answered PING with ${pong} in ${Date.now() - started} ms` };
+    if (!(await client.waitUntilReady(MAX_WAIT_MS))) throw new Error(outages[0] || 'no connection in time');
+    await client.ping();
+    return { what, ok: true, detail: `ready (a writable master${store.topology.mode === 'cluster' ? ', cluster_state ok' : ''}) in ${Date.now() - started} ms` };
   } catch (err) {
-    return { what, ok: false, detail: `does not answer PING: ${reason(socketError ?? err)}` };
+    return { what, ok: false, detail: `is not ready: ${outages[0] || reason(err)}` };
   } finally {
-    client.disconnect();
+    await client.close();
   }
+}
+
+function describeTopology(t: RedisTopology): string {
+  if (t.mode === 'single') return withoutPassword(t.url);
+  if (t.mode === 'cluster') return `cluster ${t.nodes.map(withoutPassword).join(', ')}`;
+  return `sentinel ${t.name} via ${t.sentinels.join(', ')}`;
 }
 
 /** Any HTTP answer counts: the gateway only needs the upstream to be there (a 404 at its root is fine). */

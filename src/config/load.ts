@@ -73,7 +73,10 @@ function substitute(value: unknown, key: string, env: NodeJS.ProcessEnv, problem
   return value;
 }
 
-/** REDIS_URL selects the redis store with that URL; PORT overrides the port. */
+/**
+ * REDIS_URL selects the redis store with that URL (the single-node form: with store.cluster or
+ * store.sentinel in the file, validation refuses the pair rather than silently pick one); PORT overrides the port.
+ */
 function applyEnvOverrides(raw: unknown, env: NodeJS.ProcessEnv): void {
   if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return;
   const root = raw as Record<string, unknown>;

@@ -44,11 +44,32 @@ export interface ServerConfig {
   bodyTimeoutMs: number;
   /** Serve HTTPS with these files; undefined: plain HTTP. */
   tls?: TlsConfig;
+  /** Worker processes sharing the port (node:cluster); 1: serve in this process. `auto` is resolved to the cores. */
+  workers: number;
 }
 
-export type StoreConfig =
-  | { kind: 'memory' }
-  | { kind: 'redis'; url: string; keyPrefix: string; commandTimeoutMs: number; connectTimeoutMs: number; livenessCacheMs: number };
+export type StoreConfig = { kind: 'memory' } | RedisStoreConfig;
+
+export interface RedisStoreConfig {
+  kind: 'redis';
+  /** Exactly one of a single node (`url`), a Redis Cluster or a Sentinel-managed master. */
+  topology: RedisTopology;
+  keyPrefix: string;
+  commandTimeoutMs: number;
+  connectTimeoutMs: number;
+  livenessCacheMs: number;
+  /**
+   * Replicas that must acknowledge a session write (WAIT) before it is answered; 0: do not wait.
+   * Default 1 with Sentinel, 0 otherwise.
+   */
+  waitForReplicas: number;
+}
+
+export type RedisTopology =
+  | { mode: 'single'; url: string }
+  /** Seed nodes as redis:// or rediss:// URLs; username, password and TLS are taken from the first. */
+  | { mode: 'cluster'; nodes: string[] }
+  | { mode: 'sentinel'; name: string; sentinels: string[]; password?: string; sentinelPassword?: string; tls: boolean };
 
 export interface UsersConfig {
   /** Absolute path of the htpasswd file. */

@@ -1,10 +1,11 @@
+import { availableParallelism } from 'node:os';
 import { isAbsolute, resolve } from 'node:path';
 import { OVERRIDE_HEADERS } from '../proxy/headers.js';
 import { Checker } from './checker.js';
 import { ConfigError } from './errors.js';
 import type {
-  AdminConfig, Config, CorsPolicy, LockoutConfig, PagingRules, RateLimitRule, RouteConfig, ServerConfig, SigningKeyConfig, StoreConfig,
-  Timeouts, TlsConfig, TokensConfig, UpstreamConfig, UsersConfig, VerificationKeyConfig,
+  AdminConfig, Config, CorsPolicy, LockoutConfig, PagingRules, RateLimitRule, RedisTopology, RouteConfig, ServerConfig,
+  SigningKeyConfig, StoreConfig, Timeouts, TlsConfig, TokensConfig, UpstreamConfig, UsersConfig, VerificationKeyConfig,
 } from './types.js';
 
 export const DEFAULT_PAGE_SIZES = [10, 20, 50, 100, 200];
@@ -30,6 +31,9 @@ export function checkConfig(raw: unknown, file: string, baseDir: string): { conf
   const server = readServer(c, c.obj('server', root.server));
   if (root.server && typeof root.server === 'object') server.tls = readTls(c, (root.server as Record<string, unknown>).tls, at);
   const store = readStore(c, c.obj('store', root.store));
+  if (server.workers > 1 && store.kind === 'memory') {
+    c.problem('server.workers', 'needs store.kind redis: with the memory store each worker would have its own sessions');
+  }
   const users = readUsers(c, c.obj('users', root.users, true), at);
   const tokens = readTokens(c, c.obj('tokens', root.tokens, true), at);
   const lockout = readLockout(c, c.obj('lockout', root.lockout));
@@ -44,7 +48,7 @@ export function checkConfig(raw: unknown, file: string, baseDir: string): { conf
 }
 
 function readServer(c: Checker, s: Record<string, unknown>): ServerConfig {
-  c.unknownKeys('server', s, ['host', 'port', 'trustProxy', 'shutdownGraceMs', 'headersTimeoutMs', 'bodyTimeoutMs', 'tls']);
+  c.unknownKeys('server', s, ['host', 'port', 'trustProxy', 'shutdownGraceMs', 'headersTimeoutMs', 'bodyTimeoutMs', 'tls', 'workers']);
   const trust = s.trustProxy;
   return {
     host: c.str('server.host', s.host, '0.0.0.0'),
@@ -53,6 +57,7 @@ function readServer(c: Checker, s: Record<string, unknown>): ServerConfig {
     shutdownGraceMs: c.int('server.shutdownGraceMs', s.shutdownGraceMs, 10_000, 0),
     headersTimeoutMs: c.int('server.headersTimeoutMs', s.headersTimeoutMs, 10_000, 100),
     bodyTimeoutMs: c.int('server.bodyTimeoutMs', s.bodyTimeoutMs, 10_000, 100),
+    workers: s.workers === 'auto' ? availableParallelism() : c.int('server.workers', s.workers, 1, 1, 256),
   };
 }
 
@@ -62,15 +67,56 @@ function readStore(c: Checker, s: Record<string, unknown>): StoreConfig {
     c.unknownKeys('store', s, ['kind']);
     return { kind };
   }
-  c.unknownKeys('store', s, ['kind', 'url', 'keyPrefix', 'commandTimeoutMs', 'connectTimeoutMs', 'livenessCacheMs']);
+  c.unknownKeys('store', s, ['kind', 'url', 'cluster', 'sentinel', 'keyPrefix', 'commandTimeoutMs', 'connectTimeoutMs', 'livenessCacheMs', 'waitForReplicas']);
+  const topology = readTopology(c, s);
+  const keyPrefix = c.str('store.keyPrefix', s.keyPrefix, 'gw:');
+  // A hash tag in the prefix would put every key of every session in one cluster slot.
+  if (/[{}]/.test(keyPrefix)) c.problem('store.keyPrefix', 'must not contain { or } (a hash tag would put every key in one cluster slot)');
+  const waitForReplicas = c.int('store.waitForReplicas', s.waitForReplicas, topology.mode === 'sentinel' ? 1 : 0, 0, 16);
+  if (topology.mode === 'cluster' && waitForReplicas > 0) c.problem('store.waitForReplicas', 'is not supported with store.cluster (WAIT has no key to route by)');
   return {
     kind,
-    url: c.url('store.url', s.url, ['redis:', 'rediss:']),
-    keyPrefix: c.str('store.keyPrefix', s.keyPrefix, 'gw:'),
+    topology,
+    keyPrefix,
     commandTimeoutMs: c.int('store.commandTimeoutMs', s.commandTimeoutMs, 500),
     connectTimeoutMs: c.int('store.connectTimeoutMs', s.connectTimeoutMs, 1000),
     livenessCacheMs: c.int('store.livenessCacheMs', s.livenessCacheMs, 2000, 0, 60_000),
+    waitForReplicas,
   };
+}
+
+/** Exactly one of url (REDIS_URL sets it), cluster and sentinel. */
+function readTopology(c: Checker, s: Record<string, unknown>): RedisTopology {
+  const given = (['url', 'cluster', 'sentinel'] as const).filter((k) => s[k] !== undefined && s[k] !== null);
+  if (given.length > 1) {
+    c.problem('store', `sets ${given.join(' and ')}: set exactly one of url (or REDIS_URL), cluster, sentinel`);
+  }
+  if (given[0] === 'cluster') {
+    const cl = c.obj('store.cluster', s.cluster, true);
+    c.unknownKeys('store.cluster', cl, ['nodes']);
+    const nodes = c.list('store.cluster.nodes', cl.nodes).map((n, i) => c.url(`store.cluster.nodes[${i}]`, n, ['redis:', 'rediss:']));
+    if (nodes.length === 0) c.problem('store.cluster.nodes', 'must list at least one node URL');
+    return { mode: 'cluster', nodes };
+  }
+  if (given[0] === 'sentinel') {
+    const se = c.obj('store.sentinel', s.sentinel, true);
+    c.unknownKeys('store.sentinel', se, ['name', 'sentinels', 'password', 'sentinelPassword', 'tls']);
+    const sentinels = c.list('store.sentinel.sentinels', se.sentinels).map((n, i) => {
+      const addr = c.str(`store.sentinel.sentinels[${i}]`, n);
+      if (addr && !/^[^\s:/]+:\d{1,5}$/.test(addr)) c.problem(`store.sentinel.sentinels[${i}]`, 'must be host:port');
+      return addr;
+    });
+    if (sentinels.length === 0) c.problem('store.sentinel.sentinels', 'must list at least one host:port');
+    return {
+      mode: 'sentinel',
+      name: c.str('store.sentinel.name', se.name),
+      sentinels,
+      password: se.password === undefined ? undefined : c.str('store.sentinel.password', se.password),
+      sentinelPassword: se.sentinelPassword === undefined ? undefined : c.str('store.sentinel.sentinelPassword', se.sentinelPassword),
+      tls: c.bool('store.sentinel.tls', se.tls, false),
+    };
+  }
+  return { mode: 'single', url: c.url('store.url', s.url, ['redis:', 'rediss:']) };
 }
 
 function readUsers(c: Checker, u: Record<string, unknown>, at: (p: string) => string): UsersConfig {

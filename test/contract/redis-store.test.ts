@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/log.js';
 import { RedisTokenStore } from '../../src/tokens/store/redis.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { measureSessionBytes } from './session-size.js';
 import { tokenStoreContract } from './token-store.js';
 
 let redis: TestRedis;
@@ -10,7 +11,9 @@ let store: RedisTokenStore;
 
 beforeAll(async () => {
   redis = await startRedis();
-  store = new RedisTokenStore({ url: redis.url, keyPrefix: 'gwtest:', commandTimeoutMs: 500, connectTimeoutMs: 1000, livenessCacheMs: 2000 }, silentLogger);
+  store = new RedisTokenStore({
+    topology: { mode: 'single', url: redis.url }, keyPrefix: 'gwtest:', commandTimeoutMs: 500, connectTimeoutMs: 1000, livenessCacheMs: 2000, waitForReplicas: 0,
+  }, silentLogger);
   expect(await store.waitUntilReady(5000)).toBe(true);
 });
 
@@ -19,7 +22,7 @@ afterAll(async () => {
   await redis?.destroy();
 });
 
-tokenStoreContract('redis', {
+tokenStoreContract('redis (single node)', {
   store: () => store,
   fastForward: (ms) => new Promise((r) => setTimeout(r, ms)),
   now: () => Date.now(),
@@ -27,7 +30,7 @@ tokenStoreContract('redis', {
 
 describe('RedisTokenStore revocation channel', () => {
   it('tells onRevoked listeners of revocations made by another instance, within a second', async () => {
-    const other = new RedisTokenStore({ url: redis.url, keyPrefix: 'gwtest:', commandTimeoutMs: 500, connectTimeoutMs: 1000, livenessCacheMs: 2000 }, silentLogger);
+    const other = new RedisTokenStore({ topology: { mode: 'single', url: redis.url }, keyPrefix: 'gwtest:', commandTimeoutMs: 500, connectTimeoutMs: 1000, livenessCacheMs: 2000, waitForReplicas: 0 }, silentLogger);
     try {
       expect(await other.waitUntilReady(5000)).toBe(true);
       // The subscriber connects on its own schedule: wait until the channel is live on this instance.
@@ -55,11 +58,48 @@ describe('RedisTokenStore keys', () => {
     await store.rotateRefresh('abcdefghijklmnopqrstuv', { presentedHash: 'h1', nextHash: 'h2', ttlSeconds: 60, graceMs: 0, nowMs: Date.now() });
     const raw = new Redis(redis.url);
     try {
-      const keys = (await raw.keys('*abcdefghijklmnopqrstuv*')).sort();
-      expect(keys).toEqual(['gwtest:{abcdefghijklmnopqrstuv}:p', 'gwtest:{abcdefghijklmnopqrstuv}:s']);
-      // The refresh token itself is never stored, only its hash.
-      expect(await raw.hget('gwtest:{abcdefghijklmnopqrstuv}:s', 'rh')).toBe('h2');
-      expect(await raw.ttl('gwtest:{abcdefghijklmnopqrstuv}:s')).toBeGreaterThan(50);
+      expect(await raw.keys('*abcdefghijklmnopqrstuv*')).toEqual(['gwtest:s:{abcdefghijklmnopqrstuv}']);
+      // Neither the refresh token nor its hash is stored, only a digest of the hash.
+      const value = await raw.getBuffer('gwtest:s:{abcdefghijklmnopqrstuv}');
+      expect(value!.includes('h2')).toBe(false);
+      expect(await raw.ttl('gwtest:s:{abcdefghijklmnopqrstuv}')).toBeGreaterThan(50);
+      // The user's index is keyed by a digest of the name, in a slot of its own.
+      expect((await raw.keys('gwtest:u:*')).every((k) => /^gwtest:u:\{[A-Za-z0-9_-]{22}\}$/.test(k))).toBe(true);
+    } finally {
+      await raw.quit();
+    }
+  });
+
+  it('keeps the user index bounded: new sessions drop dead ids at random, listing drops the rest', async () => {
+    const raw = new Redis(redis.url);
+    try {
+      const user = 'index-bounds';
+      const sids = Array.from({ length: 12 }, (_, i) => `bounds${String(i).padStart(16, '0')}`);
+      for (const sid of sids) await store.createSession(sid, { sub: user, refreshHash: 'h', uv: 'v' }, 60);
+      // The index holding this user's ids (its key is a digest of the name).
+      const card = async () => {
+        for (const k of await raw.keys('gwtest:u:*')) if ((await raw.zscore(k, sids[11]!)) !== null) return raw.zcard(k);
+        return 0;
+      };
+      expect(await card()).toBe(12);
+      for (const sid of sids.slice(0, 10)) await store.revoke(sid);
+      for (let i = 0; i < 5; i++) await store.createSession(`bounds-new${String(i).padStart(12, '0')}`, { sub: user, refreshHash: 'h', uv: 'v' }, 60);
+      expect(await card()).toBeLessThan(17);
+      expect((await store.listSessions(user)).length).toBe(7);
+      expect(await card()).toBe(7);
+    } finally {
+      await raw.quit();
+    }
+  });
+
+  it('keeps a session under 0.6 KB at any age (MEMORY USAGE, index share included)', async () => {
+    const raw = new Redis(redis.url);
+    try {
+      const bytes = await measureSessionBytes(store, raw, 'gwtest:');
+      console.log(`session bytes (MEMORY USAGE): ${JSON.stringify(bytes)}`);
+      expect(bytes.fresh).toBeLessThanOrEqual(600);
+      expect(bytes.afterOneRefresh).toBeLessThanOrEqual(600);
+      expect(bytes.after40Refreshes).toBeLessThanOrEqual(600);
     } finally {
       await raw.quit();
     }

@@ -65,6 +65,21 @@ export function tokenStoreContract(name: string, h: StoreHarness): void {
       expect(await h.store().isLive(s)).toBe(false);
     });
 
+    it('judges grace and reuse right across months of rotations (rotation times are the caller\'s clock)', async () => {
+      const s = sid();
+      const t = h.now();
+      const day = 24 * 3600 * 1000;
+      await h.store().createSession(s, { sub: 'alice', refreshHash: 'h1', uv: 'v1' }, 60);
+      await h.store().rotateRefresh(s, rotation('h1', 'h2', t));
+      await h.store().rotateRefresh(s, rotation('h2', 'h3', t + 30 * day));
+      await h.store().rotateRefresh(s, rotation('h3', 'h4', t + 80 * day));
+      const later = t + 80 * day + 1000;
+      // h3 was rotated away 1 s ago: within a 5 s grace. h2, 50 days ago, and h1, 80 days ago: reuse.
+      expect(await h.store().rotateRefresh(s, rotation('h3', 'x', later, 5000))).toEqual({ result: 'grace' });
+      expect(await h.store().rotateRefresh(s, rotation('h2', 'x', later, 10 * day))).toEqual({ result: 'reused' });
+      expect(await h.store().isLive(s)).toBe(false);
+    });
+
     it('answers unknown for a hash the session never had, and keeps the session', async () => {
       const s = sid();
       await h.store().createSession(s, { sub: 'alice', refreshHash: 'h1', uv: 'v1' }, 60);
@@ -171,6 +186,49 @@ export function tokenStoreContract(name: string, h: StoreHarness): void {
       } finally {
         unsubscribe();
       }
+    });
+
+    it('lists a user\'s live sessions, oldest first, without any token or hash', async () => {
+      const user = `user-${sid()}`;
+      const [a, b, c] = [sid(), sid(), sid()];
+      await h.store().createSession(a, { sub: user, refreshHash: 'h1', uv: 'v1' }, 60);
+      await h.fastForward(5);
+      await h.store().createSession(b, { sub: user, refreshHash: 'h1', uv: 'v1' }, 1);
+      await h.store().createSession(c, { sub: `other-${user}`, refreshHash: 'h1', uv: 'v1' }, 60);
+      const rotatedAt = h.now();
+      await h.store().rotateRefresh(a, rotation('h1', 'h2', rotatedAt));
+      const listed = await h.store().listSessions(user);
+      expect(listed.map((s) => s.sid)).toEqual([a, b]);
+      for (const s of listed) expect(Object.keys(s).sort()).toEqual(['createdAtMs', 'refreshedAtMs', 'sid']);
+      expect(listed[0]!.refreshedAtMs).toBe(rotatedAt);
+      expect(listed[1]!.refreshedAtMs).toBe(listed[1]!.createdAtMs);
+      expect(listed[0]!.createdAtMs).toBeLessThanOrEqual(listed[1]!.createdAtMs);
+      // Revoked and expired sessions are not listed.
+      await h.store().revoke(a);
+      await h.fastForward(1100);
+      expect(await h.store().listSessions(user)).toEqual([]);
+      expect(await h.store().listSessions(`nobody-${user}`)).toEqual([]);
+    });
+
+    it('revokes every session of a user, and only theirs, and counts them', async () => {
+      const user = `user-${sid()}`;
+      const mine = [sid(), sid(), sid()];
+      const theirs = sid();
+      for (const s of mine) await h.store().createSession(s, { sub: user, refreshHash: 'h1', uv: 'v1' }, 60);
+      await h.store().createSession(theirs, { sub: `other-${user}`, refreshHash: 'h1', uv: 'v1' }, 60);
+      await h.store().rotateRefresh(mine[0]!, rotation('h1', 'h2', h.now()));
+      await h.store().revoke(mine[2]!);
+      expect(await h.store().revokeUser(user)).toBe(2);
+      for (const s of mine) expect(await h.store().isLive(s)).toBe(false);
+      expect(await h.store().rotateRefresh(mine[0]!, rotation('h2', 'h3', h.now()))).toEqual({ result: 'unknown' });
+      expect(await h.store().isLive(theirs)).toBe(true);
+      expect(await h.store().listSessions(user)).toEqual([]);
+      expect(await h.store().revokeUser(user)).toBe(0);
+      // A new session of the user after that is not affected by the old revocation.
+      const later = sid();
+      await h.store().createSession(later, { sub: user, refreshHash: 'h1', uv: 'v1' }, 60);
+      expect(await h.store().isLive(later)).toBe(true);
+      expect((await h.store().listSessions(user)).map((s) => s.sid)).toEqual([later]);
     });
 
     it('pings', async () => {

@@ -96,11 +96,11 @@ routes:
   - { path: /v1/contacts, upstream: contacts }
 `;
 
-    it('checks that the store answers PING and each upstream answers, naming each', async () => {
+    it('checks that the store is ready as the gateway would use it (a writable master) and each upstream answers, naming each', async () => {
       const r = await runAsync(['config', 'check', '--connect', '--config', configFile(yaml(redis.url, echo.url))]);
       expect(r.stderr).toBe('');
       expect(r.status).toBe(0);
-      expect(r.stdout).toContain(`store ${redis.url}: answered PING with PONG`);
+      expect(r.stdout).toMatch(new RegExp(`store ${redis.url}: ready \\(a writable master\\) in \\d+ ms`));
       expect(r.stdout).toContain(`upstream conversations ${echo.url}: answered HTTP 200`);
       expect(r.stdout).toContain(`upstream contacts ${echo.url}: answered HTTP 200`);
       expect(r.stdout).toMatch(/: ok \(2 routes, 2 upstreams, 1 users, store redis\)\n$/);
@@ -112,7 +112,7 @@ routes:
       const r = await runAsync(['config', 'check', '--connect', '--config', configFile(yaml(`redis://:hunter2@127.0.0.1:${closedA}`, `http://127.0.0.1:${closedB}`))]);
       expect(r.status).toBe(2);
       expect(r.stdout).toContain(`upstream conversations ${echo.url}: answered HTTP 200`);
-      expect(r.stderr).toContain(`store redis://:***@127.0.0.1:${closedA} does not answer PING: ECONNREFUSED`);
+      expect(r.stderr).toContain(`store redis://:***@127.0.0.1:${closedA} is not ready: refused`);
       expect(r.stderr).toContain(`upstream contacts http://127.0.0.1:${closedB} does not answer: ECONNREFUSED`);
       expect(r.stderr + r.stdout).not.toContain('hunter2');
     });

@@ -1,6 +1,6 @@
-import { RedisTokenStore } from '../../src/tokens/store/redis.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTokens, echoUpstream, htpasswd, postJson, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
+import { waitForHttp } from '../support/process.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 
 let users: Users;
@@ -99,8 +99,7 @@ describe('refresh reuse grace', () => {
       tokens: { signing: { alg: 'HS256', secret: 'x'.repeat(40) }, refreshReuseGraceSeconds: 30 },
     }));
     try {
-      // As `serve` does before it listens: a store that is not connected yet answers 503.
-      expect(await (graceful.gateway.store as RedisTokenStore).waitUntilReady(5000)).toBe(true);
+      await waitForHttp(`${graceful.base}/readyz`);
       const first = await createTokens(graceful.base, 'alice', 'alice-pw');
       const second = (await (await postJson(graceful.base, '/v1/tokens/refresh', { refreshToken: first.refreshToken })).json()) as typeof first;
       expect((await postJson(graceful.base, '/v1/tokens/refresh', { refreshToken: first.refreshToken })).status).toBe(401);

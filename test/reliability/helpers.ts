@@ -194,14 +194,18 @@ export interface GatewayProcessOptions {
   routes: Array<{ path: string; upstream: string }>;
   shutdownGraceMs?: number;
   logLevel?: 'debug' | 'info' | 'warn' | 'error';
+  /** server.workers (default 1: no workers). */
+  workers?: number;
+  /** The store section (default: memory). */
+  store?: Record<string, unknown>;
 }
 
 /** Writes a YAML configuration the way an operator would (secret from ${GATEWAY_JWT_SECRET}) and runs the built CLI on it. */
 export function startGatewayProcess(o: GatewayProcessOptions): Child {
   const file = join(o.dir, 'gateway.yaml');
   writeFileSync(file, stringify({
-    server: { host: '127.0.0.1', port: o.port, shutdownGraceMs: o.shutdownGraceMs ?? 2000 },
-    store: { kind: 'memory' },
+    server: { host: '127.0.0.1', port: o.port, shutdownGraceMs: o.shutdownGraceMs ?? 2000, ...(o.workers ? { workers: o.workers } : {}) },
+    store: o.store ?? { kind: 'memory' },
     users: { htpasswd: o.usersFile, watch: false },
     tokens: { signing: { alg: 'HS256', secret: '${GATEWAY_JWT_SECRET}' } },
     upstreams: o.upstreams,

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,36 +10,56 @@ export interface TestRedis {
   url: string;
   port: number;
   stop(): Promise<void>;
+  /** Stops it at once (SIGKILL): a crash, nothing saved. */
+  kill(): Promise<void>;
+  /** Freezes it (SIGSTOP): connections stay open and nothing answers, like a hung host. */
+  pause(): void;
+  resume(): void;
   start(): Promise<void>;
   /** Stops and removes its data directory. */
   destroy(): Promise<void>;
 }
 
-export async function startRedis(options: { appendOnly?: boolean } = {}): Promise<TestRedis> {
+export interface RedisServerOptions {
+  appendOnly?: boolean;
+  /** More redis-server arguments (cluster mode, replicaof, ...). */
+  args?: string[];
+  /** Instead of the usual arguments: a config file written into the data directory (Sentinel). */
+  configFile?: (port: number, dir: string) => { text: string; args: string[] };
+}
+
+export async function startRedis(options: RedisServerOptions = {}): Promise<TestRedis> {
   const dir = mkdtempSync(join(tmpdir(), 'gw-redis-'));
   let child: ChildProcess | undefined;
   let port = 0;
   const start = async () => {
     for (let attempt = 0; attempt < 5; attempt++) {
       port = port || (await freePort());
-      child = spawn('redis-server', [
+      let args = [
         '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--dir', dir,
         '--appendonly', options.appendOnly ? 'yes' : 'no', '--appendfsync', 'always',
-        '--daemonize', 'no', '--loglevel', 'warning',
-      ], { stdio: 'ignore' });
+        '--daemonize', 'no', '--loglevel', 'warning', ...(options.args ?? []),
+      ];
+      if (options.configFile) {
+        const file = join(dir, 'redis.conf');
+        const made = options.configFile(port, dir);
+        writeFileSync(file, made.text);
+        args = [file, ...made.args];
+      }
+      child = spawn('redis-server', args, { stdio: 'ignore' });
       if (await waitForPing(port, child)) return;
       child.kill('SIGKILL');
       port = 0;
     }
     throw new Error('redis-server did not start (is it installed? apt-get install redis-server)');
   };
-  const stop = async () => {
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
     const c = child;
     child = undefined;
-    if (!c || c.exitCode !== null) return;
+    if (!c || c.exitCode !== null || c.signalCode !== null) return;
     await new Promise<void>((resolve) => {
       c.once('exit', () => resolve());
-      c.kill('SIGTERM');
+      c.kill(signal);
     });
   };
   await start();
@@ -50,7 +70,10 @@ export async function startRedis(options: { appendOnly?: boolean } = {}): Promis
     get port() {
       return port;
     },
-    stop,
+    stop: () => stop(),
+    kill: () => stop('SIGKILL'),
+    pause: () => child?.kill('SIGSTOP'),
+    resume: () => child?.kill('SIGCONT'),
     start,
     destroy: async () => {
       await stop();

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/config/errors.js';
 import { parseConfig } from '../../src/config/load.js';
@@ -26,7 +27,7 @@ function problems(yaml: string, env: Record<string, string> = { JWT_SECRET: SECR
 describe('configuration', () => {
   it('applies the documented defaults', () => {
     const c = parseConfig(BASE, '/etc/gw/gateway.yaml', { JWT_SECRET: SECRET });
-    expect(c.server).toEqual({ host: '0.0.0.0', port: 8080, trustProxy: 0, shutdownGraceMs: 10000, headersTimeoutMs: 10000, bodyTimeoutMs: 10000 });
+    expect(c.server).toEqual({ host: '0.0.0.0', port: 8080, trustProxy: 0, shutdownGraceMs: 10000, headersTimeoutMs: 10000, bodyTimeoutMs: 10000, workers: 1 });
     expect(c.store).toEqual({ kind: 'memory' });
     expect(c.users.htpasswd).toBe('/etc/gw/users.htpasswd');
     expect(c.tokens).toMatchObject({ issuer: 'auth-gateway', accessTtlSeconds: 5400, refreshTtlSeconds: 5184000, refreshReuseGraceSeconds: 0 });
@@ -96,7 +97,9 @@ colour: blue
 
   it('lets REDIS_URL select the redis store and PORT override the port', () => {
     const c = parseConfig(BASE, '/x/gateway.yaml', { JWT_SECRET: SECRET, REDIS_URL: 'redis://redis:6379', PORT: '9090' });
-    expect(c.store).toEqual({ kind: 'redis', url: 'redis://redis:6379', keyPrefix: 'gw:', commandTimeoutMs: 500, connectTimeoutMs: 1000, livenessCacheMs: 2000 });
+    expect(c.store).toEqual({
+      kind: 'redis', topology: { mode: 'single', url: 'redis://redis:6379' }, keyPrefix: 'gw:', commandTimeoutMs: 500, connectTimeoutMs: 1000, livenessCacheMs: 2000, waitForReplicas: 0,
+    });
     expect(c.server.port).toBe(9090);
     expect(problems(BASE, { JWT_SECRET: SECRET, REDIS_URL: 'http://nope' })).toEqual(['store.url must be a redis: or rediss: URL']);
   });
@@ -116,6 +119,44 @@ colour: blue
       'upstreams.conversations.targets[0] must be a http: or https: URL',
       'upstreams.conversations.balance must be one of round-robin, least-requests',
       'upstreams.conversations.healthCheck.path must start with /',
+    ]);
+  });
+
+  it('reads server.workers as a number or auto (the cores)', () => {
+    const withWorkers = (w: string) => BASE + `server: { workers: ${w} }\nstore: { kind: redis, url: "redis://r:6379" }\n`;
+    expect(parseConfig(withWorkers('4'), '/x/gateway.yaml', { JWT_SECRET: SECRET }).server.workers).toBe(4);
+    expect(parseConfig(withWorkers('auto'), '/x/gateway.yaml', { JWT_SECRET: SECRET }).server.workers).toBe(availableParallelism());
+    expect(problems(withWorkers('0'))).toEqual(['server.workers must be a positive integer no greater than 256']);
+    expect(problems(BASE + 'server: { workers: 2 }\n')).toEqual([
+      'server.workers needs store.kind redis: with the memory store each worker would have its own sessions',
+    ]);
+  });
+
+  it('reads a Redis Cluster or a Sentinel store, exactly one topology, and no hash tag in the prefix', () => {
+    const withStore = (store: string) => BASE.replace(/store:.*\n/, '') + `store: ${store}\n`;
+    const cluster = parseConfig(withStore('{ kind: redis, cluster: { nodes: ["redis://:pw@10.0.0.1:6379", "redis://10.0.0.2:6379"] } }'), '/x/gateway.yaml', { JWT_SECRET: SECRET });
+    expect(cluster.store).toMatchObject({ kind: 'redis', topology: { mode: 'cluster', nodes: ['redis://:pw@10.0.0.1:6379', 'redis://10.0.0.2:6379'] }, waitForReplicas: 0 });
+    const sentinel = parseConfig(withStore('{ kind: redis, sentinel: { name: gw, sentinels: ["10.0.0.5:26379", "10.0.0.6:26379"], password: p, sentinelPassword: q } }'), '/x/gateway.yaml', { JWT_SECRET: SECRET });
+    expect(sentinel.store).toMatchObject({
+      kind: 'redis', topology: { mode: 'sentinel', name: 'gw', sentinels: ['10.0.0.5:26379', '10.0.0.6:26379'], password: 'p', sentinelPassword: 'q', tls: false }, waitForReplicas: 1,
+    });
+    expect(problems(withStore('{ kind: redis, url: "redis://a:6379", cluster: { nodes: ["redis://b:6379"] } }'))).toEqual([
+      'store sets url and cluster: set exactly one of url (or REDIS_URL), cluster, sentinel',
+    ]);
+    expect(problems(withStore('{ kind: redis, cluster: { nodes: [] }, keyPrefix: "{gw}:" }'))).toEqual([
+      'store.cluster.nodes must list at least one node URL',
+      'store.keyPrefix must not contain { or } (a hash tag would put every key in one cluster slot)',
+    ]);
+    expect(problems(withStore('{ kind: redis, sentinel: { sentinels: ["nohost"] } }'))).toEqual([
+      'store.sentinel.sentinels[0] must be host:port',
+      'store.sentinel.name is required',
+    ]);
+    expect(problems(withStore('{ kind: redis, cluster: { nodes: ["redis://b:6379"] }, waitForReplicas: 1 }'))).toEqual([
+      'store.waitForReplicas is not supported with store.cluster (WAIT has no key to route by)',
+    ]);
+    // REDIS_URL is the single-node form: with a cluster or sentinel in the file it is refused, not ignored.
+    expect(problems(withStore('{ kind: redis, sentinel: { name: gw, sentinels: ["s:26379"] } }'), { JWT_SECRET: SECRET, REDIS_URL: 'redis://r:6379' })).toEqual([
+      'store sets url and sentinel: set exactly one of url (or REDIS_URL), cluster, sentinel',
     ]);
   });
 

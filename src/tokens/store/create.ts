@@ -6,7 +6,10 @@ import { RedisTokenStore } from './redis.js';
 import type { TokenStore } from './types.js';
 
 export function createStore(config: StoreConfig, clock: Clock, log: Logger): TokenStore {
-  if (config.kind === 'redis') return new RedisTokenStore(config, log);
+  if (config.kind === 'redis') {
+    const { kind: _kind, ...options } = config;
+    return new RedisTokenStore(options, log);
+  }
   log.warn('memory token store: tokens live in this process only; use store.kind redis (or REDIS_URL) for several instances or restarts');
   return new MemoryTokenStore(clock);
 }

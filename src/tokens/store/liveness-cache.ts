@@ -3,13 +3,21 @@
  * while the invalidation channel is up: every revocation publishes the session id, `invalidate` drops
  * it, and while the channel is down the cache is off and empty. An answer from Redis that raced a
  * revocation is not kept (the epoch moved while it was in flight).
+ *
+ * Synchronous revocation: a hit also needs the channel's most recent confirmation (a heartbeat PING
+ * that came back, see RevocationChannel) to have been sent less than `freshMs` ago. A revoking instance
+ * that waits `freshMs` after its revocation was published before answering therefore knows that no
+ * instance can still answer from its cache for that session: any instance whose confirmation is that
+ * recent has already received the message. Only durations on each instance's own clock are compared,
+ * so no clock sync is needed.
  */
 export class LivenessCache {
   private readonly live = new Map<string, number>();
   private active = false;
   private currentEpoch = 0;
+  private confirmedSentAt = -Infinity;
 
-  constructor(private readonly ttlMs: number, private readonly maxEntries = 100_000) {}
+  constructor(private readonly ttlMs: number, private readonly freshMs = Infinity, private readonly maxEntries = 100_000) {}
 
   get enabled(): boolean {
     return this.active && this.ttlMs > 0;
@@ -20,7 +28,7 @@ export class LivenessCache {
   }
 
   isLive(sid: string, nowMs: number): boolean {
-    if (!this.active) return false;
+    if (!this.active || nowMs - this.confirmedSentAt >= this.freshMs) return false;
     const until = this.live.get(sid);
     if (until === undefined) return false;
     if (until > nowMs) return true;
@@ -40,6 +48,11 @@ export class LivenessCache {
     this.live.delete(sid);
   }
 
+  /** Every message published before `sentAtMs` (this cache's clock) has been applied. */
+  confirm(sentAtMs: number): void {
+    this.confirmedSentAt = sentAtMs;
+  }
+
   /** The channel is (again) subscribed: start from nothing, since messages may have been missed. */
   activate(): void {
     this.currentEpoch++;
@@ -51,5 +64,6 @@ export class LivenessCache {
     this.currentEpoch++;
     this.live.clear();
     this.active = false;
+    this.confirmedSentAt = -Infinity;
   }
 }

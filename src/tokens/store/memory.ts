@@ -1,10 +1,12 @@
 import type { Clock } from '../../clock.js';
 import { ROTATED_KEPT } from './lua.js';
 import { RevocationFeed } from './revocations.js';
-import type { Counter, NewSession, RateDecision, RotateOutcome, Rotation, TokenStore } from './types.js';
+import type { Counter, NewSession, RateDecision, RotateOutcome, Rotation, SessionInfo, TokenStore } from './types.js';
 
 interface Session {
   sub: string;
+  createdAt: number;
+  refreshedAt: number;
   uv: string;
   current: string;
   /** Rotated-away hashes and when they were rotated away (ms). */
@@ -26,6 +28,8 @@ const SWEEP_INTERVAL_MS = 60_000;
 export class MemoryTokenStore implements TokenStore {
   readonly kind = 'memory';
   private readonly sessions = new Map<string, Session>();
+  /** user -> ids of their sessions (some may be gone: checked on read, dropped then). */
+  private readonly byUser = new Map<string, Set<string>>();
   private readonly counters = new Map<string, StoredCounter>();
   /** GCRA buckets: key -> theoretical arrival time (ms). */
   private readonly buckets = new Map<string, number>();
@@ -38,8 +42,14 @@ export class MemoryTokenStore implements TokenStore {
   }
 
   async createSession(sid: string, session: NewSession, ttlSeconds: number): Promise<void> {
+    const now = this.clock.now();
+    let ids = this.byUser.get(session.sub);
+    if (!ids) this.byUser.set(session.sub, (ids = new Set()));
+    ids.add(sid);
     this.sessions.set(sid, {
       sub: session.sub,
+      createdAt: now,
+      refreshedAt: now,
       uv: session.uv,
       current: session.refreshHash,
       previous: new Map(),
@@ -54,6 +64,7 @@ export class MemoryTokenStore implements TokenStore {
       session.previous.set(session.current, r.nowMs);
       if (session.previous.size > ROTATED_KEPT) session.previous.delete(session.previous.keys().next().value!);
       session.current = r.nextHash;
+      session.refreshedAt = r.nowMs;
       session.expiresAt = this.clock.now() + r.ttlSeconds * 1000;
       return { result: 'rotated', sub: session.sub, uv: session.uv };
     }
@@ -81,6 +92,32 @@ export class MemoryTokenStore implements TokenStore {
     this.sessions.delete(sid);
     this.revocations.publish(sid);
     return true;
+  }
+
+  async listSessions(user: string): Promise<SessionInfo[]> {
+    const ids = this.byUser.get(user);
+    if (!ids) return [];
+    const live: SessionInfo[] = [];
+    for (const sid of ids) {
+      const s = this.liveSession(sid);
+      if (s && s.sub === user) live.push({ sid, createdAtMs: s.createdAt, refreshedAtMs: s.refreshedAt });
+      else ids.delete(sid);
+    }
+    if (ids.size === 0) this.byUser.delete(user);
+    return live.sort((a, b) => a.createdAtMs - b.createdAtMs);
+  }
+
+  async revokeUser(user: string): Promise<number> {
+    const ids = this.byUser.get(user);
+    this.byUser.delete(user);
+    let count = 0;
+    for (const sid of ids ?? []) {
+      if (this.liveSession(sid)?.sub !== user) continue;
+      this.sessions.delete(sid);
+      this.revocations.publish(sid);
+      count++;
+    }
+    return count;
   }
 
   async hit(key: string, windowSeconds: number): Promise<Counter> {
@@ -149,6 +186,10 @@ export class MemoryTokenStore implements TokenStore {
   private sweep(): void {
     const now = this.clock.now();
     for (const [sid, s] of this.sessions) if (s.expiresAt <= now) this.sessions.delete(sid);
+    for (const [user, ids] of this.byUser) {
+      for (const sid of ids) if (!this.sessions.has(sid)) ids.delete(sid);
+      if (ids.size === 0) this.byUser.delete(user);
+    }
     for (const [key, c] of this.counters) if (c.expiresAt <= now) this.counters.delete(key);
     for (const [key, tat] of this.buckets) if (tat <= now) this.buckets.delete(key);
   }

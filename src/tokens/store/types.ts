@@ -10,10 +10,20 @@ export interface TokenStore {
   rotateRefresh(sid: string, rotation: Rotation): Promise<RotateOutcome>;
   /** True while the session has been neither revoked nor let expire. */
   isLive(sid: string): Promise<boolean>;
-  /** Deletes the session: every token of it stops working at once. */
+  /**
+   * Deletes the session: every token of it stops working at once. When this (or revokeByRefresh,
+   * revokeUser, or a rotation answering 'reused') has answered, no instance accepts the session's tokens.
+   */
   revoke(sid: string): Promise<void>;
   /** Deletes the session if `refreshHash` is its current or an earlier refresh hash; true if it did. */
   revokeByRefresh(sid: string, refreshHash: string): Promise<boolean>;
+  /** The user's live sessions, oldest first. */
+  listSessions(user: string): Promise<SessionInfo[]>;
+  /**
+   * Revokes every session of the user (on every instance, like revoke) and returns how many there were.
+   * A session whose create answered before this was called is among them.
+   */
+  revokeUser(user: string): Promise<number>;
   /** Adds one to a counter that lives `windowSeconds` from its first hit. */
   hit(key: string, windowSeconds: number): Promise<Counter>;
   /** Reads a counter without changing it. */
@@ -31,7 +41,10 @@ export interface TokenStore {
    * channel is down, revocations elsewhere are not heard (holders recheck with isLive).
    */
   onRevoked(listener: (sid: string) => void): () => void;
-  /** Resolves when the store answers. */
+  /**
+   * Resolves when the store can serve: a master that accepts writes (single node, Sentinel), a cluster
+   * whose state is ok (Cluster). /readyz asks this.
+   */
   ping(): Promise<void>;
   close(): Promise<void>;
 }
@@ -82,4 +95,12 @@ export class StoreUnavailableError extends Error {
     super('token store unavailable', cause === undefined ? undefined : { cause });
     this.name = 'StoreUnavailableError';
   }
+}
+
+/** What an operator may know about a session: never a token or a hash. */
+export interface SessionInfo {
+  sid: string;
+  createdAtMs: number;
+  /** When its refresh token was last rotated (= createdAtMs until then). */
+  refreshedAtMs: number;
 }

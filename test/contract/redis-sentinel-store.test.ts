@@ -1,0 +1,91 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger, silentLogger } from '../../src/log.js';
+import { StoreUnavailableError } from '../../src/tokens/store/types.js';
+import { RedisTokenStore } from '../../src/tokens/store/redis.js';
+import { SENTINEL_MASTER_NAME, startSentinel, type TestSentinel } from '../support/redis-sentinel.js';
+import { tokenStoreContract } from './token-store.js';
+
+let pair: TestSentinel;
+let store: RedisTokenStore;
+
+beforeAll(async () => {
+  // Two replicas: after a failover one is in sync at once to acknowledge writes (WAIT 1), while Sentinel
+  // takes its time (about 10 s) to turn a demoted master into a replica.
+  pair = await startSentinel({ replicas: 2 });
+  store = new RedisTokenStore({
+    topology: { mode: 'sentinel', name: SENTINEL_MASTER_NAME, sentinels: pair.sentinels, tls: false },
+    keyPrefix: 'gwtest:', commandTimeoutMs: 500, connectTimeoutMs: 1000,
+    // The contract is about the store's answers; the cache (and the wait that keeps revocation
+    // synchronous with it) is shown with several instances in test/integration/sync-revocation.test.ts.
+    livenessCacheMs: 0, waitForReplicas: 1,
+  }, silentLogger);
+  expect(await store.waitUntilReady(10_000)).toBe(true);
+}, 30_000);
+
+afterAll(async () => {
+  await store?.close();
+  await pair?.destroy();
+});
+
+tokenStoreContract('redis (Sentinel: master and two replicas, WAIT 1)', {
+  store: () => store,
+  fastForward: (ms) => new Promise((r) => setTimeout(r, ms)),
+  now: () => Date.now(),
+});
+
+describe('RedisTokenStore behind Sentinel', () => {
+  it('talks to the master the sentinels name', async () => {
+    const info = String(await store.client.info('server'));
+    expect(Number(/tcp_port:(\d+)/.exec(info)![1])).toBe(await pair.masterPort());
+    expect(await store.client.call('ROLE').then((r) => (r as string[])[0])).toBe('master');
+  });
+
+
+  it('is not ready on a replica (a url pointing at one): READONLY, logged once with its cause', async () => {
+    const lines: Array<{ msg: string; cause?: string }> = [];
+    const onReplica = new RedisTokenStore({
+      topology: { mode: 'single', url: pair.replicas[0]!.url }, keyPrefix: 'gwtest:', commandTimeoutMs: 500, connectTimeoutMs: 1000, livenessCacheMs: 2000, waitForReplicas: 0,
+    }, createLogger('info', (l) => lines.push(JSON.parse(l) as { msg: string; cause?: string })));
+    try {
+      expect(await onReplica.waitUntilReady(5000)).toBe(true);
+      await expect(onReplica.ping()).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(onReplica.createSession('replicaxxxxxxxxxxxxxxx', { sub: 'alice', refreshHash: 'h', uv: 'v' }, 60)).rejects.toBeInstanceOf(StoreUnavailableError);
+      expect(lines.filter((l) => l.msg.startsWith('redis unavailable')).map((l) => l.cause)).toEqual(['READONLY']);
+    } finally {
+      await onReplica.close();
+    }
+  });
+
+  // Last: it moves the master.
+  it('after a manual failover (the master demoted under it: READONLY) writes on the new master, sessions intact', async () => {
+    const sid = 'failoverxxxxxxxxxxxxxx';
+    await store.createSession(sid, { sub: 'alice', refreshHash: 'h1', uv: 'v1' }, 60);
+    const oldPort = await pair.masterPort();
+    const sentinel = new Redis(pair.sentinel.url);
+    try {
+      await sentinel.call('SENTINEL', 'FAILOVER', SENTINEL_MASTER_NAME);
+    } finally {
+      sentinel.disconnect();
+    }
+    const started = Date.now();
+    let switchedAt = 0;
+    let n = 0;
+    // Until a create lands on the new master: some are refused on the way (READONLY, or WAIT finding no
+    // replica while they resync), none is accepted by a node that is not master.
+    for (;;) {
+      const created = await store.createSession(`failover${String(++n).padStart(14, '0')}`, { sub: 'alice', refreshHash: 'h', uv: 'v' }, 60).then(() => true, () => false);
+      const switched = (await pair.masterPort()) !== oldPort;
+      if (switched && !switchedAt) switchedAt = Date.now();
+      if (created && switched) {
+        const info = String(await store.client.info('server'));
+        if (Number(/tcp_port:(\d+)/.exec(info)![1]) !== oldPort) break;
+      }
+      if (Date.now() - started > 10_000) throw new Error('no write on the new master within 10 s');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    console.log(`manual failover: Sentinel names the new master after ${switchedAt - started} ms; writes there ${Date.now() - switchedAt} ms later`);
+    expect(await store.isLive(sid)).toBe(true);
+    expect(await store.rotateRefresh(sid, { presentedHash: 'h1', nextHash: 'h2', ttlSeconds: 60, graceMs: 0, nowMs: Date.now() })).toMatchObject({ result: 'rotated' });
+  }, 20_000);
+});

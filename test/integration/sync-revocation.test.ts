@@ -1,0 +1,124 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RedisTokenStore } from '../../src/tokens/store/redis.js';
+import { createTokens, echoUpstream, htpasswd, postJson, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
+import { waitForHttp } from '../support/process.js';
+import { startCluster, type TestCluster } from '../support/redis-cluster.js';
+import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { SENTINEL_MASTER_NAME, startSentinel, type TestSentinel } from '../support/redis-sentinel.js';
+import { slowLink, type SlowLink } from '../support/slow-link.js';
+
+/**
+ * Synchronous revocation: pollers on three instances keep presenting a session's access token while
+ * one instance revokes it. No request sent after the revoke answered may be accepted, on any instance,
+ * although every instance answers live sessions from its liveness cache.
+ */
+
+const TRIALS = 10;
+const POLLERS_PER_INSTANCE = 2;
+
+interface Sample {
+  sentAt: number;
+  status: number;
+}
+
+let users: Users;
+let echo: EchoUpstream;
+let redis: TestRedis;
+let cluster: TestCluster;
+let sentinel: TestSentinel;
+/** One instance hears Redis 80 ms late: revocation messages and heartbeats alike. */
+let slow: SlowLink;
+
+beforeAll(async () => {
+  users = htpasswd({ alice: 'alice-pw' });
+  echo = await echoUpstream();
+  [redis, cluster, sentinel] = await Promise.all([startRedis(), startCluster(3), startSentinel()]);
+  slow = await slowLink(redis.port, 80);
+}, 30_000);
+afterAll(async () => {
+  await echo?.close();
+  await slow?.close();
+  await redis?.destroy();
+  await cluster?.destroy();
+  await sentinel?.destroy();
+  users?.remove();
+});
+
+type Revocation = (gw: RunningGateway, t: { accessToken: string; refreshToken: string }) => Promise<Response>;
+const REVOCATIONS: Array<[string, Revocation]> = [
+  ['revoke (access token)', (gw, t) => postJson(gw.base, '/v1/tokens/revoke', { token: t.accessToken, type: 'ACCESS_TOKEN' })],
+  ['revoke (refresh token)', (gw, t) => postJson(gw.base, '/v1/tokens/revoke', { token: t.refreshToken, type: 'REFRESH_TOKEN' })],
+  ['reuse of a rotated-away refresh token', async (gw, t) => {
+    const first = await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: t.refreshToken });
+    expect(first.status).toBe(200);
+    return postJson(gw.base, '/v1/tokens/refresh', { refreshToken: t.refreshToken });
+  }],
+  ['revokeUser', async (gw) => {
+    await (gw.gateway.store as unknown as RedisTokenStore).revokeUser('alice');
+    return new Response(null, { status: 200 });
+  }],
+];
+
+describe.each([
+  // Generous command deadlines: a busy machine must not turn a create or a revoke into a 503 here.
+  { topology: 'one Redis, one instance on a slow link', store: (i: number) => ({ kind: 'redis', url: i === 2 ? slow.url : redis.url, livenessCacheMs: 10_000, commandTimeoutMs: 2000 }) },
+  { topology: 'a 3-master cluster', store: () => ({ kind: 'redis', cluster: { nodes: cluster.urls }, livenessCacheMs: 10_000, commandTimeoutMs: 2000 }) },
+  {
+    topology: 'a Sentinel-managed master',
+    store: () => ({ kind: 'redis', sentinel: { name: SENTINEL_MASTER_NAME, sentinels: sentinel.sentinels }, livenessCacheMs: 10_000, commandTimeoutMs: 2000 }),
+  },
+])('synchronous revocation on $topology', ({ store }) => {
+  let gateways: RunningGateway[] = [];
+
+  beforeAll(async () => {
+    const config = (i: number) => testConfig(users.file, { store: store(i), upstreams: { up: { url: echo.url } }, routes: [{ path: '/v1/conversations', upstream: 'up' }] });
+    gateways = await Promise.all([startGateway(config(0)), startGateway(config(1)), startGateway(config(2))]);
+    for (const gw of gateways) await waitForHttp(`${gw.base}/readyz`);
+    const cachesOn = () => gateways.every((gw) => (gw.gateway.store as unknown as RedisTokenStore).liveness.enabled);
+    // (On a cluster each instance listens on every master: three subscriber connections each.)
+    for (const started = Date.now(); !cachesOn(); await new Promise((r) => setTimeout(r, 20))) {
+      if (Date.now() - started > 5000) throw new Error('the liveness caches did not turn on');
+    }
+  }, 20_000);
+  afterAll(async () => {
+    await Promise.all(gateways.map((gw) => gw.close()));
+  });
+
+  it(`accepts no request sent after the revocation answered, on any of three instances (${TRIALS} trials)`, async () => {
+    let cachedHits = 0;
+    const report: string[] = [];
+    for (let trial = 0; trial < TRIALS; trial++) {
+      const [name, revoke] = REVOCATIONS[trial % REVOCATIONS.length]!;
+      const revoker = gateways[trial % gateways.length]!;
+      const tokens = await createTokens(revoker.base, 'alice', 'alice-pw');
+      const samples: Sample[] = [];
+      let polling = true;
+      const poll = async (gw: RunningGateway) => {
+        while (polling) {
+          const sentAt = performance.now();
+          const res = await fetch(`${gw.base}/v1/conversations`, { headers: { authorization: `Bearer ${tokens.accessToken}` } });
+          await res.arrayBuffer();
+          samples.push({ sentAt, status: res.status });
+        }
+      };
+      const pollers = gateways.flatMap((gw) => Array.from({ length: POLLERS_PER_INSTANCE }, () => poll(gw)));
+      await new Promise((r) => setTimeout(r, 40));
+      const stores = gateways.map((gw) => gw.gateway.store as unknown as RedisTokenStore);
+      const sid = tokens.refreshToken.split('.')[0]!;
+      cachedHits += stores.filter((s) => s.liveness.isLive(sid, performance.now())).length;
+      const res = await revoke(revoker, tokens);
+      const answeredAt = performance.now();
+      expect([200, 401]).toContain(res.status);
+      await new Promise((r) => setTimeout(r, 60));
+      polling = false;
+      await Promise.all(pollers);
+      const late = samples.filter((s) => s.sentAt > answeredAt && s.status === 200);
+      const after = samples.filter((s) => s.sentAt > answeredAt);
+      report.push(`${name}: ${samples.length} requests, ${after.length} after the answer, ${late.length} of those accepted`);
+      expect(late, report.join('\n')).toEqual([]);
+      expect(after.length, report.join('\n')).toBeGreaterThan(0);
+    }
+    // The caches were really in use: instances answered this session from memory before the revoke.
+    expect(cachedHits).toBeGreaterThan(TRIALS);
+  }, 60_000);
+});

@@ -1,0 +1,107 @@
+import { describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/log.js';
+import { DeadlineError, withDeadline } from '../../src/tokens/store/deadline.js';
+import { failureCause } from '../../src/tokens/store/failure.js';
+import { LivenessCache } from '../../src/tokens/store/liveness-cache.js';
+import { OutageLog } from '../../src/tokens/store/outage-log.js';
+import { readSessionRecord } from '../../src/tokens/store/session-record.js';
+
+describe('failureCause', () => {
+  it.each([
+    [new Error('MOVED 3999 127.0.0.1:7001'), 'MOVED'],
+    [new Error('READONLY You can\'t write against a read only replica.'), 'READONLY'],
+    [new Error('CLUSTERDOWN The cluster is down'), 'CLUSTERDOWN'],
+    [new Error('Too many Cluster redirections. Last error: Error: MOVED 1 127.0.0.1:1'), 'MOVED'],
+    [new Error('NOREPLICAS 0 of 1 replicas acknowledged the write'), 'NOREPLICAS'],
+    [new Error('Command timed out'), 'timeout'],
+    [new DeadlineError(500), 'timeout'],
+    [Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6379'), { code: 'ECONNREFUSED' }), 'refused'],
+    [new Error('Stream isn\'t writeable and enableOfflineQueue options is false'), 'connection'],
+    [new Error('something else'), 'other'],
+  ])('%s -> %s', (err, cause) => {
+    expect(failureCause(err)).toBe(cause);
+  });
+});
+
+describe('withDeadline', () => {
+  it('rejects a promise that does not settle in time, and passes one that does', async () => {
+    await expect(withDeadline(new Promise(() => {}), 20)).rejects.toBeInstanceOf(DeadlineError);
+    await expect(withDeadline(Promise.resolve(7), 20)).resolves.toBe(7);
+  });
+});
+
+describe('OutageLog', () => {
+  it('logs one line per outage with its cause, and one when it is over', () => {
+    const lines: Array<Record<string, unknown>> = [];
+    let now = 0;
+    const log = new OutageLog(createLogger('info', (l) => lines.push(JSON.parse(l) as Record<string, unknown>)), 'redis', () => now);
+    log.commandFailed(new Error('refused before the first connection'));
+    expect(lines).toEqual([]);
+    log.reconnected();
+    log.commandFailed(new Error('MOVED 1 127.0.0.1:1'));
+    log.failed(new Error('Command timed out'));
+    // A reply still in flight when the outage began does not end it...
+    now += 10;
+    log.answered();
+    // ...commands answering a while after the last failure do.
+    now += 1000;
+    log.answered();
+    expect(lines.map((l) => [l.level, l.msg, l.cause])).toEqual([
+      ['error', 'redis unavailable; token checks fail closed until it returns', 'MOVED'],
+      ['info', 'redis available again', undefined],
+    ]);
+  });
+});
+
+describe('LivenessCache', () => {
+  it('answers from memory only while the channel confirmed recently enough', () => {
+    const cache = new LivenessCache(10_000, 300);
+    cache.activate();
+    cache.confirm(1000);
+    cache.remember('s', 1000, 60_000, cache.epoch);
+    expect(cache.isLive('s', 1299)).toBe(true);
+    expect(cache.isLive('s', 1300)).toBe(false);
+    cache.confirm(1250);
+    expect(cache.isLive('s', 1300)).toBe(true);
+    cache.invalidate('s');
+    expect(cache.isLive('s', 1300)).toBe(false);
+  });
+
+  it('keeps nothing while off, nor an answer that raced a revocation', () => {
+    const cache = new LivenessCache(10_000, 300);
+    cache.remember('s', 0, 60_000, cache.epoch);
+    expect(cache.isLive('s', 0)).toBe(false);
+    cache.activate();
+    cache.confirm(0);
+    const epoch = cache.epoch;
+    cache.invalidate('other');
+    cache.remember('s', 0, 60_000, epoch);
+    expect(cache.isLive('s', 1)).toBe(false);
+  });
+});
+
+describe('readSessionRecord', () => {
+  it('reads creation, last rotation and user, and refuses anything else', () => {
+    const sub = Buffer.from('alice');
+    const uv = Buffer.from('v1');
+    const raw = Buffer.concat([
+      Buffer.from([3]), int48(1_700_000_000_000), int48(1_700_000_000_500), int48(1_700_000_000_000), Buffer.alloc(12, 7),
+      u16(sub.length), sub, u16(uv.length), uv,
+    ]);
+    expect(readSessionRecord(raw)).toEqual({ createdAtMs: 1_700_000_000_000, refreshedAtMs: 1_700_000_000_500, sub: 'alice' });
+    expect(readSessionRecord(null)).toBeUndefined();
+    expect(readSessionRecord(Buffer.from('not a session'))).toBeUndefined();
+  });
+});
+
+function int48(n: number): Buffer {
+  const b = Buffer.alloc(6);
+  b.writeUIntBE(n, 0, 6);
+  return b;
+}
+
+function u16(n: number): Buffer {
+  const b = Buffer.alloc(2);
+  b.writeUInt16BE(n);
+  return b;
+}
