@@ -6,6 +6,7 @@ import type { Config } from './config/types.js';
 import { Credentials } from './credentials/credentials.js';
 import { Lockout } from './credentials/lockout.js';
 import { PasswordCheck } from './credentials/password-check.js';
+import { endedUsers } from './credentials/password-verifier.js';
 import { cors } from './http/cors.js';
 import { health } from './http/health.js';
 import { openApi } from './http/openapi.js';
@@ -60,8 +61,11 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   const keys = loadKeys(config.tokens);
   const routes = new RouteTable(config.routes, config.upstreams, config.rateLimit);
   const sameUsers = previous !== undefined && same(previous.config.users, config.users);
-  const credentials = sameUsers ? previous.credentials : new Credentials(config.users, clock, log);
+  const ended = (users: string[]) => void endSessions(store, users, log);
+  const credentials = sameUsers ? previous.credentials : new Credentials(config.users, clock, log, ended);
   if (sameUsers) credentials.reload();
+  // Another users file: who was in the old one and is gone or changed in the new one ends too.
+  else if (previous) ended(endedUsers(previous.credentials.verifier.table, credentials.verifier.table));
   const forwarder = previous !== undefined && same(previous.config.upstreams, config.upstreams)
     ? previous.forwarder
     : new Forwarder(config.upstreams, log, shared.onUpstreamError);
@@ -89,6 +93,23 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     forwardToUpstream(forwarder, config.server.trustProxy > 0),
   ]);
   return { config, routes, forwarder, credentials, lockout, passwords, tokens, chain };
+}
+
+/**
+ * Revokes every session of users whose htpasswd line was removed or changed (on every instance, as any
+ * revocation). Each instance that reads the change does it; doing it twice is harmless. A store that
+ * cannot answer now leaves the sessions to the credential check, which refuses them while the line stays
+ * changed or gone; it is logged.
+ */
+async function endSessions(store: TokenStore, users: string[], log: Logger): Promise<void> {
+  for (const user of users) {
+    try {
+      const revoked = await store.revokeUser(user);
+      log.info('sessions of a removed or changed user revoked', { user, sessions: revoked });
+    } catch (err) {
+      log.error('sessions of a removed or changed user not revoked; its tokens stay refused while its line is gone or changed', { user, error: (err as Error).message });
+    }
+  }
 }
 
 /** Lets go of what a replaced runtime held and the new one does not share, once its requests are done. */

@@ -8,17 +8,21 @@ import { PasswordVerifier } from './password-verifier.js';
 
 const RELOAD_DEBOUNCE_MS = 50;
 
+/** Told the users whose line was removed or changed: their sessions end (see Runtime). */
+export type UsersEnded = (users: string[]) => void;
+
 /**
  * The users of the htpasswd file. The file's folder is watched (editors and `htpasswd` replace the
  * file rather than write it in place), and a change takes effect without a restart; a broken file is
- * logged and the previous users stay in force.
+ * logged and the previous users stay in force. Users whose line is removed or changed are handed to
+ * `ended`, so their sessions are revoked in the store: putting the same line back later revives nothing.
  */
 export class Credentials {
   readonly verifier: PasswordVerifier;
   private watcher: FSWatcher | undefined;
   private reloadTimer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly config: UsersConfig, clock: Clock, private readonly log: Logger) {
+  constructor(private readonly config: UsersConfig, clock: Clock, private readonly log: Logger, private readonly ended: UsersEnded = () => {}) {
     this.verifier = new PasswordVerifier(readHtpasswd(config.htpasswd), config.cacheTtlSeconds * 1000, clock, config.maxPendingVerifications);
     if (config.watch) this.watch();
   }
@@ -26,8 +30,9 @@ export class Credentials {
   /** Reads the file again now; false (and the old users kept) when it is broken. */
   reload(): boolean {
     try {
-      this.verifier.replaceUsers(readHtpasswd(this.config.htpasswd));
+      const ended = this.verifier.replaceUsers(readHtpasswd(this.config.htpasswd));
       this.log.info('users reloaded', { file: this.config.htpasswd, users: this.verifier.userCount });
+      if (ended.length > 0) this.ended(ended);
       return true;
     } catch (err) {
       this.log.error('users file not reloaded; keeping the previous users', { error: (err as Error).message });

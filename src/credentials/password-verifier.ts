@@ -36,11 +36,18 @@ export class PasswordVerifier {
   }
 
   /** Swaps in a new user table (the htpasswd file changed) and drops every cached success. */
-  replaceUsers(users: Map<string, string>): void {
+  replaceUsers(users: Map<string, string>): string[] {
+    const ended = endedUsers(this.users, users);
     this.users = users;
     this.versions = versionsOf(users);
     if (costOfUsers(users) !== hashCost(this.dummyHash)) this.dummyHash = dummyHashFor(users);
     this.cache.clear();
+    return ended;
+  }
+
+  /** The users of the file and their hash lines, as read. */
+  get table(): ReadonlyMap<string, string> {
+    return this.users;
   }
 
   /** The user's credential version; undefined once the user is gone from the file. */
@@ -122,6 +129,13 @@ export class PasswordVerifier {
     }
     return mac.digest('base64url');
   }
+}
+
+/** Users whose line is gone or changed from `before` to `after`: their sessions must end. */
+export function endedUsers(before: ReadonlyMap<string, string>, after: ReadonlyMap<string, string>): string[] {
+  const ended: string[] = [];
+  for (const [user, hash] of before) if (after.get(user) !== hash) ended.push(user);
+  return ended;
 }
 
 export function acceptablePassword(password: string): boolean {

@@ -1,5 +1,8 @@
+import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { RedisTokenStore } from '../../src/tokens/store/redis.js';
 import { createTokens, echoUpstream, htpasswd, postJson, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
+import { startRedis, type TestRedis } from '../support/redis-server.js';
 
 let users: Users;
 let echo: EchoUpstream;
@@ -47,5 +50,48 @@ describe('tokens follow the users file', () => {
     expect(gw.gateway.credentials.reload()).toBe(true);
     expect((await list(alice.accessToken)).status).toBe(200);
     expect((await refresh(alice.refreshToken)).status).toBe(200);
+  });
+});
+
+describe('removing a user ends their sessions for good', () => {
+  let redis: TestRedis | undefined;
+  afterAll(async () => {
+    await redis?.destroy();
+  });
+
+  it.each(['memory', 'redis'] as const)('%s store: the identical line put back revives no old token', async (kind) => {
+    let running = gw;
+    if (kind === 'redis') {
+      redis ??= await startRedis();
+      running = await startGateway(testConfig(users.file, {
+        store: { kind: 'redis', url: redis.url, keyPrefix: `removal-${Date.now()}:` },
+        upstreams: { up: { url: echo.url } },
+        routes: [{ path: '/v1/conversations', upstream: 'up' }],
+      }));
+      expect(await (running.gateway.store as RedisTokenStore).waitUntilReady(5000)).toBe(true);
+    }
+    const call = (token: string) => fetch(`${running.base}/v1/conversations`, { headers: { authorization: `Bearer ${token}` } });
+    try {
+      const original = readFileSync(users.file, 'utf8');
+      const old = await createTokens(running.base, 'alice', 'alice-pw');
+      const other = await createTokens(running.base, 'alice', 'alice-pw');
+      // The operator removes alice's line...
+      writeFileSync(users.file, original.split('\n').filter((l) => !l.startsWith('alice:')).join('\n'));
+      expect(running.gateway.credentials.reload()).toBe(true);
+      // ...and puts the very same line back (same hash, byte for byte).
+      writeFileSync(users.file, original);
+      expect(running.gateway.credentials.reload()).toBe(true);
+      // Her sessions were revoked in the store when the line went: nothing comes back.
+      await expect.poll(() => running.gateway.store.listSessions('alice'), { timeout: 2000 }).toEqual([]);
+      for (const pair of [old, other]) {
+        expect((await call(pair.accessToken)).status).toBe(401);
+        expect((await postJson(running.base, '/v1/tokens/refresh', { refreshToken: pair.refreshToken })).status).toBe(401);
+      }
+      // She signs in again as before.
+      const fresh = await createTokens(running.base, 'alice', 'alice-pw');
+      expect((await call(fresh.accessToken)).status).toBe(200);
+    } finally {
+      if (running !== gw) await running.close();
+    }
   });
 });
