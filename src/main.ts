@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import type { ReadStream } from 'node:tty';
-import { clearLockout } from './cli/admin.js';
+import { clearLockout, listSessions, revokeSessions } from './cli/admin.js';
 import { checkConnections } from './cli/connect.js';
 import { PromptCancelled, readHidden } from './cli/prompt.js';
 import { DEFAULT_CONFIG_FILE } from './config/load.js';
@@ -20,6 +20,9 @@ const USAGE = `usage:
                                                         --connect: also check that the store and each upstream answer
   auth-gateway users hash NAME [--cost N]               print an htpasswd line; on a terminal the password is asked
                                                         for twice without echo, otherwise read from stdin
+  auth-gateway sessions list --user NAME [--config FILE] list a user's live sessions (id, created, last refresh)
+  auth-gateway sessions revoke --user NAME [--config FILE]
+                                                        end every session of a user on every instance
   auth-gateway lockout clear [--user NAME] [--address IP] [--config FILE]
                                                         lift a brute-force lock in the shared store: the account lock
                                                         of a user, the throttle of an address, or (both) their pair`;
@@ -54,6 +57,11 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command === 'config' && sub === 'check') return checkConfig(values.config, values.connect === true);
   if (command === 'users' && sub === 'hash' && name) return hashUser(name, values.cost);
+  if (command === 'sessions' && (sub === 'list' || sub === 'revoke')) {
+    const config = loadChecked(values.config);
+    process.stdout.write(`${await (sub === 'list' ? listSessions(config, values.user) : revokeSessions(config, values.user))}\n`);
+    return 0;
+  }
   if (command === 'lockout' && sub === 'clear') {
     process.stdout.write(`${await clearLockout(loadChecked(values.config), { user: values.user, address: values.address })}\n`);
     return 0;

@@ -26,6 +26,26 @@ export async function withSharedStore<T>(config: Config, work: (store: TokenStor
   }
 }
 
+/** `sessions list --user NAME`: one line a session, oldest first; never a token or a hash. */
+export async function listSessions(config: Config, user: string | undefined): Promise<string> {
+  if (!user) throw new ConfigError(['sessions list needs --user NAME']);
+  const sessions = await withSharedStore(config, (store) => store.listSessions(user));
+  if (sessions.length === 0) return `no live sessions for user "${user}"`;
+  const iso = (ms: number) => new Date(ms).toISOString();
+  return [
+    `${sessions.length} live session${sessions.length === 1 ? '' : 's'} for user "${user}":`,
+    'session id              created                   last refresh',
+    ...sessions.map((s) => `${s.sid.padEnd(23)} ${iso(s.createdAtMs)}  ${iso(s.refreshedAtMs)}`),
+  ].join('\n');
+}
+
+/** `sessions revoke --user NAME`: every session of the user, on every instance, once it answers. */
+export async function revokeSessions(config: Config, user: string | undefined): Promise<string> {
+  if (!user) throw new ConfigError(['sessions revoke needs --user NAME']);
+  const count = await withSharedStore(config, (store) => store.revokeUser(user));
+  return `revoked ${count} session${count === 1 ? '' : 's'} of user "${user}"`;
+}
+
 /** `lockout clear --user NAME | --address IP`: what it lifted, for the operator. */
 export async function clearLockout(config: Config, target: { user?: string; address?: string }): Promise<string> {
   if (target.user === undefined && target.address === undefined) throw new ConfigError(['lockout clear needs --user NAME, --address IP or both']);

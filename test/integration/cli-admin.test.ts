@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { echoUpstream, htpasswd, postJson, SECRET, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
+import { RedisTokenStore } from '../../src/tokens/store/redis.js';
+import { createTokens, echoUpstream, htpasswd, postJson, SECRET, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 
 // The operator commands, run as the built CLI (a process of its own) against the Redis a running
@@ -42,6 +43,7 @@ beforeAll(async () => {
     upstreams: { up: { url: echo.url } },
     routes: [{ path: '/v1/x', upstream: 'up' }],
   }));
+  expect(await (gw.gateway.store as RedisTokenStore).waitUntilReady(5000)).toBe(true);
   configFile = join(dir, 'gateway.yaml');
   writeFileSync(configFile, [
     `store: { kind: redis, url: "${redis.url}", keyPrefix: "cli:" }`,
@@ -95,5 +97,36 @@ describe('auth-gateway lockout clear', () => {
     });
     expect(memory.status).toBe(2);
     expect(memory.stderr).toMatch(/store\.kind is memory, which lives inside the gateway process/);
+  });
+});
+
+describe('auth-gateway sessions', () => {
+  it('list shows a user\'s live sessions (no token, no hash); revoke ends them on the running gateway at once', async () => {
+    // bob signed in during the lockout test: start from none.
+    expect((await cli(['sessions', 'revoke', '--user', 'bob'])).status).toBe(0);
+    const a = await createTokens(gw.base, 'bob', 'bob-pw');
+    const b = await createTokens(gw.base, 'bob', 'bob-pw');
+    const listed = await cli(['sessions', 'list', '--user', 'bob']);
+    expect(listed.stderr).toBe('');
+    expect(listed.status).toBe(0);
+    const lines = listed.stdout.trim().split('\n');
+    expect(lines[0]).toBe('2 live sessions for user "bob":');
+    expect(lines).toHaveLength(4);
+    for (const pair of [a, b]) {
+      expect(listed.stdout).toContain(pair.refreshToken.split('.')[0]);
+      expect(listed.stdout).not.toContain(pair.refreshToken.split('.')[1]);
+    }
+    const use = (token: string) => fetch(`${gw.base}/v1/x/y`, { headers: { authorization: `Bearer ${token}` } });
+    expect((await use(a.accessToken)).status).toBe(200);
+
+    const revoked = await cli(['sessions', 'revoke', '--user', 'bob']);
+    expect(revoked).toMatchObject({ status: 0, stdout: 'revoked 2 sessions of user "bob"\n' });
+    // Synchronous revocation: once the command has answered, no instance accepts the tokens.
+    for (const pair of [a, b]) {
+      expect((await use(pair.accessToken)).status).toBe(401);
+      expect((await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: pair.refreshToken })).status).toBe(401);
+    }
+    expect((await cli(['sessions', 'list', '--user', 'bob'])).stdout).toBe('no live sessions for user "bob"\n');
+    expect((await cli(['sessions', 'list'])).stderr).toMatch(/sessions list needs --user NAME/);
   });
 });
