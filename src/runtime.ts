@@ -70,7 +70,9 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     ? previous.forwarder
     : new Forwarder(config.upstreams, log, shared.onUpstreamError);
   const lockout = new Lockout(store, config.lockout, log);
-  const passwords = new PasswordCheck(credentials.verifier, lockout);
+  // An address that failed stays one-at-a-time until its throttle's bucket could have refilled its burst.
+  const narrowForMs = Math.ceil((config.lockout.addressBurst * 60_000) / config.lockout.addressFailuresPerMinute);
+  const passwords = new PasswordCheck(credentials.verifier, lockout, { addressBurst: config.lockout.addressBurst, narrowForMs });
   const codec = new AccessTokenCodec(keys, {
     issuer: config.tokens.issuer,
     audience: config.tokens.audience,

@@ -1,4 +1,5 @@
 import { HttpProblem } from '../http/problem.js';
+import { AddressLanes } from './address-lanes.js';
 import type { Lockout } from './lockout.js';
 import type { PasswordVerifier } from './password-verifier.js';
 
@@ -14,10 +15,12 @@ export interface PasswordAttempt {
  * lockout first, then bcrypt; a failure counts toward the lockout, a success clears its count.
  */
 export class PasswordCheck {
-  /** The last check queued per client address: one address's checks run one after another. */
-  private readonly queues = new Map<string, Promise<unknown>>();
+  private readonly lanes: AddressLanes;
 
-  constructor(private readonly verifier: PasswordVerifier, private readonly lockout: Lockout) {}
+  /** `addressBurst`: checks of a clean address at once; `narrowForMs`: how long a failure makes it one at a time. */
+  constructor(private readonly verifier: PasswordVerifier, private readonly lockout: Lockout, limits: { addressBurst: number; narrowForMs: number }) {
+    this.lanes = new AddressLanes(limits.addressBurst, limits.narrowForMs);
+  }
 
   /**
    * Throws 401 invalid_credentials or 429 too_many_attempts. With `trustCache`, a user:password
@@ -31,29 +34,20 @@ export class PasswordCheck {
       if (!options.trustCache) await this.lockout.check(attempt.user, attempt.address);
       return;
     }
-    // One at a time per address, so each guess sees the failures of the one before it: concurrent
-    // guesses from one address (at one user or at many) cannot all pass the check before any failure
-    // is counted. Guesses at one user from many addresses can overshoot the account limit by the
-    // number in flight (at most users.maxPendingVerifications per instance).
-    return this.oneAtATime(attempt.address, async () => {
+    // Through the address's lane (see AddressLanes): concurrent guesses from one address cannot all pass
+    // the check before any failure is counted, while a clean address's users sign in side by side.
+    // Guesses at one user from many addresses can overshoot the account limit by the number in flight
+    // (at most users.maxPendingVerifications per instance).
+    return this.lanes.run(attempt.address, async () => {
       const standing = await this.lockout.check(attempt.user, attempt.address);
       if (await verifier.verify(attempt.user, attempt.password)) {
         await this.lockout.succeed(attempt.user, attempt.address, standing);
         return;
       }
+      this.lanes.failed(attempt.address);
       await this.lockout.fail(attempt.user, attempt.address);
       throw invalidCredentials();
     });
-  }
-
-  private oneAtATime<T>(key: string, work: () => Promise<T>): Promise<T> {
-    const run = (this.queues.get(key) ?? Promise.resolve()).then(work, work);
-    const tail = run.catch(() => undefined);
-    this.queues.set(key, tail);
-    void tail.then(() => {
-      if (this.queues.get(key) === tail) this.queues.delete(key);
-    });
-    return run;
   }
 }
 

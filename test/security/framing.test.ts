@@ -120,4 +120,8 @@ describe('request framing: one client request is one upstream request, body inta
     expect(echo.received.filter((r) => r.url.includes('smuggled'))).toEqual([]);
     expect(echo.received.filter((r) => r.headers['x-authenticated-user'] !== 'alice')).toEqual([]);
   });
+
+  it('the gateway still answers /healthz', async () => {
+    expect(await exchange('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n')).toMatch(/^HTTP\/1\.1 200 /);
+  });
 });
