@@ -1,5 +1,6 @@
 import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import httpProxy from 'http-proxy';
 import type { Timeouts, UpstreamConfig } from '../config/types.js';
 import { problemBody, PROBLEM_CONTENT_TYPE, type ProblemCode } from '../http/problem.js';
@@ -11,6 +12,12 @@ import { UpstreamPool, type Target } from './pool.js';
 const EXCHANGE = Symbol('exchange');
 /** Methods a request may be sent again for, once it may have reached an upstream (RFC 9110 section 9.2.2). */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
+
+/** Whether a request carries a body (its framing as Node parsed it). */
+function hasBody(req: IncomingMessage): boolean {
+  const h = req.headers;
+  return h['transfer-encoding'] !== undefined || (h['content-length'] !== undefined && h['content-length'] !== '0');
+}
 /** Errors that mean the target did not take the connection. */
 const NOT_CONNECTED = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
 
@@ -113,6 +120,10 @@ export class Forwarder {
           exchange.outcome.cut ??= 'client_closed';
           exchange.proxyReq?.destroy();
           exchange.proxyRes?.destroy();
+        } else if (exchange.proxyReq && !exchange.proxyReq.writableFinished) {
+          // The upstream answered before the body was all sent: the rest is for nobody (Node no longer
+          // passes a client's abort on to http-proxy, so this is the only place it ends).
+          exchange.proxyReq.destroy();
         }
         resolve(exchange.outcome);
       });
@@ -145,10 +156,8 @@ export class Forwarder {
   private retry(err: NodeJS.ErrnoException, req: IncomingMessage, exchange: Exchange): boolean {
     const refused = !exchange.connected && (NOT_CONNECTED.has(err.code ?? '') || exchange.failure?.code === 'gateway_timeout');
     if (refused) exchange.upstream.pool.markDown(exchange.target, Date.now());
-    const h = req.headers;
-    const hasBody = h['transfer-encoding'] !== undefined || (h['content-length'] !== undefined && h['content-length'] !== '0');
     const timedOut = exchange.failure !== undefined && exchange.connected;
-    if (exchange.retried || exchange.proxyRes || hasBody || timedOut || exchange.outcome.cut) return false;
+    if (exchange.retried || exchange.proxyRes || hasBody(req) || timedOut || exchange.outcome.cut) return false;
     if (!refused && !IDEMPOTENT.has(req.method!)) return false;
     const next = exchange.upstream.pool.pick(Date.now(), exchange.target);
     // A target that refused will refuse again at once; a reset (a pooled socket the target had just
@@ -175,7 +184,9 @@ export class Forwarder {
     const { timeouts } = exchange.options;
     if (socket.connecting) {
       socket.setTimeout(timeouts.connectMs);
-      socket.once('connect', () => {
+      // To an https target the connection is ready once the TLS handshake is done, not at TCP connect:
+      // a target that accepts TCP and never answers the handshake is one that cannot be reached.
+      socket.once((socket as TLSSocket).encrypted ? 'secureConnect' : 'connect', () => {
         exchange.connected = true;
         socket.setTimeout(exchange.phase === Phase.Waiting ? timeouts.responseMs : timeouts.idleMs);
       });
@@ -183,7 +194,7 @@ export class Forwarder {
       exchange.connected = true;
       socket.setTimeout(timeouts.idleMs);
     }
-    proxyReq.on('timeout', () => this.onTimeout(exchange, socket));
+    proxyReq.on('timeout', () => this.onTimeout(exchange));
     proxyReq.once('finish', () => {
       // The whole request body is sent: now the upstream's own time to answer runs.
       if (exchange.phase !== Phase.Sending) return;
@@ -192,9 +203,17 @@ export class Forwarder {
     });
   }
 
-  private onTimeout(exchange: Exchange, socket: Socket): void {
-    // The exchange is over (the socket may be pooled for the next one): nothing of it to time out.
-    if (exchange.res.writableFinished || exchange.res.destroyed) return;
+  private onTimeout(exchange: Exchange): void {
+    if (exchange.res.writableFinished || exchange.res.destroyed) {
+      // The answer is out. A request body still coming (the upstream answered early) that stalls is
+      // ended on both sides; otherwise the exchange is over and the socket may be pooled: nothing to do.
+      const proxyReq = exchange.proxyReq;
+      if (proxyReq && !proxyReq.writableFinished) {
+        proxyReq.destroy();
+        exchange.res.req.socket.destroy();
+      }
+      return;
+    }
     const { timeouts } = exchange.options;
     const name = exchange.upstream.name;
     if (exchange.phase === Phase.Streaming) {
@@ -205,9 +224,9 @@ export class Forwarder {
       exchange.res.destroy();
       return;
     }
-    if (socket.connecting) {
+    if (!exchange.connected) {
       exchange.failure = { status: 504, code: 'gateway_timeout', detail: `the ${name} service could not be reached within ${timeouts.connectMs} ms` };
-    } else if (exchange.phase === Phase.Waiting) {
+    } else if (exchange.phase === Phase.Waiting || !hasBody(exchange.res.req)) {
       exchange.failure = { status: 504, code: 'gateway_timeout', detail: `the ${name} service did not answer within ${timeouts.responseMs} ms` };
     } else if (exchange.proxyReq?.writableNeedDrain) {
       // Sending, and the upstream stopped reading the body.
@@ -232,6 +251,14 @@ export class Forwarder {
       proxyRes.destroy();
       return;
     }
+    const status = proxyRes.statusCode ?? 0;
+    if (status < 100 || status > 999) {
+      // Node's client parses any three digits; writeHead would throw on them, outside any handler.
+      proxyRes.destroy();
+      this.answer(exchange, { status: 502, code: 'bad_gateway', detail: `the ${exchange.upstream.name} service answered with an invalid status` });
+      this.onUpstreamError(exchange.upstream.name, 'reset');
+      return;
+    }
     exchange.phase = Phase.Streaming;
     exchange.proxyRes = proxyRes;
     exchange.proxyReq?.socket?.setTimeout(exchange.options.timeouts.idleMs);
@@ -240,8 +267,30 @@ export class Forwarder {
     // Node frames the client's response itself: chunked for HTTP/1.1, a length or the connection's end for HTTP/1.0.
     delete headers['transfer-encoding'];
     if (headers.location !== undefined || headers['content-location'] !== undefined) this.rewriteLocations(headers, req, exchange);
-    res.writeHead(proxyRes.statusCode!, proxyRes.statusMessage, headers);
+    try {
+      res.writeHead(status, proxyRes.statusMessage, headers);
+    } catch {
+      // Whatever else the client parser accepts and writeHead refuses: the upstream's fault, a 502.
+      proxyRes.destroy();
+      for (const name of res.getHeaderNames()) if (name !== 'x-request-id') res.removeHeader(name);
+      this.answer(exchange, { status: 502, code: 'bad_gateway', detail: `the ${exchange.upstream.name} service answered with an invalid response head` });
+      this.onUpstreamError(exchange.upstream.name, 'reset');
+      return;
+    }
     proxyRes.pipe(res);
+    // The upstream answered before the body was all sent (a 413, an early 200): the rest of the body may
+    // still come, but Node stops timing the upstream request once its response ends. From the end of the
+    // answer the client's socket carries the idle limit (after Node's own finish handler, which sets the
+    // keep-alive timeout; the shorter of the two stays): Node ends a socket that stays silent that long,
+    // and the upstream request goes with it.
+    const proxyReq = exchange.proxyReq;
+    if (proxyReq && !proxyReq.writableFinished) {
+      res.once('finish', () => {
+        const socket = res.req.socket;
+        const idleMs = exchange.options.timeouts.idleMs;
+        if (!res.req.complete && (!socket.timeout || idleMs < socket.timeout)) socket.setTimeout(idleMs);
+      });
+    }
     // An upstream that dies (or is cut) mid-body must not leave the client waiting for the rest.
     proxyRes.once('close', () => {
       if (proxyRes.complete) return;
@@ -277,6 +326,11 @@ export class Forwarder {
     if (this.retry(err as NodeJS.ErrnoException, req, exchange)) return;
     const failure = exchange.failure ?? { status: 502, code: 'bad_gateway' as const, detail: `the ${exchange.upstream.name} service is unavailable` };
     this.log.warn('upstream failed', { upstream: exchange.upstream.name, target: exchange.target.origin, status: failure.status, error: (err as NodeJS.ErrnoException).code ?? err.message });
+    this.answer(exchange, failure);
+  }
+
+  /** The gateway's own answer in the upstream's place: a problem body, or a cut once a response began. */
+  private answer(exchange: Exchange, failure: NonNullable<Exchange['failure']> | { status: 502; code: ProblemCode; detail: string }): void {
     const res = exchange.res;
     if (res.headersSent || res.destroyed) {
       exchange.outcome.cut ??= 'upstream_closed';
