@@ -266,7 +266,7 @@ export class Forwarder {
     removeHopByHop(headers);
     // Node frames the client's response itself: chunked for HTTP/1.1, a length or the connection's end for HTTP/1.0.
     delete headers['transfer-encoding'];
-    if (headers.location !== undefined || headers['content-location'] !== undefined) this.rewriteLocations(headers, req, exchange);
+    if (headers.location !== undefined || headers['content-location'] !== undefined) this.rewriteLocations(headers, exchange);
     try {
       res.writeHead(status, proxyRes.statusMessage, headers);
     } catch {
@@ -300,15 +300,11 @@ export class Forwarder {
     });
   }
 
-  private rewriteLocations(headers: IncomingMessage['headers'], req: IncomingMessage, exchange: Exchange): void {
-    const { target, options } = exchange;
-    // prepareUpstreamHeaders left the client-facing scheme and host in X-Forwarded-*.
-    const host = req.headers['x-forwarded-host'];
+  private rewriteLocations(headers: IncomingMessage['headers'], exchange: Exchange): void {
     const map: LocationMap = {
-      upstreamOrigin: target.origin,
-      upstreamBasePath: target.basePath,
-      clientOrigin: typeof host === 'string' ? `${req.headers['x-forwarded-proto']}://${host}` : undefined,
-      routePrefix: options.strippedPrefix,
+      upstreamOrigins: exchange.upstream.pool.origins,
+      upstreamBasePath: exchange.target.basePath,
+      routePrefix: exchange.options.strippedPrefix,
     };
     for (const name of ['location', 'content-location'] as const) {
       const value = headers[name];

@@ -32,6 +32,8 @@ export interface Target {
  */
 export class UpstreamPool {
   readonly targets: Target[];
+  /** Every target's origin (a redirect to any of them is a redirect to this upstream). */
+  readonly origins: string[];
   private next = 0;
   private readonly checker: NodeJS.Timeout | undefined;
 
@@ -50,6 +52,7 @@ export class UpstreamPool {
         unhealthy: false,
       };
     });
+    this.origins = [...new Set(this.targets.map((t) => t.origin))];
     const check = config.healthCheck;
     if (check) {
       this.checker = setInterval(() => this.checkAll(), check.intervalMs);
