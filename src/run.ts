@@ -25,15 +25,8 @@ export interface RunOptions {
  */
 export async function runGateway(config: Config, log: Logger = createLogger(config.log.level), options: RunOptions = {}): Promise<Gateway> {
   const gateway = createGateway(config, { log });
-  if (gateway.store instanceof RedisTokenStore && !(await gateway.store.waitUntilReady(5000))) {
-    log.warn('redis not reachable yet; serving anyway (token requests get 503 and /readyz says so until it is)');
-  }
-  const port = await gateway.listen();
-  log.info('auth-gateway listening', { host: config.server.host, port, tls: config.server.tls !== undefined, store: config.store.kind, routes: config.routes.map((r) => r.path) });
-  if (config.admin !== false) {
-    const adminPort = await gateway.listenAdmin();
-    log.info('admin listening', { host: config.admin.host, port: adminPort, serves: ['/metrics', '/healthz', '/readyz'] });
-  }
+  // Signals first, before anything is awaited: a SIGHUP during start-up (a primary passes one on to a
+  // worker still starting) must reload, not kill, and a SIGTERM must drain what little there is.
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {
@@ -64,6 +57,16 @@ export async function runGateway(config: Config, log: Logger = createLogger(conf
   if (options.watch && config.file) watchFile(config.file, () => reload('file changed'), log);
   // A worker's primary asks by message; with the same signal also from the terminal, it is still one stop.
   if (cluster.isWorker) process.on('message', (m) => m === STOP_MESSAGE && !stopping && stop('primary'));
+
+  if (gateway.store instanceof RedisTokenStore && !(await gateway.store.waitUntilReady(5000))) {
+    log.warn('redis not reachable yet; serving anyway (token requests get 503 and /readyz says so until it is)');
+  }
+  const port = await gateway.listen();
+  log.info('auth-gateway listening', { host: config.server.host, port, tls: config.server.tls !== undefined, store: config.store.kind, routes: config.routes.map((r) => r.path) });
+  if (config.admin !== false) {
+    const adminPort = await gateway.listenAdmin();
+    log.info('admin listening', { host: config.admin.host, port: adminPort, serves: ['/metrics', '/healthz', '/readyz'] });
+  }
   return gateway;
 }
 

@@ -128,6 +128,7 @@ export function restartOnlyChanges(old: Config, next: Config): string[] {
   if (!same(old.store, next.store)) changed.push('store');
   if (!same(old.admin, next.admin)) changed.push('admin');
   if (old.log.level !== next.log.level) changed.push('log.level');
+  if (old.server.workers !== next.server.workers) changed.push('server.workers');
   return changed;
 }
 

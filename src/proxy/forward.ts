@@ -82,6 +82,7 @@ export class Forwarder {
   /** Exchanges not finished yet, so a retired Forwarder knows when its connections may go. */
   private inFlight = 0;
   private retired = false;
+  private closed = false;
 
   constructor(upstreams: Record<string, UpstreamConfig>, private readonly log: Logger, private readonly onUpstreamError: UpstreamErrorListener = () => {}) {
     // Of http-proxy's incoming passes only `stream` (open the upstream request, pipe the body) runs.
@@ -132,6 +133,8 @@ export class Forwarder {
   }
 
   close(): void {
+    if (this.closed) return;
+    this.closed = true;
     for (const u of this.upstreams.values()) u.pool.close();
     this.proxy.close();
   }

@@ -99,7 +99,8 @@ export class UpstreamPool {
   private checkAll(): void {
     const check = this.config.healthCheck!;
     for (const target of this.targets) {
-      const url = new URL(check.path, `${target.origin}${target.basePath}/`);
+      // Under the target's own path: `/healthz` of `http://10.0.0.1:9001/base` is `/base/healthz`.
+      const url = new URL(`${target.origin}${target.basePath}${check.path}`);
       const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
       let settled = false;
       const settle = (healthy: boolean) => {

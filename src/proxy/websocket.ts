@@ -49,7 +49,7 @@ const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade',
 export class WebSocketProxy {
   private readonly tunnels: Tunnels;
   /** Each upstream's target URLs, taken in turn (a handshake is one request; the pool's health is the Forwarder's). */
-  private readonly targets = new Map<string, { config: UpstreamConfig; urls: URL[]; next: number }>();
+  private targets = new Map<string, { config: UpstreamConfig; urls: URL[]; next: number }>();
   private trustForwarded = false;
   private access = false;
   private closing = false;
@@ -71,8 +71,8 @@ export class WebSocketProxy {
   /** Takes a (re)loaded configuration: new handshakes follow it, open tunnels run on. */
   configure(config: Config, deps: WebSocketDeps): void {
     this.deps = deps;
-    this.targets.clear();
-    for (const [name, u] of Object.entries(config.upstreams)) this.targets.set(name, { config: u, urls: u.targets.map((t) => new URL(t)), next: 0 });
+    // A new map, not the old one cleared: a handshake under way keeps the targets it started with.
+    this.targets = new Map(Object.entries(config.upstreams).map(([name, u]) => [name, { config: u, urls: u.targets.map((t) => new URL(t)), next: 0 }]));
     this.trustForwarded = config.server.trustProxy > 0;
     this.access = config.log.access;
     this.chain = [
@@ -111,16 +111,18 @@ export class WebSocketProxy {
     // A response object only to collect what the middleware sets (X-Request-Id, RateLimit-*): never sent.
     const collector = new ServerResponse(req);
     const ctx = this.deps.app.createContext(req, collector);
+    // What this handshake started with: a reload while it is authenticated must not take its upstream away.
+    const { chain, targets, trustForwarded, access } = this;
     try {
       if (req.method !== 'GET') throw new HttpProblem(400, 'invalid_request', 'a WebSocket handshake is a GET request');
       let passed = false;
-      await run([...this.chain, async () => void (passed = true)], ctx);
+      await run([...chain, async () => void (passed = true)], ctx);
       if (!passed) throw new HttpProblem(404, 'not_found', 'no WebSocket here');
     } catch (err) {
       const problem = toProblem(err);
       if (problem.code === 'internal_error') this.deps.log.error('upgrade failed', { requestId: ctx.state.requestId, error: String(err) });
       // The access line of a refused handshake (a tunnel's is written when it ends).
-      if (this.access) {
+      if (access) {
         this.deps.log.info('request', {
           requestId: ctx.state.requestId, method: req.method, path: ctx.path, status: problem.status, websocket: true,
           user: ctx.state.principal?.user, via: ctx.state.principal?.via,
@@ -130,7 +132,7 @@ export class WebSocketProxy {
       return;
     }
     const owner = await this.owner(ctx);
-    this.forward(ctx, socket, head, owner, collector.getHeaders());
+    this.forward(ctx, socket, head, owner, collector.getHeaders(), targets.get(ctx.state.route!.upstream)!, trustForwarded);
   }
 
   /** Who the tunnel belongs to; a bearer token's session and expiry (answered from the token caches). */
@@ -143,12 +145,14 @@ export class WebSocketProxy {
     return { user, via, sid, exp, token };
   }
 
-  private forward(ctx: GatewayContext, socket: Duplex, head: Buffer, owner: TunnelOwner, gatewayHeaders: OutgoingHttpHeaders): void {
+  private forward(
+    ctx: GatewayContext, socket: Duplex, head: Buffer, owner: TunnelOwner, gatewayHeaders: OutgoingHttpHeaders,
+    pool: { config: UpstreamConfig; urls: URL[]; next: number }, trustForwarded: boolean,
+  ): void {
     const req = ctx.req;
     // The client left while it was being authenticated: nothing to open.
     if (socket.destroyed) return;
     const route = ctx.state.route!;
-    const pool = this.targets.get(route.upstream)!;
     const target = { url: pool.urls[pool.next++ % pool.urls.length]!, timeoutMs: route.timeouts.responseMs };
     // The same path rules as any forwarded request: stripPrefix joins the rest onto the upstream's path.
     const path = route.stripPrefix ? ctx.path.slice(route.path.length) || '/' : ctx.path;
@@ -158,7 +162,7 @@ export class WebSocketProxy {
       requestId: ctx.state.requestId,
       forwardAuthorization: route.forwardAuthorization,
       allowHeaders: route.allowHeaders,
-      trustForwarded: this.trustForwarded,
+      trustForwarded,
     });
     // Hop-by-hop headers were removed with the rest; the upgrade itself is what this hop is for.
     req.headers.connection = 'Upgrade';

@@ -93,6 +93,25 @@ describe('SIGHUP and --watch on the running gateway', () => {
     }
   });
 
+  it('SIGHUP during start-up (the store not reachable yet) reloads instead of killing the process', async () => {
+    const port = await freePort();
+    const file = join(dir, 'startup.yaml');
+    writeFileSync(file, yaml(port, ['/v1/a']));
+    const closed = await freePort();
+    // REDIS_URL to a closed port: start-up waits up to 5 s for the store before it listens.
+    const child = startNode(CLI, ['serve', '--config', file], { GATEWAY_JWT_SECRET: SECRET, REDIS_URL: `redis://127.0.0.1:${closed}` });
+    try {
+      await new Promise((r) => setTimeout(r, 500));
+      child.proc.kill('SIGHUP');
+      await expect.poll(() => logLines(child).some((l) => l.msg === 'configuration reloaded'), { timeout: 3000 }).toBe(true);
+      expect(child.proc.exitCode).toBeNull();
+      expect(child.proc.signalCode).toBeNull();
+      await waitForHttp(`http://127.0.0.1:${port}/healthz`, child, 10_000);
+    } finally {
+      await child.stop();
+    }
+  });
+
   it('a broken file on SIGHUP is logged with every problem and the configuration in force stays', async () => {
     const port = await freePort();
     const file = join(dir, 'broken.yaml');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AddressLanes } from '../../src/credentials/address-lanes.js';
+import { AddressLanes, MAX_WAITING } from '../../src/credentials/address-lanes.js';
 
 /** Work that runs until released; records how many ran at once. */
 function harness() {
@@ -68,5 +68,18 @@ describe('AddressLanes', () => {
     const lanes = new AddressLanes(1, 1000);
     await expect(lanes.run('10.0.0.1', () => Promise.reject(new Error('wrong password')))).rejects.toThrow('wrong password');
     await expect(lanes.run('10.0.0.1', async () => 'next')).resolves.toBe('next');
+  });
+});
+
+describe('AddressLanes limits', () => {
+  it('refuses with 429 once MAX_WAITING checks of one address wait, without queueing them', async () => {
+    const lanes = new AddressLanes(1, 1000);
+    let release!: () => void;
+    const first = lanes.run('10.0.0.9', () => new Promise<void>((r) => (release = r)));
+    const waiting = Array.from({ length: MAX_WAITING }, () => lanes.run('10.0.0.9', async () => 'ran'));
+    await expect(lanes.run('10.0.0.9', async () => 'ran')).rejects.toMatchObject({ status: 429, code: 'too_many_attempts' });
+    release();
+    await first;
+    expect(await Promise.all(waiting)).toEqual(Array(MAX_WAITING).fill('ran'));
   });
 });
