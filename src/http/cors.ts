@@ -25,6 +25,10 @@ const guards = new WeakMap<ServerResponse, Guard>();
  * replaced by the gateway's. Paths without a policy are left alone.
  */
 export function cors(routes: RouteTable, tokens: CorsPolicy | undefined): GatewayMiddleware {
+  // Nothing configured: no route lookup per request (the route is matched once, after authentication).
+  if (!tokens && !routes.anyCors) return function noCors(_ctx, next) {
+    return next();
+  };
   // Not async: a path without a policy (most) passes without a promise of its own.
   return function applyCors(ctx, next) {
     const path = ctx.path;

@@ -35,6 +35,12 @@ export class RouteTable {
     }
   }
 
+  /** Whether any route has a CORS policy (when none has, CORS need not look routes up at all). */
+  get anyCors(): boolean {
+    for (const route of this.byPath.values()) if (route.cors) return true;
+    return false;
+  }
+
   /** The route of a normalized path, or undefined. */
   match(path: string): Route | undefined {
     let prefix = path.endsWith('/') && path.length > 1 ? path.slice(0, -1) : path;
