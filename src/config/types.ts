@@ -15,6 +15,28 @@ export interface Config {
   log: { level: LogLevel; access: boolean };
   /** The admin listener (/metrics, /healthz, /readyz); false: none. */
   admin: AdminConfig | false;
+  /** The forward-auth endpoint (nginx auth_request, Caddy forward_auth, Traefik ForwardAuth); undefined: none. */
+  forwardAuth: ForwardAuthConfig | undefined;
+  identity: IdentityConfig;
+}
+
+export interface ForwardAuthConfig {
+  /** The exact path (any method) answered about the request the proxy describes. */
+  path: string;
+}
+
+export interface IdentityConfig {
+  /** Signed identity assertions to upstreams and in forward-auth answers; undefined: none. */
+  assertion: AssertionConfig | undefined;
+}
+
+export interface AssertionConfig {
+  /** The header that carries the assertion (a client's copy is always removed). */
+  header: string;
+  alg: 'ES256' | 'RS256' | 'EdDSA';
+  /** Absolute path of the PEM file: one or more keys; the first private key signs, every key is published. */
+  keyFile: string;
+  ttlSeconds: number;
 }
 
 export interface AdminConfig {
@@ -76,8 +98,10 @@ export interface UsersConfig {
   htpasswd: string;
   /** How long a verified user:password stays cached in memory. */
   cacheTtlSeconds: number;
-  /** Reload the file when it changes. */
+  /** Reload the file when it changes (the groups file too). */
   watch: boolean;
+  /** Absolute path of an Apache htgroup file (`group: user1 user2`); undefined: no groups. */
+  groups?: string;
   /** bcrypt checks allowed to wait for the thread pool at once; past it, 503. */
   maxPendingVerifications: number;
 }
@@ -143,7 +167,12 @@ export interface Timeouts {
 
 export interface RouteConfig {
   path: string;
-  upstream: string;
+  /** undefined only with forwardAuth: the route is then matched for its rules, never forwarded to. */
+  upstream: string | undefined;
+  /** Who may use the route; undefined: every authenticated user. */
+  allow?: AllowConfig;
+  /** The `aud` of identity assertions on this route; undefined: the upstream's name (else the route's path). */
+  audience?: string;
   /** Pass the client's Authorization header on to the upstream. */
   forwardAuthorization: boolean;
   /** Remove the route's path from the request path and join the rest onto the upstream URL's path. */
@@ -175,6 +204,14 @@ export interface CorsPolicy {
   credentials: boolean;
   /** How long a browser may cache a preflight's answer. */
   maxAgeSeconds: number;
+}
+
+/** A route's allow rule: a user listed in `users` or in one of `groups`, and (when given) a method listed in `methods`. */
+export interface AllowConfig {
+  users?: string[];
+  groups?: string[];
+  /** Upper case. */
+  methods?: string[];
 }
 
 export interface RateLimitRule {

@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { isAbsolute, resolve } from 'node:path';
 import { OVERRIDE_HEADERS } from '../proxy/headers.js';
+import { checkRouteOverlaps, readAllow, readForwardAuth, readGroupsFile, readIdentity } from './authz.js';
 import { Checker } from './checker.js';
 import { ConfigError } from './errors.js';
 import type {
@@ -24,7 +25,7 @@ export function validateConfig(raw: unknown, file: string, baseDir: string): Con
 export function checkConfig(raw: unknown, file: string, baseDir: string): { config: Config; problems: string[] } {
   const c = new Checker();
   const root = c.obj('(root)', raw, true);
-  c.unknownKeys('', root, ['server', 'store', 'users', 'tokens', 'lockout', 'rateLimit', 'upstreams', 'routes', 'log', 'admin']);
+  c.unknownKeys('', root, ['server', 'store', 'users', 'tokens', 'lockout', 'rateLimit', 'upstreams', 'routes', 'log', 'admin', 'forwardAuth', 'identity']);
   const at = (p: string) => (isAbsolute(p) ? p : resolve(baseDir, p));
 
   // Read in the order of the file, so problems are listed in that order too.
@@ -40,10 +41,13 @@ export function checkConfig(raw: unknown, file: string, baseDir: string): { conf
   const rateLimit = root.rateLimit === undefined || root.rateLimit === null || root.rateLimit === false
     ? undefined : readRateLimit(c, 'rateLimit', c.obj('rateLimit', root.rateLimit));
   const upstreams = readUpstreams(c, root.upstreams);
-  const routes = readRoutes(c, root.routes, upstreams);
+  const routes = readRoutes(c, root.routes, upstreams, users.groups);
   const log = readLog(c, c.obj('log', root.log));
   const admin = readAdmin(c, root.admin);
-  const config: Config = { file, server, store, users, tokens, lockout, rateLimit, upstreams, routes, log, admin };
+  const forwardAuth = readForwardAuth(c, root.forwardAuth);
+  const identity = readIdentity(c, root.identity, at);
+  checkRouteOverlaps(c, routes, forwardAuth, identity);
+  const config: Config = { file, server, store, users, tokens, lockout, rateLimit, upstreams, routes, log, admin, forwardAuth, identity };
   return { config, problems: c.problems };
 }
 
@@ -120,14 +124,17 @@ function readTopology(c: Checker, s: Record<string, unknown>): RedisTopology {
 }
 
 function readUsers(c: Checker, u: Record<string, unknown>, at: (p: string) => string): UsersConfig {
-  c.unknownKeys('users', u, ['htpasswd', 'cacheTtlSeconds', 'watch', 'maxPendingVerifications']);
+  c.unknownKeys('users', u, ['htpasswd', 'cacheTtlSeconds', 'watch', 'maxPendingVerifications', 'groups']);
   const file = c.str('users.htpasswd', u.htpasswd);
-  return {
+  const users: UsersConfig = {
     htpasswd: file ? at(file) : '',
     cacheTtlSeconds: c.int('users.cacheTtlSeconds', u.cacheTtlSeconds, 300, 0),
     watch: c.bool('users.watch', u.watch, true),
     maxPendingVerifications: c.int('users.maxPendingVerifications', u.maxPendingVerifications, 64),
   };
+  const groups = readGroupsFile(c, u.groups, at);
+  if (groups) users.groups = groups;
+  return users;
 }
 
 function readTokens(c: Checker, t: Record<string, unknown>, at: (p: string) => string): TokensConfig {
@@ -250,12 +257,12 @@ function readTimeouts(c: Checker, key: string, t: Record<string, unknown>, defau
 }
 
 
-function readRoutes(c: Checker, raw: unknown, upstreams: Record<string, UpstreamConfig>): RouteConfig[] {
+function readRoutes(c: Checker, raw: unknown, upstreams: Record<string, UpstreamConfig>, groupsFile: string | undefined): RouteConfig[] {
   const seen = new Set<string>();
   return c.list('routes', raw).map((value, i) => {
     const key = `routes[${i}]`;
     const r = c.obj(key, value, true);
-    c.unknownKeys(key, r, ['path', 'upstream', 'forwardAuthorization', 'paging', 'rateLimit', 'stripPrefix', 'timeouts', 'allowHeaders', 'websocket', 'cors']);
+    c.unknownKeys(key, r, ['path', 'upstream', 'forwardAuthorization', 'paging', 'rateLimit', 'stripPrefix', 'timeouts', 'allowHeaders', 'websocket', 'cors', 'allow', 'audience']);
     const path = c.str(`${key}.path`, r.path);
     if (path && !/^\/(?:[A-Za-z0-9._~-]+\/)*[A-Za-z0-9._~-]+$/.test(path)) {
       c.problem(`${key}.path`, 'must be an absolute path of plain segments without a trailing slash, e.g. /v1/conversations');
@@ -264,14 +271,15 @@ function readRoutes(c: Checker, raw: unknown, upstreams: Record<string, Upstream
     }
     if (seen.has(path)) c.problem(`${key}.path`, `repeats ${path}`);
     seen.add(path);
-    const upstream = c.str(`${key}.upstream`, r.upstream);
+    // Left out: a route matched only for its rules (forward-auth; checked with forwardAuth).
+    const upstream = r.upstream === undefined || r.upstream === null ? undefined : c.str(`${key}.upstream`, r.upstream);
     if (upstream && !upstreams[upstream]) c.problem(`${key}.upstream`, `names no upstream (known: ${Object.keys(upstreams).join(', ') || 'none'})`);
     const route: RouteConfig = {
       path,
       upstream,
       forwardAuthorization: c.bool(`${key}.forwardAuthorization`, r.forwardAuthorization, false),
       stripPrefix: c.bool(`${key}.stripPrefix`, r.stripPrefix, false),
-      timeouts: readTimeouts(c, `${key}.timeouts`, c.obj(`${key}.timeouts`, r.timeouts), upstreams[upstream]?.timeouts ?? DEFAULT_TIMEOUTS),
+      timeouts: readTimeouts(c, `${key}.timeouts`, c.obj(`${key}.timeouts`, r.timeouts), (upstream && upstreams[upstream]?.timeouts) || DEFAULT_TIMEOUTS),
       allowHeaders: c.list(`${key}.allowHeaders`, r.allowHeaders).map((h, j) => {
         const name = c.str(`${key}.allowHeaders[${j}]`, h).toLowerCase();
         if (name && !OVERRIDE_HEADERS.includes(name)) c.problem(`${key}.allowHeaders[${j}]`, `must be one of the override headers the gateway removes (${OVERRIDE_HEADERS.join(', ')})`);
@@ -283,6 +291,9 @@ function readRoutes(c: Checker, raw: unknown, upstreams: Record<string, Upstream
     else if (r.rateLimit !== undefined) route.rateLimit = readRateLimit(c, `${key}.rateLimit`, c.obj(`${key}.rateLimit`, r.rateLimit));
     if (r.websocket !== undefined) route.websocket = c.bool(`${key}.websocket`, r.websocket, true);
     if (r.cors !== undefined && r.cors !== null && r.cors !== false) route.cors = readCors(c, `${key}.cors`, r.cors, DEFAULT_CORS_METHODS);
+    const allow = readAllow(c, `${key}.allow`, r.allow, groupsFile);
+    if (allow) route.allow = allow;
+    if (r.audience !== undefined && r.audience !== null) route.audience = c.str(`${key}.audience`, r.audience);
     return route;
   });
 }

@@ -22,6 +22,7 @@ export function matchRoute(routes: RouteTable): GatewayMiddleware {
 export function forwardToUpstream(forwarder: Forwarder, trustForwarded: boolean): GatewayMiddleware {
   return async function forwardRequest(ctx) {
     const route = ctx.state.route!;
+    if (route.upstream === undefined) throw forwardAuthOnly(route.path);
     let search = ctx.querystring;
     if (route.paging && PAGED_METHODS.has(ctx.method)) {
       search = canonicalQuery(search, route.paging);
@@ -46,4 +47,9 @@ export function forwardToUpstream(forwarder: Forwarder, trustForwarded: boolean)
     });
     ctx.state.outcome = outcome;
   };
+}
+
+/** A route without upstream is there for forward-auth answers only. */
+export function forwardAuthOnly(path: string): HttpProblem {
+  return new HttpProblem(404, 'not_found', `the route ${path} is served by another proxy (forward-auth only)`);
 }

@@ -1,8 +1,14 @@
+import { compileAllow, type AllowRule } from '../authz/allow.js';
 import type { CorsPolicy, PagingRules, RateLimitRule, RouteConfig, Timeouts, UpstreamConfig } from '../config/types.js';
 
 export interface Route {
   path: string;
-  upstream: string;
+  /** undefined: a forward-auth-only route (matched for its rules, never forwarded to). */
+  upstream: string | undefined;
+  /** Who may use the route; undefined: every authenticated user. */
+  allow: AllowRule | undefined;
+  /** The `aud` of identity assertions on this route. */
+  audience: string;
   forwardAuthorization: boolean;
   stripPrefix: boolean;
   timeouts: Timeouts;
@@ -25,12 +31,13 @@ export class RouteTable {
 
   constructor(routes: RouteConfig[], upstreams: Record<string, UpstreamConfig>, globalRateLimit?: RateLimitRule) {
     for (const r of routes) {
-      if (!upstreams[r.upstream]) throw new Error(`route ${r.path} names unknown upstream ${r.upstream}`);
+      if (r.upstream !== undefined && !upstreams[r.upstream]) throw new Error(`route ${r.path} names unknown upstream ${r.upstream}`);
       const rateLimit = r.rateLimit === null ? undefined : r.rateLimit ?? globalRateLimit;
       this.byPath.set(r.path, {
         path: r.path, upstream: r.upstream, forwardAuthorization: r.forwardAuthorization, stripPrefix: r.stripPrefix,
         timeouts: r.timeouts, allowHeaders: r.allowHeaders, paging: r.paging, rateLimit,
         websocket: r.websocket !== false, cors: r.cors,
+        allow: r.allow ? compileAllow(r.allow) : undefined, audience: r.audience ?? r.upstream ?? r.path,
       });
     }
   }

@@ -15,7 +15,7 @@ import type { GatewayContext, GatewayMiddleware, GatewayState } from '../http/st
 import type { Logger } from '../log.js';
 import type { TokenService } from '../tokens/service.js';
 import type { TokenStore } from '../tokens/store/types.js';
-import { matchRoute } from './gateway-routes.js';
+import { forwardAuthOnly, matchRoute } from './gateway-routes.js';
 import { prepareUpstreamHeaders } from './headers.js';
 import { rateLimit } from './rate-limit.js';
 import { destroySoon, headerBlock, writeProblem } from './raw-response.js';
@@ -118,6 +118,7 @@ export class WebSocketProxy {
       let passed = false;
       await run([...chain, async () => void (passed = true)], ctx);
       if (!passed) throw new HttpProblem(404, 'not_found', 'no WebSocket here');
+      if (ctx.state.route!.upstream === undefined) throw forwardAuthOnly(ctx.state.route!.path);
     } catch (err) {
       const problem = toProblem(err);
       if (problem.code === 'internal_error') this.deps.log.error('upgrade failed', { requestId: ctx.state.requestId, error: String(err) });
@@ -132,7 +133,7 @@ export class WebSocketProxy {
       return;
     }
     const owner = await this.owner(ctx);
-    this.forward(ctx, socket, head, owner, collector.getHeaders(), targets.get(ctx.state.route!.upstream)!, trustForwarded);
+    this.forward(ctx, socket, head, owner, collector.getHeaders(), targets.get(ctx.state.route!.upstream!)!, trustForwarded);
   }
 
   /** Who the tunnel belongs to; a bearer token's session and expiry (answered from the token caches). */
@@ -218,7 +219,7 @@ export class WebSocketProxy {
       if (head.length > 0) upstream.write(head);
       (socket as Socket).setNoDelay?.(true);
       upstream.setNoDelay(true);
-      this.tunnels.add(socket, upstream, owner, { requestId: ctx.state.requestId, path: ctx.path, upstream: route.upstream });
+      this.tunnels.add(socket, upstream, owner, { requestId: ctx.state.requestId, path: ctx.path, upstream: route.upstream! });
     });
     // The upstream answered without switching (401, 404, 426…): the client gets that answer, then the end.
     upstreamReq.on('response', (res) => {

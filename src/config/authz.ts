@@ -1,0 +1,101 @@
+import { JWKS_PATH } from '../identity/jwks.js';
+import type { Checker } from './checker.js';
+import type { AllowConfig, AssertionConfig, ForwardAuthConfig, IdentityConfig, RouteConfig } from './types.js';
+
+/** The authorization settings (issue 18): forwardAuth, identity, users.groups, routes[].allow/audience. */
+
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const PLAIN_PATH = /^\/(?:[A-Za-z0-9._~-]+\/)*[A-Za-z0-9._~-]+$/;
+/** The gateway's own endpoints, answered before authentication whatever the routes say. */
+export const OWN_PATHS = ['/healthz', '/readyz', '/openapi.json'];
+/** Headers the assertion header must not be: the gateway sets or strips these for other reasons. */
+const RESERVED_HEADERS = new Set([
+  'authorization', 'proxy-authorization', 'cookie', 'host', 'connection', 'upgrade', 'content-length', 'transfer-encoding',
+  'x-authenticated-user', 'x-authenticated-via', 'x-authenticated-groups', 'x-request-id',
+  'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-forwarded-method', 'x-forwarded-uri', 'forwarded',
+]);
+export const ASSERTION_ALGS = ['ES256', 'RS256', 'EdDSA'] as const;
+
+/** `forwardAuth`: absent, null or false for none. */
+export function readForwardAuth(c: Checker, raw: unknown): ForwardAuthConfig | undefined {
+  if (raw === undefined || raw === null || raw === false) return undefined;
+  const f = c.obj('forwardAuth', raw);
+  c.unknownKeys('forwardAuth', f, ['path']);
+  const path = c.str('forwardAuth.path', f.path);
+  if (path && !PLAIN_PATH.test(path)) c.problem('forwardAuth.path', 'must be an absolute path of plain segments without a trailing slash, e.g. /auth/verify');
+  else if (/^\/v1\/tokens(?:\/|$)/i.test(path)) c.problem('forwardAuth.path', 'must not be under /v1/tokens (served by the gateway itself)');
+  else if ([...OWN_PATHS, JWKS_PATH].includes(path)) c.problem('forwardAuth.path', `must not be ${path} (served by the gateway itself)`);
+  return { path };
+}
+
+/** `identity`: `assertion` absent, null or false for none. */
+export function readIdentity(c: Checker, raw: unknown, at: (p: string) => string): IdentityConfig {
+  const i = c.obj('identity', raw);
+  c.unknownKeys('identity', i, ['assertion']);
+  if (i.assertion === undefined || i.assertion === null || i.assertion === false) return { assertion: undefined };
+  const a = c.obj('identity.assertion', i.assertion === true ? {} : i.assertion);
+  c.unknownKeys('identity.assertion', a, ['header', 'alg', 'keyFile', 'ttlSeconds']);
+  const header = c.str('identity.assertion.header', a.header, 'X-Identity-Assertion');
+  if (!TOKEN.test(header)) c.problem('identity.assertion.header', 'must be a header name');
+  else if (RESERVED_HEADERS.has(header.toLowerCase())) c.problem('identity.assertion.header', `must not be ${header} (the gateway sets or removes it for another purpose)`);
+  const keyFile = c.str('identity.assertion.keyFile', a.keyFile);
+  const assertion: AssertionConfig = {
+    header,
+    alg: c.oneOf('identity.assertion.alg', a.alg, ASSERTION_ALGS, 'ES256'),
+    keyFile: keyFile ? at(keyFile) : '',
+    ttlSeconds: c.int('identity.assertion.ttlSeconds', a.ttlSeconds, 60, 5, 86_400),
+  };
+  return { assertion };
+}
+
+/** `users.groups`: the htgroup file, relative to the configuration file. */
+export function readGroupsFile(c: Checker, raw: unknown, at: (p: string) => string): string | undefined {
+  if (raw === undefined || raw === null || raw === false || raw === '') return undefined;
+  const file = c.str('users.groups', raw);
+  return file ? at(file) : undefined;
+}
+
+/** `routes[i].allow`: users, groups, methods; at least one, and not a rule that lets no one in. */
+export function readAllow(c: Checker, key: string, raw: unknown, groupsFile: string | undefined): AllowConfig | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  const a = c.obj(key, raw);
+  c.unknownKeys(key, a, ['users', 'groups', 'methods']);
+  const names = (field: 'users' | 'groups' | 'methods') => a[field] === undefined || a[field] === null ? undefined
+    : (typeof a[field] === 'string' ? [a[field]] : c.list(`${key}.${field}`, a[field])).map((v, j) => {
+      const name = c.str(`${key}.${field}[${j}]`, typeof v === 'number' ? String(v) : v);
+      if (field === 'methods' && name && !TOKEN.test(name)) c.problem(`${key}.${field}[${j}]`, 'must be a method name');
+      else if (name && /[\s,:]/.test(name)) c.problem(`${key}.${field}[${j}]`, 'must not contain spaces, commas or colons');
+      return field === 'methods' ? name.toUpperCase() : name;
+    });
+  const allow: AllowConfig = {};
+  const users = names('users');
+  const groups = names('groups');
+  const methods = names('methods');
+  if (users) allow.users = users;
+  if (groups) allow.groups = groups;
+  if (methods) allow.methods = methods;
+  if (!users && !groups && !methods) c.problem(key, 'must name users, groups or methods (leave allow out to let every authenticated user in)');
+  else if ((users || groups) && (users ?? []).length === 0 && (groups ?? []).length === 0) c.problem(key, 'lets no one in: list users or groups (or remove the route)');
+  if (methods && methods.length === 0) c.problem(`${key}.methods`, 'lists no method: leave it out to allow every method');
+  if (groups && groups.length > 0 && !groupsFile) c.problem(`${key}.groups`, 'names groups, but users.groups (the htgroup file) is not set');
+  return allow;
+}
+
+/**
+ * Checks across sections: a route whose path is an own endpoint of the gateway or lies above one would
+ * never see that path (the gateway answers it first); a route without upstream needs forwardAuth.
+ */
+export function checkRouteOverlaps(c: Checker, routes: RouteConfig[], forwardAuth: ForwardAuthConfig | undefined, identity: IdentityConfig): void {
+  const own = [...OWN_PATHS];
+  if (identity.assertion) own.push(JWKS_PATH);
+  if (forwardAuth?.path) own.push(forwardAuth.path);
+  routes.forEach((r, i) => {
+    if (!r.path) return;
+    for (const path of own) {
+      if (path === r.path || path.startsWith(`${r.path}/`)) {
+        c.problem(`routes[${i}].path`, `overlaps ${path}, which the gateway serves itself: choose a route path that does not cover it`);
+      }
+    }
+    if (r.upstream === undefined && !forwardAuth) c.problem(`routes[${i}].upstream`, 'is required (only with forwardAuth may a route leave it out)');
+  });
+}
