@@ -10,6 +10,7 @@ export const PACKAGES = {
   nginx: 'nginx',
   fcgiwrap: 'fcgiwrap',
   ab: 'apache2-utils',
+  caddy: 'caddy',
 } as const;
 
 export type Tool = keyof typeof PACKAGES;
