@@ -1,4 +1,3 @@
-import compose from 'koa-compose';
 import type Koa from 'koa';
 import { authenticate } from './auth/authenticate.js';
 import type { Clock } from './clock.js';
@@ -7,17 +6,21 @@ import { Credentials } from './credentials/credentials.js';
 import { Lockout } from './credentials/lockout.js';
 import { PasswordCheck } from './credentials/password-check.js';
 import { endedUsers } from './credentials/password-verifier.js';
-import { cors } from './http/cors.js';
-import { health } from './http/health.js';
-import { openApi } from './http/openapi.js';
+import { originPolicy } from './http/origin-policy.js';
 import { HttpProblem } from './http/problem.js';
-import { isTokenPath, requestForm } from './http/request-form.js';
-import type { GatewayMiddleware, GatewayState } from './http/state.js';
+import { requestForm } from './http/request-form.js';
+import type { GatewayContext, GatewayState } from './http/state.js';
 import type { Logger } from './log.js';
+import { paging } from './paging/paging-step.js';
+import { forward, tunnel } from './pipeline/hand-offs.js';
+import { ownEndpoints, type OwnHandler } from './pipeline/own-endpoints.js';
+import { pipeline } from './pipeline/pipeline.js';
 import { Forwarder, type UpstreamErrorListener } from './proxy/forward.js';
-import { forwardToUpstream, matchRoute } from './proxy/gateway-routes.js';
+import { route } from './proxy/gateway-routes.js';
 import { rateLimit } from './proxy/rate-limit.js';
 import { RouteTable } from './proxy/route-table.js';
+import type { Tunnels } from './proxy/tunnels.js';
+import { upstreamHeaders } from './proxy/upstream-headers.js';
 import { AccessTokenCodec } from './tokens/access-token.js';
 import { loadKeys } from './tokens/keys.js';
 import { tokenRoutes } from './tokens/routes.js';
@@ -32,6 +35,8 @@ export interface Shared {
   store: TokenStore;
   ping: () => Promise<void>;
   onUpstreamError: UpstreamErrorListener;
+  /** The open WebSocket tunnels (they outlive a reload). */
+  tunnels: Tunnels;
 }
 
 /**
@@ -47,8 +52,12 @@ export interface Runtime {
   lockout: Lockout;
   passwords: PasswordCheck;
   tokens: TokenService;
-  /** request form ─ health ─ /openapi.json ─ CORS ─ /v1/tokens/* ─ authenticate ─ route ─ rate limit ─ paging ─ proxy */
-  chain: Koa.Middleware<GatewayState>;
+  /**
+   * One request's way through: the request form, then the own-endpoint lookup (health, /openapi.json,
+   * CORS preflights, /v1/tokens/*) or else the pipeline (authenticate → route → origin → rate limit →
+   * paging → upstream headers → hand-off: forward | tunnel).
+   */
+  handle: (ctx: GatewayContext) => void | Promise<void>;
 }
 
 /**
@@ -83,18 +92,28 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     refreshTtlSeconds: config.tokens.refreshTtlSeconds,
     refreshReuseGraceSeconds: config.tokens.refreshReuseGraceSeconds,
   }, clock);
-  const chain = compose<Koa.ParameterizedContext<GatewayState>>([
-    requestForm(),
-    health(shared.ping),
-    openApi(config),
-    cors(routes, config.tokens.cors),
-    onTokenPaths(tokenRoutes(tokens, config.server.bodyTimeoutMs).routes(), notATokenEndpoint),
+  const trustForwarded = config.server.trustProxy > 0;
+  const findOwn = ownEndpoints(config, routes, {
+    ping: shared.ping,
+    tokenEndpoints: onTokenPaths(tokenRoutes(tokens, config.server.bodyTimeoutMs, (token) => subjectOf(codec, token)).routes(), notATokenEndpoint),
+  });
+  const runPipeline = pipeline([
     authenticate(passwords, tokens),
-    matchRoute(routes),
+    route(routes),
+    originPolicy(trustForwarded),
     rateLimit(store, log),
-    forwardToUpstream(forwarder, config.server.trustProxy > 0),
-  ]);
-  return { config, routes, forwarder, credentials, lockout, passwords, tokens, chain };
+    paging,
+    upstreamHeaders(trustForwarded),
+  ], {
+    forward: forward(forwarder),
+    tunnel: tunnel(forwarder, shared.tunnels),
+  });
+  const handle = (ctx: GatewayContext) => {
+    requestForm(ctx);
+    const own = findOwn(ctx);
+    return own ? own(ctx) : runPipeline(ctx);
+  };
+  return { config, routes, forwarder, credentials, lockout, passwords, tokens, handle };
 }
 
 /**
@@ -136,15 +155,19 @@ function same(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
-/**
- * Runs `middleware` only for token paths (see isTokenPath), so other requests skip the router's
- * matching; what it leaves unanswered there gets `fallback`, never the rest of the chain.
- */
-function onTokenPaths<C>(middleware: Koa.Middleware<GatewayState, C>, fallback: () => never): GatewayMiddleware {
-  return function scoped(ctx, next) {
-    // The router adds its own context members (params, router) when it runs.
-    return isTokenPath(ctx.path) ? middleware(ctx as Parameters<typeof middleware>[0], async () => fallback()) : next();
-  };
+/** The token router as an own endpoint: what it leaves unanswered gets `fallback`, never the pipeline. */
+function onTokenPaths<C>(middleware: Koa.Middleware<GatewayState, C>, fallback: () => never): OwnHandler {
+  // The router adds its own context members (params, router) when it runs.
+  return (ctx) => middleware(ctx as Parameters<typeof middleware>[0], async () => fallback()) as Promise<void>;
+}
+
+/** The user of an access token with a good signature (expired or not), for the access line; else undefined. */
+function subjectOf(codec: AccessTokenCodec, token: string): string | undefined {
+  try {
+    return codec.verify(token, { ignoreExpiration: true }).sub;
+  } catch {
+    return undefined;
+  }
 }
 
 function notATokenEndpoint(): never {

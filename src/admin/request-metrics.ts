@@ -63,8 +63,5 @@ function countOutcome(metrics: Metrics, ctx: GatewayContext, path: string, route
 
 /** The problem code of an answer the gateway wrote: the error handler's, or the Forwarder's own 502/504/408. */
 function problemCode(ctx: GatewayContext): string | undefined {
-  if (ctx.respond === false) return ctx.state.outcome?.code;
-  if (ctx.type !== 'application/problem+json') return undefined;
-  const body = ctx.body as { code?: unknown } | null | undefined;
-  return body && typeof body === 'object' && typeof body.code === 'string' ? body.code : undefined;
+  return ctx.state.problem ?? ctx.state.outcome?.code;
 }

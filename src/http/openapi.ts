@@ -1,6 +1,6 @@
 import type { Config, PagingRules, RouteConfig } from '../config/types.js';
 import type { ProblemCode } from './problem.js';
-import type { GatewayMiddleware } from './state.js';
+import type { GatewayContext } from './state.js';
 
 type Json = Record<string, unknown>;
 
@@ -60,14 +60,12 @@ export function openApiDocument(config: Config): Json {
   };
 }
 
-/** GET /openapi.json, without credentials (it describes the API, nothing about its users). */
-export function openApi(config: Config): GatewayMiddleware {
+/** GET /openapi.json, without credentials (it describes the API, nothing about its users); built once per configuration. */
+export function openApi(config: Config): (ctx: GatewayContext) => void {
   const body = JSON.stringify(openApiDocument(config));
-  return function serveOpenApi(ctx, next) {
-    if (ctx.path !== '/openapi.json' || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) return next();
+  return function serveOpenApi(ctx) {
     ctx.type = 'application/json';
     ctx.body = body;
-    return Promise.resolve();
   };
 }
 

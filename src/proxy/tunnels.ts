@@ -1,19 +1,8 @@
 import type { Duplex } from 'node:stream';
+import type { Principal } from '../auth/principal.js';
 import { HttpProblem } from '../http/problem.js';
 import type { Logger } from '../log.js';
-
-/** Who a tunnel was opened for, and what ends its right to exist. */
-export interface TunnelOwner {
-  user: string;
-  via: 'basic' | 'bearer';
-  /** Bearer: the session (its revocation ends the tunnel) and the token (rechecked). */
-  sid?: string;
-  token?: string;
-  /** Bearer: the access token's expiry (seconds since the epoch): the tunnel ends there. */
-  exp?: number;
-  /** Basic: the user's credential version at the upgrade (a changed password or removed user ends it). */
-  uv?: string;
-}
+import { CloseFrameWatch } from './close-frame.js';
 
 export interface TunnelChecks {
   /** Subscribes to revoked session ids (the store's revocation channel); returns the unsubscribe. */
@@ -28,7 +17,12 @@ export interface TunnelChecks {
 interface Tunnel {
   client: Duplex;
   upstream: Duplex;
-  owner: TunnelOwner;
+  /** The handshake's principal: a Bearer one's session (its revocation ends the tunnel), expiry and token. */
+  owner: Principal;
+  /** Basic: the user's credential version at the upgrade (a changed password or removed user ends it). */
+  uv?: string;
+  /** Which side sent the first WebSocket close frame (that side closed the tunnel, whoever drops TCP first). */
+  closing?: 'client' | 'upstream';
   requestId: string;
   path: string;
   upstreamName: string;
@@ -55,6 +49,8 @@ export class Tunnels {
   private readonly unsubscribe: () => void;
   private readonly recheck: NodeJS.Timeout;
   private emptied: (() => void) | undefined;
+  /** No new tunnels: the gateway is shutting down. */
+  closing = false;
 
   constructor(private readonly checks: TunnelChecks, private readonly log: Logger, private readonly access = true, recheckMs = 5000) {
     this.unsubscribe = checks.onRevoked((sid) => {
@@ -69,19 +65,30 @@ export class Tunnels {
   }
 
   /** Pipes client and upstream together until one of the ends above. */
-  add(client: Duplex, upstream: Duplex, owner: TunnelOwner, info: { requestId: string; path: string; upstream: string }): void {
+  add(client: Duplex, upstream: Duplex, owner: Principal, info: { requestId: string; path: string; upstream: string }): void {
     const t: Tunnel = { client, upstream, owner, requestId: info.requestId, path: info.path, upstreamName: info.upstream, openedAt: Date.now(), ended: false };
+    if (owner.via === 'basic') t.uv = this.checks.credentialVersion(owner.user);
     this.open.add(t);
     this.checks.counted?.(t.upstreamName, 1);
-    if (owner.sid) {
+    if (owner.via === 'bearer') {
       let set = this.bySid.get(owner.sid);
       if (!set) this.bySid.set(owner.sid, (set = new Set()));
       set.add(t);
+      this.armExpiry(t, owner.exp);
     }
-    if (owner.exp !== undefined) this.armExpiry(t, owner.exp);
     for (const [from, to, side] of [[client, upstream, 'client'], [upstream, client, 'upstream']] as const) {
+      const watch = new CloseFrameWatch();
+      const onData = (chunk: Buffer) => {
+        if (watch.sawClose(chunk)) {
+          t.closing ??= side;
+          from.off('data', onData);
+        }
+      };
+      from.on('data', onData);
       from.on('error', () => this.end(t, `${side} error`, true));
-      from.on('close', () => this.end(t, `${side} closed`, false));
+      // The first side to close (its close frame, else its FIN or its socket) is the one that ended it.
+      from.once('end', () => this.end(t, `${t.closing ?? side} closed`, false));
+      from.on('close', () => this.end(t, `${t.closing ?? side} closed`, false));
       from.pipe(to);
     }
     this.log.debug('websocket open', { requestId: t.requestId, path: t.path, user: owner.user, via: owner.via });
@@ -96,6 +103,7 @@ export class Tunnels {
 
   /** Resolves when no tunnel is open, or after graceMs, ending the rest. */
   async drain(graceMs: number): Promise<void> {
+    this.closing = true;
     if (this.open.size > 0) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => resolve(), graceMs);
@@ -134,11 +142,11 @@ export class Tunnels {
     if (t.ended) return;
     const { owner } = t;
     if (owner.via === 'basic') {
-      if (this.checks.credentialVersion(owner.user) !== owner.uv) this.end(t, 'credentials changed', true);
+      if (this.checks.credentialVersion(owner.user) !== t.uv) this.end(t, 'credentials changed', true);
       return;
     }
     try {
-      await this.checks.verifyToken(owner.token!);
+      await this.checks.verifyToken(owner.token);
     } catch (err) {
       // A 401 ends it; the store being down does not (open tunnels outlive a Redis blip).
       if (err instanceof HttpProblem && err.status === 401) this.end(t, err.code, true);
@@ -151,7 +159,7 @@ export class Tunnels {
     clearTimeout(t.expiry);
     this.open.delete(t);
     this.checks.counted?.(t.upstreamName, -1);
-    if (t.owner.sid) {
+    if (t.owner.via === 'bearer') {
       const set = this.bySid.get(t.owner.sid);
       set?.delete(t);
       if (set?.size === 0) this.bySid.delete(t.owner.sid);
