@@ -1,28 +1,38 @@
-import compose from 'koa-compose';
 import type Koa from 'koa';
 import { authenticate } from './auth/authenticate.js';
+import { allowRules } from './authz/allow-step.js';
+import { answerForwardAuth, asForwardAuthCall } from './authz/forward-auth.js';
+import { GroupsFile, noGroups, type Groups } from './authz/groups.js';
 import type { Clock } from './clock.js';
 import type { Config } from './config/types.js';
 import { Credentials } from './credentials/credentials.js';
 import { Lockout } from './credentials/lockout.js';
 import { PasswordCheck } from './credentials/password-check.js';
 import { endedUsers } from './credentials/password-verifier.js';
-import { cors } from './http/cors.js';
-import { health } from './http/health.js';
-import { openApi } from './http/openapi.js';
+import { originPolicy } from './http/origin-policy.js';
 import { HttpProblem } from './http/problem.js';
-import { isTokenPath, requestForm } from './http/request-form.js';
-import type { GatewayMiddleware, GatewayState } from './http/state.js';
+import { requestForm } from './http/request-form.js';
+import type { GatewayContext, GatewayState } from './http/state.js';
 import type { Logger } from './log.js';
+import { paging } from './paging/paging-step.js';
+import { forward, tunnel } from './pipeline/hand-offs.js';
+import { ownEndpoints, type OwnHandler } from './pipeline/own-endpoints.js';
+import { pipeline } from './pipeline/pipeline.js';
 import { Forwarder, type UpstreamErrorListener } from './proxy/forward.js';
-import { forwardToUpstream, matchRoute } from './proxy/gateway-routes.js';
+import { route } from './proxy/gateway-routes.js';
 import { rateLimit } from './proxy/rate-limit.js';
 import { RouteTable } from './proxy/route-table.js';
+import type { Tunnels } from './proxy/tunnels.js';
+import { upstreamHeaders } from './proxy/upstream-headers.js';
 import { AccessTokenCodec } from './tokens/access-token.js';
 import { loadKeys } from './tokens/keys.js';
 import { tokenRoutes } from './tokens/routes.js';
 import { TokenService } from './tokens/service.js';
 import type { TokenStore } from './tokens/store/types.js';
+import { AssertionSigner } from './identity/assertion.js';
+import { assertions, type Assertions } from './identity/identity-headers.js';
+import { serveJwks } from './identity/jwks.js';
+import { loadAssertionKeys, type AssertionKeys } from './identity/keys.js';
 
 /** What lives as long as the process, whatever the configuration says. */
 export interface Shared {
@@ -32,6 +42,8 @@ export interface Shared {
   store: TokenStore;
   ping: () => Promise<void>;
   onUpstreamError: UpstreamErrorListener;
+  /** The open WebSocket tunnels (they outlive a reload). */
+  tunnels: Tunnels;
 }
 
 /**
@@ -44,11 +56,19 @@ export interface Runtime {
   routes: RouteTable;
   forwarder: Forwarder;
   credentials: Credentials;
+  /** Who is in which group (the htgroup file of users.groups; none without one). */
+  groups: Groups;
   lockout: Lockout;
   passwords: PasswordCheck;
   tokens: TokenService;
-  /** request form ─ health ─ /openapi.json ─ CORS ─ /v1/tokens/* ─ authenticate ─ route ─ rate limit ─ paging ─ proxy */
-  chain: Koa.Middleware<GatewayState>;
+  /** The identity assertions (signer and header), when configured. */
+  assertions?: Assertions;
+  /**
+   * One request's way through: the request form, then the own-endpoint lookup (health, /openapi.json,
+   * /.well-known/jwks.json, CORS preflights, /v1/tokens/*) or else the pipeline (authenticate → route →
+   * allow → origin → rate limit → paging → upstream headers → hand-off: forward | tunnel | answer).
+   */
+  handle: (ctx: GatewayContext) => void | Promise<void>;
 }
 
 /**
@@ -59,11 +79,17 @@ export interface Runtime {
 export function buildRuntime(config: Config, shared: Shared, previous?: Runtime): Runtime {
   const { clock, log, store } = shared;
   const keys = loadKeys(config.tokens);
+  const assertionKeys = config.identity.assertion ? loadAssertionKeys(config.identity.assertion.keyFile, config.identity.assertion.alg) : undefined;
   const routes = new RouteTable(config.routes, config.upstreams, config.rateLimit);
   const sameUsers = previous !== undefined && same(previous.config.users, config.users);
   const ended = (users: string[]) => void endSessions(store, users, log);
   const credentials = sameUsers ? previous.credentials : new Credentials(config.users, clock, log, ended);
   if (sameUsers) credentials.reload();
+  // The groups file reloads with the users file (same watch setting; a reload reads both again).
+  const groups = sameUsers ? previous.groups : config.users.groups ? new GroupsFile(config.users.groups, log, config.users.watch) : noGroups;
+  if (sameUsers && groups instanceof GroupsFile) groups.reload();
+  // A user removed from a group loses an open tunnel on a route that needed the group at once.
+  if (!sameUsers) groups.onChange(() => shared.tunnels.recheckNow());
   // Another users file: who was in the old one and is gone or changed in the new one ends too.
   else if (previous) ended(endedUsers(previous.credentials.verifier.table, credentials.verifier.table));
   const forwarder = previous !== undefined && same(previous.config.upstreams, config.upstreams)
@@ -83,18 +109,44 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     refreshTtlSeconds: config.tokens.refreshTtlSeconds,
     refreshReuseGraceSeconds: config.tokens.refreshReuseGraceSeconds,
   }, clock);
-  const chain = compose<Koa.ParameterizedContext<GatewayState>>([
-    requestForm(),
-    health(shared.ping),
-    openApi(config),
-    cors(routes, config.tokens.cors),
-    onTokenPaths(tokenRoutes(tokens, config.server.bodyTimeoutMs).routes(), notATokenEndpoint),
+  const trustForwarded = config.server.trustProxy > 0;
+  const findOwn = ownEndpoints(config, routes, {
+    ping: shared.ping,
+    tokenEndpoints: onTokenPaths(tokenRoutes(tokens, config.server.bodyTimeoutMs, (token) => subjectOf(codec, token)).routes(), notATokenEndpoint),
+    jwks: assertionKeys ? serveJwks(assertionKeys) : undefined,
+    forwardAuth: config.forwardAuth ? { path: config.forwardAuth.path, enter: asForwardAuthCall } : undefined,
+  });
+  const signed = assertionKeys ? assertionsFor(config, assertionKeys, clock, previous) : undefined;
+  const runPipeline = pipeline([
     authenticate(passwords, tokens),
-    matchRoute(routes),
+    route(routes),
+    allowRules(groups),
+    originPolicy(trustForwarded),
     rateLimit(store, log),
-    forwardToUpstream(forwarder, config.server.trustProxy > 0),
-  ]);
-  return { config, routes, forwarder, credentials, lockout, passwords, tokens, chain };
+    paging,
+    upstreamHeaders(trustForwarded, signed),
+  ], {
+    forward: forward(forwarder),
+    tunnel: tunnel(forwarder, shared.tunnels),
+    answer: answerForwardAuth(signed),
+  });
+  const handle = (ctx: GatewayContext) => {
+    requestForm(ctx);
+    const own = findOwn(ctx);
+    return own ? own(ctx) : runPipeline(ctx);
+  };
+  return { config, routes, forwarder, credentials, groups, lockout, passwords, tokens, handle, assertions: signed };
+}
+
+/**
+ * The assertion signer of a configuration: the previous runtime's (with its cache of signed
+ * assertions) when the assertion settings, the keys and the issuer are the same, else a new one.
+ */
+function assertionsFor(config: Config, keys: AssertionKeys, clock: Clock, previous: Runtime | undefined): Assertions {
+  const a = config.identity.assertion!;
+  const before = previous?.assertions;
+  if (before && same(previous.config.identity.assertion, a) && previous.config.tokens.issuer === config.tokens.issuer && before.signer.kid === keys.signing.kid) return before;
+  return assertions(a, new AssertionSigner(keys, { issuer: config.tokens.issuer, ttlSeconds: a.ttlSeconds }, clock));
 }
 
 /**
@@ -118,6 +170,7 @@ async function endSessions(store: TokenStore, users: string[], log: Logger): Pro
 export function retireRuntime(old: Runtime, current: Runtime): void {
   if (old.forwarder !== current.forwarder) old.forwarder.retire();
   if (old.credentials !== current.credentials) old.credentials.close();
+  if (old.groups !== current.groups && old.groups instanceof GroupsFile) old.groups.close();
 }
 
 /** Settings a running process cannot take over: listen address, TLS files, store, admin listener, log level. */
@@ -136,15 +189,19 @@ function same(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
-/**
- * Runs `middleware` only for token paths (see isTokenPath), so other requests skip the router's
- * matching; what it leaves unanswered there gets `fallback`, never the rest of the chain.
- */
-function onTokenPaths<C>(middleware: Koa.Middleware<GatewayState, C>, fallback: () => never): GatewayMiddleware {
-  return function scoped(ctx, next) {
-    // The router adds its own context members (params, router) when it runs.
-    return isTokenPath(ctx.path) ? middleware(ctx as Parameters<typeof middleware>[0], async () => fallback()) : next();
-  };
+/** The token router as an own endpoint: what it leaves unanswered gets `fallback`, never the pipeline. */
+function onTokenPaths<C>(middleware: Koa.Middleware<GatewayState, C>, fallback: () => never): OwnHandler {
+  // The router adds its own context members (params, router) when it runs.
+  return (ctx) => middleware(ctx as Parameters<typeof middleware>[0], async () => fallback()) as Promise<void>;
+}
+
+/** The user of an access token with a good signature (expired or not), for the access line; else undefined. */
+function subjectOf(codec: AccessTokenCodec, token: string): string | undefined {
+  try {
+    return codec.verify(token, { ignoreExpiration: true }).sub;
+  } catch {
+    return undefined;
+  }
 }
 
 function notATokenEndpoint(): never {

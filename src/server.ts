@@ -16,8 +16,10 @@ import { readTlsOptions, watchCertificate } from './http/tls.js';
 import { observe } from './http/observe.js';
 import type { GatewayState } from './http/state.js';
 import { silentLogger, type Logger } from './log.js';
-import { WebSocketProxy, type WebSocketDeps } from './proxy/websocket.js';
-import { buildRuntime, restartOnlyChanges, retireRuntime, type Runtime, type Shared } from './runtime.js';
+import { Tunnels } from './proxy/tunnels.js';
+import { stillAllowed } from './authz/allow-step.js';
+import { acceptUpgrades } from './proxy/websocket.js';
+import { buildRuntime, restartOnlyChanges, retireRuntime, type Shared } from './runtime.js';
 import type { TokenService } from './tokens/service.js';
 import { createStore } from './tokens/store/create.js';
 import type { TokenStore } from './tokens/store/types.js';
@@ -72,8 +74,16 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   const timedStore = instrumentStore(store, metrics);
   const ping = () => timedStore.ping();
 
+  // Open WebSocket tunnels outlive a reload; what ends them is read from the runtime in force.
+  const tunnels = new Tunnels({
+    onRevoked: (listener) => timedStore.onRevoked(listener),
+    verifyToken: (token) => current.tokens.verifyAccessToken(token),
+    credentialVersion: (user) => current.credentials.verifier.credentialVersion(user),
+    stillAllowed: (owner, path) => stillAllowed(current.routes, current.groups, owner, path),
+    counted: (upstream, delta) => metrics.webSocketTunnels.inc({ upstream }, delta),
+  }, log, config.log.access);
   const shared: Shared = {
-    clock, log, store: timedStore, ping,
+    clock, log, store: timedStore, ping, tunnels,
     onUpstreamError: (upstream, kind) => metrics.upstreamErrors.inc({ upstream, kind }),
   };
   let current = buildRuntime(config, shared);
@@ -87,7 +97,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   }));
   app.use(errorHandler(log));
   // The rest of the way is the runtime's, picked up once: a reload mid-request does not change it.
-  app.use((ctx, next) => current.chain(ctx, next));
+  app.use((ctx) => current.handle(ctx));
 
   const handle = app.callback();
   const serverOptions = {
@@ -106,13 +116,8 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   metrics.watch({ storePing: ping, bcryptPending: () => current.credentials.verifier.pendingVerifications });
   const admin = config.admin === false ? undefined : createAdminServer(metrics, ping, log);
   const adminConfig = config.admin;
-  const websocketDeps = (rt: Runtime): WebSocketDeps => ({
-    server, app, passwords: rt.passwords, tokens: rt.tokens, store: timedStore, routes: rt.routes, log,
-    credentialVersion: (user) => rt.credentials.verifier.credentialVersion(user),
-    countTunnel: (upstream, delta) => metrics.webSocketTunnels.inc({ upstream }, delta),
-  });
-  const websockets = new WebSocketProxy(config, websocketDeps(current));
-  server.on('upgrade', websockets.upgrade);
+  // Upgrade requests (WebSocket handshakes, h2c offers) take the same way as any request.
+  server.on('upgrade', acceptUpgrades(server));
 
   return {
     app, server, admin, metrics, store,
@@ -135,8 +140,9 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
       app.proxy = next.server.trustProxy > 0;
       app.maxIpsCount = next.server.trustProxy;
       server.headersTimeout = next.server.headersTimeoutMs;
-      websockets.configure(next, websocketDeps(runtime));
       retireRuntime(previous, runtime);
+      // Allow rules or groups may have changed: open tunnels are judged by the new ones now.
+      tunnels.recheckNow();
       return { restartNeeded: restartOnlyChanges(config, next) };
     },
     listen: (port = config.server.port, host = config.server.host) => listen(server, port, host),
@@ -147,12 +153,18 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
     },
     close: async (graceMs = current.config.server.shutdownGraceMs) => {
       stopWatchingCertificate();
-      await Promise.all([closeServer(server, graceMs), admin ? closeServer(admin, graceMs) : undefined, websockets.close(graceMs)]);
+      await Promise.all([closeServer(server, graceMs), admin ? closeServer(admin, graceMs) : undefined, closeTunnels(tunnels, graceMs)]);
       current.forwarder.close();
       current.credentials.close();
       if (ownsStore) await store.close();
     },
   };
+}
+
+/** Refuses new handshakes, lets open tunnels run until graceMs, then ends them. */
+async function closeTunnels(tunnels: Tunnels, graceMs: number): Promise<void> {
+  await tunnels.drain(graceMs);
+  tunnels.stop();
 }
 
 function listen(server: Server | HttpsServer, port: number, host: string): Promise<number> {

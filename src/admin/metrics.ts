@@ -32,6 +32,10 @@ export interface Metrics {
   readonly tokenOperations: Counter<'operation' | 'outcome'>;
   readonly lockouts: Counter<'endpoint'>;
   readonly rateLimited: Counter<'route'>;
+  /** Requests refused by a route's allow rules (403 forbidden), by route. */
+  readonly forbidden: Counter<'route'>;
+  /** Forward-auth answers by status (200, 401, 403, 429, …). */
+  readonly forwardAuthAnswers: Counter<'status'>;
   /** command: a TokenStore method name; result: `ok` or `error`. */
   readonly storeCommandDuration: Histogram<'command' | 'result'>;
   /** Open WebSocket tunnels by upstream: whoever opens one increments, and decrements when it closes. */
@@ -107,6 +111,18 @@ export function createMetrics(): Metrics {
       name: `${METRIC_PREFIX}rate_limited_total`,
       help: 'requests refused by the per-principal rate limit (429 rate_limited), by route',
       labelNames: ['route'] as const,
+      registers,
+    }),
+    forbidden: new Counter({
+      name: `${METRIC_PREFIX}forbidden_total`,
+      help: 'requests refused by the route\'s allow rules after authentication (403 forbidden), by route',
+      labelNames: ['route'] as const,
+      registers,
+    }),
+    forwardAuthAnswers: new Counter({
+      name: `${METRIC_PREFIX}forward_auth_answers_total`,
+      help: 'answers of the forward-auth endpoint, by status',
+      labelNames: ['status'] as const,
       registers,
     }),
     storeCommandDuration: new Histogram({

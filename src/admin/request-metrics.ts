@@ -36,6 +36,7 @@ export function requestCounter(metrics: Metrics, routeOf: (path: string) => stri
     if (!duration) durations.set(durationKey, (duration = metrics.requestDuration.labels({ route, method })));
     duration.observe((performance.now() - started) / 1000);
     if (status >= 400 || route === 'tokens') countOutcome(metrics, ctx, path, route, status);
+    if (ctx.state.forwardAuth) metrics.forwardAuthAnswers.inc({ status: String(status) });
   };
 }
 
@@ -57,14 +58,13 @@ function countOutcome(metrics: Metrics, ctx: GatewayContext, path: string, route
     metrics.lockouts.inc({ endpoint });
   } else if (code === 'rate_limited') {
     metrics.rateLimited.inc({ route });
+  } else if (code === 'forbidden') {
+    metrics.forbidden.inc({ route });
   }
   // Upstream errors are counted by the Forwarder, which knows refused from reset and sees retried attempts.
 }
 
 /** The problem code of an answer the gateway wrote: the error handler's, or the Forwarder's own 502/504/408. */
 function problemCode(ctx: GatewayContext): string | undefined {
-  if (ctx.respond === false) return ctx.state.outcome?.code;
-  if (ctx.type !== 'application/problem+json') return undefined;
-  const body = ctx.body as { code?: unknown } | null | undefined;
-  return body && typeof body === 'object' && typeof body.code === 'string' ? body.code : undefined;
+  return ctx.state.problem ?? ctx.state.outcome?.code;
 }

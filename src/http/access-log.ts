@@ -24,10 +24,13 @@ export function accessLine(log: Logger): (ctx: GatewayContext, started: number) 
         status: ctx.respond === false ? ctx.res.statusCode : ctx.status,
         code: ctx.state.problem ?? outcome?.code,
         cut: outcome?.cut,
-        user: ctx.state.principal?.user,
+        // The authenticated user; else the user name a refused Basic request or a token call named.
+        user: ctx.state.principal?.user ?? ctx.state.triedUser,
         via: ctx.state.principal?.via,
         route: ctx.state.route?.path,
         upstream: ctx.state.route?.upstream,
+        // A forward-auth call: method and path above are the request it asked about.
+        forwardAuth: ctx.state.forwardAuth ? true : undefined,
         bytes: socket.bytesWritten - bytesBefore,
         ms: performance.now() - started,
       };

@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net';
 import type { Logger } from '../log.js';
-import { problemBody, PROBLEM_CONTENT_TYPE, type ProblemCode } from './problem.js';
+import { HttpProblem, type ProblemCode } from './problem.js';
+import { writeRawProblem } from './problem-writer.js';
 
 /**
  * Requests Node's parser refuses before Koa sees them (oversized headers, smuggling attempts, bad
@@ -18,12 +19,6 @@ export function clientErrorResponder(log: Logger): (err: NodeJS.ErrnoException, 
           : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'request_timeout', 'the request headers did not arrive in time']
             : [400, 'invalid_request', 'the request is not valid HTTP/1.1'];
     log.debug('client error', { code: err.code, status });
-    const body = JSON.stringify(problemBody(status, code, detail));
-    socket.end(
-      `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Bad Request'}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
+    writeRawProblem(socket, new HttpProblem(status, code, detail));
   };
 }
-
-const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 408: 'Request Timeout', 414: 'URI Too Long', 431: 'Request Header Fields Too Large' };

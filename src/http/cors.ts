@@ -2,8 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { CorsPolicy } from '../config/types.js';
 import type { RouteTable } from '../proxy/route-table.js';
 import { HttpProblem } from './problem.js';
-import type { Next } from 'koa';
-import type { GatewayContext, GatewayMiddleware } from './state.js';
+import type { GatewayContext } from './state.js';
 
 const TOKENS_PREFIX = '/v1/tokens';
 
@@ -16,57 +15,60 @@ interface Guard {
 const guards = new WeakMap<ServerResponse, Guard>();
 
 /**
- * CORS of the token endpoints (`tokens.cors`) and of each route (`routes[].cors`), before
- * authentication: a browser's preflight (OPTIONS with Origin and Access-Control-Request-Method)
- * carries no credentials, so it is answered here (204, or 403 cors_not_allowed) and never reaches
- * authentication or an upstream. Other requests from a listed origin get the Allow-Origin headers on
- * whatever the answer is (401s and upstream responses too), so the page can read it; an unlisted
- * origin gets none. Where a policy applies it is the only one: CORS headers an upstream sends are
- * replaced by the gateway's. Paths without a policy are left alone.
+ * CORS of the token endpoints (`tokens.cors`) and of each route (`routes[].cors`), as part of the
+ * own-endpoint lookup, before authentication: a browser's preflight (OPTIONS with Origin and
+ * Access-Control-Request-Method) carries no credentials, so it is the gateway's own to answer (204, or
+ * 403 cors_not_allowed) and never reaches authentication or an upstream. Other requests from a listed
+ * origin get the Allow-Origin headers on whatever the answer is (401s and upstream responses too), so
+ * the page can read it; an unlisted origin gets none. Where a policy applies it is the only one: CORS
+ * headers an upstream sends are replaced by the gateway's. Paths without a policy are left alone.
+ *
+ * Returns the preflight's handler when the request is one, else undefined (the guard is installed).
  */
-export function cors(routes: RouteTable, tokens: CorsPolicy | undefined): GatewayMiddleware {
+export function corsLookup(routes: RouteTable, tokens: CorsPolicy | undefined): (ctx: GatewayContext) => OwnHandler | undefined {
   // Nothing configured: no route lookup per request (the route is matched once, after authentication).
-  if (!tokens && !routes.anyCors) return function noCors(_ctx, next) {
-    return next();
-  };
-  // Not async: a path without a policy (most) passes without a promise of its own.
-  return function applyCors(ctx, next) {
+  if (!tokens && !routes.anyCors) return () => undefined;
+  return function applyCors(ctx) {
     const path = ctx.path;
     const underTokens = path === TOKENS_PREFIX || path.startsWith(`${TOKENS_PREFIX}/`);
     const policy = underTokens ? tokens : routes.match(path)?.cors;
-    return policy ? withPolicy(ctx, next, policy) : next();
+    return policy ? withPolicy(ctx, policy) : undefined;
   };
 }
 
-async function withPolicy(ctx: GatewayContext, next: Next, policy: CorsPolicy): Promise<void> {
+/** A handler the own-endpoint lookup found: it answers the request itself. */
+export type OwnHandler = (ctx: GatewayContext) => void | Promise<void>;
+
+function withPolicy(ctx: GatewayContext, policy: CorsPolicy): OwnHandler | undefined {
   const origin = ctx.get('origin');
   const listed = origin !== '' && (policy.origins === '*' || policy.origins.includes(origin));
   const requestedMethod = ctx.get('access-control-request-method');
-  if (ctx.method === 'OPTIONS' && origin !== '' && requestedMethod !== '') {
-    guardCorsHeaders(ctx.res, {}, ['Origin', 'Access-Control-Request-Method', 'Access-Control-Request-Headers']);
-    if (!listed) throw new HttpProblem(403, 'cors_not_allowed', 'this origin may not call this path');
-    if (!policy.methods.includes(requestedMethod)) {
-      throw new HttpProblem(403, 'cors_not_allowed', `the method may not be used cross-origin here (allowed: ${policy.methods.join(', ')})`);
-    }
-    const refused = ctx.get('access-control-request-headers').split(',').map((h) => h.trim().toLowerCase())
-      .filter((h) => h !== '' && !policy.headers.includes(h));
-    if (refused.length > 0) {
-      throw new HttpProblem(403, 'cors_not_allowed', `request headers not allowed cross-origin here: ${refused.join(', ')}`);
-    }
-    guardCorsHeaders(ctx.res, {
-      ...allowOrigin(policy, origin),
-      'Access-Control-Allow-Methods': policy.methods.join(', '),
-      ...(policy.headers.length > 0 ? { 'Access-Control-Allow-Headers': policy.headers.join(', ') } : {}),
-      'Access-Control-Max-Age': String(policy.maxAgeSeconds),
-    }, ['Origin', 'Access-Control-Request-Method', 'Access-Control-Request-Headers']);
-    ctx.status = 204;
-    return;
-  }
+  if (ctx.method === 'OPTIONS' && origin !== '' && requestedMethod !== '') return (c) => preflight(c, policy, origin, listed, requestedMethod);
   guardCorsHeaders(ctx.res, listed ? {
     ...allowOrigin(policy, origin),
     ...(policy.exposedHeaders.length > 0 ? { 'Access-Control-Expose-Headers': policy.exposedHeaders.join(', ') } : {}),
   } : {}, ['Origin']);
-  await next();
+  return undefined;
+}
+
+function preflight(ctx: GatewayContext, policy: CorsPolicy, origin: string, listed: boolean, requestedMethod: string): void {
+  guardCorsHeaders(ctx.res, {}, ['Origin', 'Access-Control-Request-Method', 'Access-Control-Request-Headers']);
+  if (!listed) throw new HttpProblem(403, 'cors_not_allowed', 'this origin may not call this path');
+  if (!policy.methods.includes(requestedMethod)) {
+    throw new HttpProblem(403, 'cors_not_allowed', `the method may not be used cross-origin here (allowed: ${policy.methods.join(', ')})`);
+  }
+  const refused = ctx.get('access-control-request-headers').split(',').map((h) => h.trim().toLowerCase())
+    .filter((h) => h !== '' && !policy.headers.includes(h));
+  if (refused.length > 0) {
+    throw new HttpProblem(403, 'cors_not_allowed', `request headers not allowed cross-origin here: ${refused.join(', ')}`);
+  }
+  guardCorsHeaders(ctx.res, {
+    ...allowOrigin(policy, origin),
+    'Access-Control-Allow-Methods': policy.methods.join(', '),
+    ...(policy.headers.length > 0 ? { 'Access-Control-Allow-Headers': policy.headers.join(', ') } : {}),
+    'Access-Control-Max-Age': String(policy.maxAgeSeconds),
+  }, ['Origin', 'Access-Control-Request-Method', 'Access-Control-Request-Headers']);
+  ctx.status = 204;
 }
 
 function allowOrigin(policy: CorsPolicy, origin: string): Record<string, string> {

@@ -1,6 +1,7 @@
 import { StoreUnavailableError } from '../tokens/store/types.js';
 import type { Logger } from '../log.js';
-import { HttpProblem, PROBLEM_CONTENT_TYPE, internalError, type ProblemCode } from './problem.js';
+import { HttpProblem, internalError, type ProblemCode } from './problem.js';
+import { writeProblem } from './problem-writer.js';
 import type { GatewayMiddleware } from './state.js';
 
 /** Turns anything thrown below it into a problem body; nothing internal is ever sent. */
@@ -21,15 +22,10 @@ export function errorHandler(log: Logger): GatewayMiddleware {
         ctx.req.socket.destroy();
         return;
       }
-      ctx.respond = true;
-      ctx.status = problem.status;
+      // Written here, not by Koa: the same writer answers every problem, handshakes included.
+      ctx.respond = false;
       ctx.state.problem = problem.code;
-      ctx.set(problem.headers);
-      // A body the gateway did not read would be taken for the next request, or trickle in for ever:
-      // the connection ends with this answer.
-      if (!ctx.req.complete) ctx.set('Connection', 'close');
-      ctx.type = PROBLEM_CONTENT_TYPE;
-      ctx.body = problem.toBody();
+      writeProblem(ctx.res, problem);
     }
   };
 }

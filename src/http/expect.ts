@@ -1,6 +1,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { problemBody, PROBLEM_CONTENT_TYPE } from './problem.js';
+import { HttpProblem } from './problem.js';
+import { writeProblem, writeRawProblem } from './problem-writer.js';
 import type { GatewayContext } from './state.js';
 
 const CONTINUE = /^\s*100-continue\s*$/i;
@@ -16,15 +17,13 @@ const CONTINUE = /^\s*100-continue\s*$/i;
 export function handleExpectations(server: Server, handle: (req: IncomingMessage, res: ServerResponse) => void): void {
   server.on('checkContinue', handle);
   server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => {
-    const body = JSON.stringify(problemBody(417, 'expectation_failed', 'the only expectation the gateway meets is 100-continue'));
-    res.writeHead(417, { 'Content-Type': PROBLEM_CONTENT_TYPE, 'Content-Length': Buffer.byteLength(body), Connection: 'close' });
-    res.end(body);
+    writeProblem(res, new HttpProblem(417, 'expectation_failed', 'the only expectation the gateway meets is 100-continue', { headers: { Connection: 'close' } }));
   });
   server.on('connect', (_req: IncomingMessage, socket: Socket) => {
-    const body = JSON.stringify(problemBody(405, 'method_not_allowed', 'CONNECT is not served: the gateway is not a forward proxy'));
     socket.on('error', () => socket.destroy());
-    socket.end(`HTTP/1.1 405 Method Not Allowed\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-      `Allow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\nConnection: close\r\n\r\n${body}`);
+    writeRawProblem(socket, new HttpProblem(405, 'method_not_allowed', 'CONNECT is not served: the gateway is not a forward proxy', {
+      headers: { Allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS' },
+    }));
   });
 }
 

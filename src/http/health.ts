@@ -1,27 +1,32 @@
 import { HttpProblem } from './problem.js';
 import type { GatewayContext, GatewayMiddleware } from './state.js';
 
-/**
- * /healthz: the process answers. /readyz: the configuration is loaded and the store answers.
- * Both unauthenticated and cheap; anything else passes on.
- */
-export function health(ping: () => Promise<void>): GatewayMiddleware {
-  // Not async: every other request passes through without a promise of its own.
-  return function healthEndpoints(ctx, next) {
-    if (ctx.path === '/healthz') {
-      ctx.body = { status: 'ok' };
-      return Promise.resolve();
+/** /healthz: the process answers. */
+export function healthz(ctx: GatewayContext): void {
+  ctx.body = { status: 'ok' };
+}
+
+/** /readyz: the configuration is loaded and the store answers. */
+export function readyz(ping: () => Promise<void>): (ctx: GatewayContext) => Promise<void> {
+  return async function ready(ctx) {
+    try {
+      await ping();
+    } catch {
+      throw new HttpProblem(503, 'service_unavailable', 'the token store is not reachable', { headers: { 'Retry-After': '1' } });
     }
-    if (ctx.path === '/readyz') return ready(ctx, ping);
-    return next();
+    ctx.body = { status: 'ready' };
   };
 }
 
-async function ready(ctx: GatewayContext, ping: () => Promise<void>): Promise<void> {
-  try {
-    await ping();
-  } catch {
-    throw new HttpProblem(503, 'service_unavailable', 'the token store is not reachable', { headers: { 'Retry-After': '1' } });
-  }
-  ctx.body = { status: 'ready' };
+/** Both as one middleware (the admin listener); anything else passes on. */
+export function health(ping: () => Promise<void>): GatewayMiddleware {
+  const ready = readyz(ping);
+  return function healthEndpoints(ctx, next) {
+    if (ctx.path === '/healthz') {
+      healthz(ctx);
+      return Promise.resolve();
+    }
+    if (ctx.path === '/readyz') return ready(ctx);
+    return next();
+  };
 }

@@ -1,6 +1,7 @@
+import { authorizationPaths } from '../authz/openapi-paths.js';
 import type { Config, PagingRules, RouteConfig } from '../config/types.js';
 import type { ProblemCode } from './problem.js';
-import type { GatewayMiddleware } from './state.js';
+import type { GatewayContext } from './state.js';
 
 type Json = Record<string, unknown>;
 
@@ -8,7 +9,7 @@ type Json = Record<string, unknown>;
 const PROBLEM_CODES = Object.keys({
   invalid_request: 1, request_timeout: 1, expectation_failed: 1, malformed_json: 1, unsupported_media_type: 1, payload_too_large: 1, method_not_allowed: 1,
   not_found: 1, invalid_path: 1, uri_too_long: 1, headers_too_large: 1, missing_credentials: 1,
-  invalid_credentials: 1, invalid_token: 1, token_expired: 1, invalid_refresh_token: 1, too_many_attempts: 1,
+  invalid_credentials: 1, invalid_token: 1, token_expired: 1, invalid_refresh_token: 1, too_many_attempts: 1, forbidden: 1,
   rate_limited: 1, invalid_page_size: 1, invalid_page: 1, invalid_sort: 1, store_unavailable: 1, bad_gateway: 1,
   gateway_timeout: 1, service_unavailable: 1, internal_error: 1, websocket_not_allowed: 1, cors_not_allowed: 1,
 } satisfies Record<ProblemCode, 1>);
@@ -40,6 +41,7 @@ export function openApiDocument(config: Config): Json {
   for (const route of config.routes) {
     if (route.paging) paths[route.path] = listOperation(route, route.paging);
   }
+  Object.assign(paths, authorizationPaths(config));
   return {
     openapi: '3.1.0',
     info: {
@@ -60,14 +62,12 @@ export function openApiDocument(config: Config): Json {
   };
 }
 
-/** GET /openapi.json, without credentials (it describes the API, nothing about its users). */
-export function openApi(config: Config): GatewayMiddleware {
+/** GET /openapi.json, without credentials (it describes the API, nothing about its users); built once per configuration. */
+export function openApi(config: Config): (ctx: GatewayContext) => void {
   const body = JSON.stringify(openApiDocument(config));
-  return function serveOpenApi(ctx, next) {
-    if (ctx.path !== '/openapi.json' || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) return next();
+  return function serveOpenApi(ctx) {
     ctx.type = 'application/json';
     ctx.body = body;
-    return Promise.resolve();
   };
 }
 
@@ -122,6 +122,7 @@ function listOperation(route: RouteConfig, paging: PagingRules): Json {
         200: json('a page (the upstream\'s answer, passed through)', ref('Page')),
         400: problem('invalid_page_size, invalid_page or invalid_sort'),
         401: problem('missing_credentials, invalid_credentials, invalid_token or token_expired'),
+        403: problem('forbidden: the route\'s allow rules refuse this user or method'),
         429: problem('too_many_attempts or rate_limited: retry after Retry-After'),
         502: problem('bad_gateway: the upstream refused or reset the connection'),
         503: problem('store_unavailable or service_unavailable'),

@@ -18,6 +18,7 @@ export type ProblemCode =
   | 'invalid_token'
   | 'token_expired'
   | 'invalid_refresh_token'
+  | 'forbidden'
   | 'too_many_attempts'
   | 'rate_limited'
   | 'websocket_not_allowed'

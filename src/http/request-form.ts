@@ -1,37 +1,93 @@
+import type { IncomingMessage } from 'node:http';
 import { isValidHost } from '../proxy/headers.js';
+import { takeBearerProtocol } from '../proxy/websocket-protocol.js';
 import { normalizePath } from './path.js';
 import { HttpProblem } from './problem.js';
-import type { GatewayMiddleware } from './state.js';
+import type { GatewayContext } from './state.js';
 
 /** Methods the gateway never forwards: TRACE reflects headers (credentials included), CONNECT opens tunnels. */
 const REFUSED_METHODS = new Set(['TRACE', 'CONNECT']);
 const ALLOW = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS';
 
 /**
- * The request line and Host, checked once before anything else looks at the request: an origin-form
+ * The request line and headers, checked once before anything else looks at the request: an origin-form
  * target, a method the gateway forwards, exactly one well-formed Host (RFC 9112 section 3.2), and the
- * one normalized spelling of the path, which every later step (token routes, routing, forwarding) sees.
+ * one normalized spelling of the path, which every later step (own endpoints, routing, forwarding) sees.
+ * It picks the hand-off: a WebSocket handshake (RFC 6455 section 4.1: a GET without a body) is
+ * tunnelled, anything else forwarded. rawHeaders are scanned once, here.
  */
-export function requestForm(): GatewayMiddleware {
-  // Not async: the checks are synchronous, and a throw here is turned into a rejection by the chain.
-  return function checkRequestForm(ctx, next) {
-    const req = ctx.req;
-    if (REFUSED_METHODS.has(req.method!)) {
-      throw new HttpProblem(405, 'method_not_allowed', `${req.method} is not served by the gateway`, { headers: { Allow: ALLOW } });
-    }
-    // Only origin-form targets (`/path?query`): Koa cannot even parse some absolute-form ones.
-    if (!req.url?.startsWith('/')) throw new HttpProblem(400, 'invalid_path', 'the request target must be a path starting with /');
-    checkHost(req.rawHeaders, req.headers.host, req.httpVersionMajor === 1 && req.httpVersionMinor === 0);
-    const path = ctx.path;
-    const normalized = normalizePath(path);
-    if (normalized !== path) ctx.path = normalized;
-    return next();
-  };
+export function requestForm(ctx: GatewayContext): void {
+  const req = ctx.req;
+  if (REFUSED_METHODS.has(req.method!)) {
+    throw new HttpProblem(405, 'method_not_allowed', `${req.method} is not served by the gateway`, { headers: { Allow: ALLOW } });
+  }
+  // Only origin-form targets (`/path?query`): Koa cannot even parse some absolute-form ones.
+  if (!req.url?.startsWith('/')) throw new HttpProblem(400, 'invalid_path', 'the request target must be a path starting with /');
+  const raw = req.rawHeaders;
+  let hosts = 0;
+  let authorizations = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (name.length === 4 && name.toLowerCase() === 'host') hosts++;
+    else if (name.length === 13 && name.toLowerCase() === 'authorization') authorizations++;
+  }
+  checkHost(hosts, req.headers.host, req.httpVersionMajor === 1 && req.httpVersionMinor === 0);
+  if (authorizations > 1) ctx.state.repeatedAuthorization = true;
+  const path = ctx.path;
+  const normalized = normalizePath(path);
+  if (normalized !== path) ctx.path = normalized;
+  ctx.state.handOff = (req as { upgrade?: boolean }).upgrade === true ? upgradeForm(req) : 'forward';
 }
 
-function checkHost(raw: string[], host: string | undefined, http10: boolean): void {
-  let count = 0;
-  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.length === 4 && raw[i]!.toLowerCase() === 'host') count++;
+/**
+ * A request Node handed over as an upgrade. A WebSocket handshake is a GET without a body (its
+ * bytes after the head are the client's first frames); its bearer token may come as a subprotocol
+ * entry (browsers cannot set Authorization). Other upgrades (h2c) are served as the plain requests they
+ * also are, without a body: Node stopped parsing at the head.
+ */
+function upgradeForm(req: IncomingMessage): 'tunnel' | 'forward' {
+  const declaresBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+  if (!isWebSocket(req)) {
+    if (declaresBody || pendingBytes(req) > 0) {
+      throw new HttpProblem(400, 'invalid_request', `Upgrade: ${req.headers.upgrade} is not supported; send the request without Upgrade`);
+    }
+    return 'forward';
+  }
+  if (req.method !== 'GET') throw new HttpProblem(400, 'invalid_request', 'a WebSocket handshake is a GET request');
+  if (declaresBody) throw new HttpProblem(400, 'invalid_request', 'a WebSocket handshake carries no body (Content-Length or Transfer-Encoding)');
+  const offered = takeBearerProtocol(req.headers['sec-websocket-protocol']);
+  if (offered.kind === 'invalid') throw new HttpProblem(400, 'invalid_request', offered.reason);
+  if (offered.kind === 'token') {
+    if (req.headers.authorization !== undefined) {
+      throw new HttpProblem(400, 'invalid_request', 'the handshake carries both an Authorization header and a bearer subprotocol entry');
+    }
+    req.headers.authorization = `Bearer ${offered.token}`;
+    req.headers['sec-websocket-protocol'] = offered.rest.join(', ');
+  }
+  return 'tunnel';
+}
+
+/** The bytes that came after an upgrade request's head (see acceptUpgrades). */
+const PENDING = Symbol('upgrade head');
+export function setPendingBytes(req: IncomingMessage, head: Buffer): void {
+  (req as IncomingMessage & { [PENDING]?: Buffer })[PENDING] = head;
+}
+export function takePendingBytes(req: IncomingMessage): Buffer {
+  const r = req as IncomingMessage & { [PENDING]?: Buffer };
+  const head = r[PENDING] ?? Buffer.alloc(0);
+  r[PENDING] = undefined;
+  return head;
+}
+function pendingBytes(req: IncomingMessage): number {
+  return (req as IncomingMessage & { [PENDING]?: Buffer })[PENDING]?.length ?? 0;
+}
+
+export function isWebSocket(req: IncomingMessage): boolean {
+  const upgrade = req.headers.upgrade;
+  return typeof upgrade === 'string' && upgrade.split(',').some((p) => p.trim().toLowerCase() === 'websocket');
+}
+
+function checkHost(count: number, host: string | undefined, http10: boolean): void {
   if (count > 1) throw new HttpProblem(400, 'invalid_request', 'the request carries more than one Host header');
   if (host === undefined) {
     if (!http10) throw new HttpProblem(400, 'invalid_request', 'an HTTP/1.1 request needs a Host header');

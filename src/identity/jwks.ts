@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { GatewayMiddleware } from '../http/state.js';
+import type { GatewayContext } from '../http/state.js';
 import type { AssertionKeys } from './keys.js';
 
 export const JWKS_PATH = '/.well-known/jwks.json';
@@ -16,21 +16,19 @@ export function jwksDocument(keys: AssertionKeys): { body: string; etag: string 
 }
 
 /**
- * GET/HEAD /.well-known/jwks.json without credentials: the public halves of the assertion keys, with
- * Cache-Control and an ETag (If-None-Match gets 304). Anything else passes on.
+ * GET/HEAD /.well-known/jwks.json without credentials (an own endpoint): the public halves of the
+ * assertion keys, with Cache-Control and an ETag (If-None-Match gets 304).
  */
-export function serveJwks(keys: AssertionKeys): GatewayMiddleware {
+export function serveJwks(keys: AssertionKeys): (ctx: GatewayContext) => void {
   const { body, etag } = jwksDocument(keys);
-  return function jwks(ctx, next) {
-    if (ctx.path !== JWKS_PATH || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) return next();
+  return function jwks(ctx) {
     ctx.set('Cache-Control', `public, max-age=${JWKS_MAX_AGE_SECONDS}`);
     ctx.set('ETag', etag);
     if (ctx.get('if-none-match').split(',').some((t) => t.trim() === etag || t.trim() === `W/${etag}`)) {
       ctx.status = 304;
-      return Promise.resolve();
+      return;
     }
     ctx.type = 'application/jwk-set+json';
     ctx.body = body;
-    return Promise.resolve();
   };
 }

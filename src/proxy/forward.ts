@@ -3,7 +3,9 @@ import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import httpProxy from 'http-proxy';
 import type { Timeouts, UpstreamConfig } from '../config/types.js';
-import { problemBody, PROBLEM_CONTENT_TYPE, type ProblemCode } from '../http/problem.js';
+import { HttpProblem, type ProblemCode } from '../http/problem.js';
+import { writeProblem } from '../http/problem-writer.js';
+import type { ForwardOutcome } from '../http/state.js';
 import type { Logger } from '../log.js';
 import { removeHopByHop } from './headers.js';
 import { rewriteLocation, type LocationMap } from './location.js';
@@ -27,20 +29,23 @@ interface Upstream {
   preserveHost: boolean;
 }
 
+export type { ForwardOutcome };
+
+/**
+ * Takes an upstream's `101 Switching Protocols` over: returns why it is refused (the gateway then
+ * answers 502 and closes), or undefined once it owns both sockets (the exchange is over for the
+ * Forwarder). Only a request forwarded with one may be switched; any other 101 is a 502.
+ */
+export type SwitchHandler = (proxyRes: IncomingMessage, upstream: Socket, upstreamHead: Buffer) => string | undefined;
+
 /** What one forwarded request needs beyond the request itself (all from its route). */
 export interface ForwardOptions {
   upstream: string;
   timeouts: Timeouts;
   /** The route prefix removed from the path (stripPrefix), mapped back in redirects. */
   strippedPrefix: string | undefined;
-}
-
-/** How a forwarded exchange ended, for the access log and metrics. */
-export interface ForwardOutcome {
-  /** The problem code when the gateway answered in the upstream's place. */
-  code?: ProblemCode;
-  /** Why the response was cut after it began (it was logged as started, never as complete). */
-  cut?: 'client_closed' | 'upstream_closed' | 'response_idle';
+  /** A WebSocket handshake: what to do with the upstream's 101. */
+  onSwitch?: SwitchHandler;
 }
 
 /**
@@ -63,6 +68,8 @@ interface Exchange {
   /** Set when the gateway gave up on the upstream, before it destroys the request. */
   failure?: { status: 408 | 504; code: ProblemCode; detail: string };
   outcome: ForwardOutcome;
+  /** Ends the exchange's bookkeeping and settles forward()'s promise (once). */
+  done: () => void;
 }
 
 type Tagged = IncomingMessage & { [EXCHANGE]?: Exchange };
@@ -108,14 +115,23 @@ export class Forwarder {
   forward(req: IncomingMessage, res: ServerResponse, options: ForwardOptions): Promise<ForwardOutcome> {
     const upstream = this.upstreams.get(options.upstream)!;
     const target = upstream.pool.pick(Date.now());
-    const exchange: Exchange = { upstream, target, options, res, phase: Phase.Sending, connected: false, retried: false, outcome: {} };
-    (req as Tagged)[EXCHANGE] = exchange;
-    target.inFlight++;
-    this.inFlight++;
     return new Promise((resolve) => {
+      let over = false;
+      const exchange: Exchange = {
+        upstream, target, options, res, phase: Phase.Sending, connected: false, retried: false, outcome: {},
+        done: () => {
+          if (over) return;
+          over = true;
+          exchange.target.inFlight--;
+          if (--this.inFlight === 0 && this.retired) this.close();
+          resolve(exchange.outcome);
+        },
+      };
+      (req as Tagged)[EXCHANGE] = exchange;
+      target.inFlight++;
+      this.inFlight++;
       res.once('close', () => {
-        exchange.target.inFlight--;
-        if (--this.inFlight === 0 && this.retired) this.close();
+        if (over) return;
         // The client left (or was cut) before the response finished: stop the upstream working for nobody.
         if (!res.writableFinished) {
           exchange.outcome.cut ??= 'client_closed';
@@ -126,7 +142,7 @@ export class Forwarder {
           // passes a client's abort on to http-proxy, so this is the only place it ends).
           exchange.proxyReq.destroy();
         }
-        resolve(exchange.outcome);
+        exchange.done();
       });
       this.send(req, exchange);
     });
@@ -198,6 +214,8 @@ export class Forwarder {
       socket.setTimeout(timeouts.idleMs);
     }
     proxyReq.on('timeout', () => this.onTimeout(exchange));
+    // With a listener Node hands a 101 over instead of dropping the connection without a word.
+    proxyReq.on('upgrade', (proxyRes: IncomingMessage, upstream: Socket, head: Buffer) => this.onSwitch(exchange, proxyRes, upstream, head));
     proxyReq.once('finish', () => {
       // The whole request body is sent: now the upstream's own time to answer runs.
       if (exchange.phase !== Phase.Sending) return;
@@ -303,6 +321,35 @@ export class Forwarder {
     });
   }
 
+  /**
+   * The upstream answered `101 Switching Protocols`. Tunnelled only for a handshake whose hand-off
+   * accepts this 101 (see SwitchHandler); a 101 to a plain request, or a 101 the handshake refuses, is
+   * the upstream's fault: 502 at once, its connection closed.
+   */
+  private onSwitch(exchange: Exchange, proxyRes: IncomingMessage, upstream: Socket, upstreamHead: Buffer): void {
+    upstream.on('error', () => upstream.destroy());
+    upstream.setTimeout(0);
+    const res = exchange.res;
+    if (res.headersSent || res.destroyed) {
+      upstream.destroy();
+      return;
+    }
+    const name = exchange.upstream.name;
+    const onSwitch = exchange.options.onSwitch;
+    const refused = onSwitch
+      ? onSwitch(proxyRes, upstream, upstreamHead)
+      : `the ${name} service answered a request that asked for no upgrade with 101 Switching Protocols`;
+    if (refused === undefined) {
+      exchange.done();
+      return;
+    }
+    upstream.destroy();
+    this.log.warn('upstream switched protocols wrongly', { upstream: name, target: exchange.target.origin, status: 502, reason: refused });
+    this.onUpstreamError(name, 'reset');
+    res.shouldKeepAlive = false;
+    this.answer(exchange, { status: 502, code: 'bad_gateway', detail: refused });
+  }
+
   private rewriteLocations(headers: IncomingMessage['headers'], exchange: Exchange): void {
     const map: LocationMap = {
       upstreamOrigins: exchange.upstream.pool.origins,
@@ -337,11 +384,6 @@ export class Forwarder {
       return;
     }
     exchange.outcome.code = failure.code;
-    const json = JSON.stringify(problemBody(failure.status, failure.code, failure.detail));
-    const headers: Record<string, string | number> = { 'Content-Type': PROBLEM_CONTENT_TYPE, 'Content-Length': Buffer.byteLength(json) };
-    // A request body the gateway stopped reading must not be taken for the next request.
-    if (!exchange.res.req.complete) headers.Connection = 'close';
-    res.writeHead(failure.status, headers);
-    res.end(json);
+    writeProblem(res, new HttpProblem(failure.status, failure.code, failure.detail));
   }
 }

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import type { Principal } from '../http/state.js';
+import type { Principal } from '../auth/principal.js';
 
 /**
  * Hop-by-hop headers (RFC 9110 section 7.6.1): never forwarded, either way. Transfer-Encoding and
@@ -16,8 +16,22 @@ export const OVERRIDE_HEADERS = [
   'x-client-ip', 'true-client-ip', 'x-cluster-client-ip', 'client-ip', 'x-remote-ip', 'x-remote-addr', 'x-originating-ip',
   'cf-connecting-ip', 'fastly-client-ip', 'x-original-forwarded-for', 'front-end-https',
 ];
-/** Identity headers only the gateway may set; a client's copies are removed first. */
-const IDENTITY = ['x-authenticated-user', 'x-authenticated-via'];
+/**
+ * Identity headers: the gateway's own, and the names other proxies and frameworks read a user or groups
+ * from (Apache/CGI REMOTE_USER, oauth2-proxy, Authelia, Pomerium, Grafana, …). Only the gateway may set
+ * one; a client's copies are removed first (with `_` for `-` too, see prepareUpstreamHeaders).
+ */
+export const IDENTITY_HEADERS = [
+  'x-authenticated-user', 'x-authenticated-via', 'x-authenticated-groups', 'x-identity-assertion', 'x-authenticated-email', 'x-authenticated-userid',
+  'remote-user', 'remote-groups', 'remote-email', 'remote-name',
+  'x-remote-user', 'x-remote-group', 'x-remote-groups', 'x-remote-email',
+  'x-forwarded-user', 'x-forwarded-groups', 'x-forwarded-email', 'x-forwarded-preferred-username', 'x-forwarded-access-token',
+  'x-auth-user', 'x-auth-groups', 'x-auth-email', 'x-auth-request-user', 'x-auth-request-groups', 'x-auth-request-email',
+  'x-auth-request-preferred-username', 'x-auth-request-access-token',
+  'x-user', 'x-user-id', 'x-userid', 'x-username', 'x-email', 'x-groups', 'x-webauth-user', 'x-webauth-groups',
+  'x-pomerium-claim-email', 'x-pomerium-claim-groups', 'x-pomerium-claim-user',
+];
+const IDENTITY = IDENTITY_HEADERS;
 const FORWARDING = ['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-forwarded-port', 'forwarded', 'x-real-ip'];
 /** Headers a client may never send on: identity, forwarding, and (unless a route allows one) overrides. */
 const REMOVED = new Set([...IDENTITY, ...FORWARDING, ...OVERRIDE_HEADERS]);
@@ -68,11 +82,13 @@ export function clientScheme(req: IncomingMessage, forwardedProto?: unknown): 'h
   return (req.socket as TLSSocket).encrypted ? 'https' : 'http';
 }
 
-/** The host the client addressed (a trusted proxy's X-Forwarded-Host, else Host), only when well-formed. */
+/**
+ * The host the client addressed: a trusted proxy's X-Forwarded-Host when well-formed, else Host (which
+ * the request form has already checked: it is well-formed or absent).
+ */
 export function clientHost(req: IncomingMessage, forwardedHost?: unknown): string | undefined {
   if (typeof forwardedHost === 'string' && isValidHost(forwardedHost)) return forwardedHost;
-  const host = req.headers.host;
-  return host !== undefined && isValidHost(host) ? host : undefined;
+  return req.headers.host;
 }
 
 export function isValidHost(value: string): boolean {

@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { Next } from 'koa';
 import type { RateLimitRule } from '../config/types.js';
 import { HttpProblem } from '../http/problem.js';
-import type { GatewayContext, GatewayMiddleware } from '../http/state.js';
+import type { GatewayContext } from '../http/state.js';
 import type { Logger } from '../log.js';
 import type { TokenStore } from '../tokens/store/types.js';
 
@@ -12,15 +11,15 @@ import type { TokenStore } from '../tokens/store/types.js';
  * cannot answer, requests pass (logged once per outage): an outage of the counters must not become an
  * outage of the API.
  */
-export function rateLimit(store: TokenStore, log: Logger): GatewayMiddleware {
+export function rateLimit(store: TokenStore, log: Logger): (ctx: GatewayContext) => void | Promise<void> {
   let failingOpen = false;
   // Not async itself: a route without a limit passes without a promise of its own.
-  return function limitRate(ctx, next) {
+  return function limitRate(ctx) {
     const rule = ctx.state.route!.rateLimit;
-    return rule ? limited(ctx, next, rule) : next();
+    return rule ? limited(ctx, rule) : undefined;
   };
 
-  async function limited(ctx: GatewayContext, next: Next, rule: RateLimitRule): Promise<void> {
+  async function limited(ctx: GatewayContext, rule: RateLimitRule): Promise<void> {
     const key = `${ctx.state.route!.path}\0${ctx.state.principal!.user}`;
     let decision;
     try {
@@ -29,7 +28,7 @@ export function rateLimit(store: TokenStore, log: Logger): GatewayMiddleware {
     } catch (err) {
       if (!failingOpen) log.warn('rate limit unavailable; letting requests through until the store returns', { error: (err as Error).message });
       failingOpen = true;
-      return next();
+      return;
     }
     const headers = {
       'RateLimit-Limit': String(rule.requests),
@@ -42,6 +41,5 @@ export function rateLimit(store: TokenStore, log: Logger): GatewayMiddleware {
       });
     }
     ctx.set(headers);
-    return next();
   }
 }

@@ -1,19 +1,8 @@
 import type { Duplex } from 'node:stream';
+import type { Principal } from '../auth/principal.js';
 import { HttpProblem } from '../http/problem.js';
 import type { Logger } from '../log.js';
-
-/** Who a tunnel was opened for, and what ends its right to exist. */
-export interface TunnelOwner {
-  user: string;
-  via: 'basic' | 'bearer';
-  /** Bearer: the session (its revocation ends the tunnel) and the token (rechecked). */
-  sid?: string;
-  token?: string;
-  /** Bearer: the access token's expiry (seconds since the epoch): the tunnel ends there. */
-  exp?: number;
-  /** Basic: the user's credential version at the upgrade (a changed password or removed user ends it). */
-  uv?: string;
-}
+import { CloseFrameWatch } from './close-frame.js';
 
 export interface TunnelChecks {
   /** Subscribes to revoked session ids (the store's revocation channel); returns the unsubscribe. */
@@ -21,6 +10,8 @@ export interface TunnelChecks {
   /** Resolves while the bearer token is good; throws an HttpProblem (401) when it is not. */
   verifyToken(token: string): Promise<unknown>;
   credentialVersion(user: string): string | undefined;
+  /** Whether the owner may still use the route of `path` (its allow rule, the groups in force); absent: yes. */
+  stillAllowed?(owner: Principal, path: string): boolean;
   /** Told each time a tunnel to `upstream` opens (+1) or ends (-1): the open-tunnels gauge. */
   counted?(upstream: string, delta: 1 | -1): void;
 }
@@ -28,7 +19,12 @@ export interface TunnelChecks {
 interface Tunnel {
   client: Duplex;
   upstream: Duplex;
-  owner: TunnelOwner;
+  /** The handshake's principal: a Bearer one's session (its revocation ends the tunnel), expiry and token. */
+  owner: Principal;
+  /** Basic: the user's credential version at the upgrade (a changed password or removed user ends it). */
+  uv?: string;
+  /** Which side sent the first WebSocket close frame (that side closed the tunnel, whoever drops TCP first). */
+  closing?: 'client' | 'upstream';
   requestId: string;
   path: string;
   upstreamName: string;
@@ -46,7 +42,8 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * session is revoked (heard on the revocation channel: at once), when its access token expires (a timer
  * at exp), and at the end of a shutdown's grace period. A periodic recheck (every `recheckMs`) is the
  * backstop for revocations the channel missed while it was down, and for Basic users whose password
- * changed or who were removed. Forced ends destroy both sockets: the tunnel does not know where the
+ * changed or who were removed; a change of groups or rules rechecks at once (recheckNow), and a tunnel
+ * whose owner the route's allow rule no longer lets in ends. Forced ends destroy both sockets: the tunnel does not know where the
  * frames are, so it cannot write a close frame; clients see an abnormal closure (1006).
  */
 export class Tunnels {
@@ -55,6 +52,8 @@ export class Tunnels {
   private readonly unsubscribe: () => void;
   private readonly recheck: NodeJS.Timeout;
   private emptied: (() => void) | undefined;
+  /** No new tunnels: the gateway is shutting down. */
+  closing = false;
 
   constructor(private readonly checks: TunnelChecks, private readonly log: Logger, private readonly access = true, recheckMs = 5000) {
     this.unsubscribe = checks.onRevoked((sid) => {
@@ -69,19 +68,30 @@ export class Tunnels {
   }
 
   /** Pipes client and upstream together until one of the ends above. */
-  add(client: Duplex, upstream: Duplex, owner: TunnelOwner, info: { requestId: string; path: string; upstream: string }): void {
+  add(client: Duplex, upstream: Duplex, owner: Principal, info: { requestId: string; path: string; upstream: string }): void {
     const t: Tunnel = { client, upstream, owner, requestId: info.requestId, path: info.path, upstreamName: info.upstream, openedAt: Date.now(), ended: false };
+    if (owner.via === 'basic') t.uv = this.checks.credentialVersion(owner.user);
     this.open.add(t);
     this.checks.counted?.(t.upstreamName, 1);
-    if (owner.sid) {
+    if (owner.via === 'bearer') {
       let set = this.bySid.get(owner.sid);
       if (!set) this.bySid.set(owner.sid, (set = new Set()));
       set.add(t);
+      this.armExpiry(t, owner.exp);
     }
-    if (owner.exp !== undefined) this.armExpiry(t, owner.exp);
     for (const [from, to, side] of [[client, upstream, 'client'], [upstream, client, 'upstream']] as const) {
+      const watch = new CloseFrameWatch();
+      const onData = (chunk: Buffer) => {
+        if (watch.sawClose(chunk)) {
+          t.closing ??= side;
+          from.off('data', onData);
+        }
+      };
+      from.on('data', onData);
       from.on('error', () => this.end(t, `${side} error`, true));
-      from.on('close', () => this.end(t, `${side} closed`, false));
+      // The first side to close (its close frame, else its FIN or its socket) is the one that ended it.
+      from.once('end', () => this.end(t, `${t.closing ?? side} closed`, false));
+      from.on('close', () => this.end(t, `${t.closing ?? side} closed`, false));
       from.pipe(to);
     }
     this.log.debug('websocket open', { requestId: t.requestId, path: t.path, user: owner.user, via: owner.via });
@@ -96,6 +106,7 @@ export class Tunnels {
 
   /** Resolves when no tunnel is open, or after graceMs, ending the rest. */
   async drain(graceMs: number): Promise<void> {
+    this.closing = true;
     if (this.open.size > 0) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => resolve(), graceMs);
@@ -107,6 +118,11 @@ export class Tunnels {
     }
     this.emptied = undefined;
     this.closeAll();
+  }
+
+  /** Checks every open tunnel now (the groups or the rules changed), rather than at the next round. */
+  recheckNow(): void {
+    void this.recheckAll();
   }
 
   stop(): void {
@@ -133,12 +149,16 @@ export class Tunnels {
   private async recheckOne(t: Tunnel): Promise<void> {
     if (t.ended) return;
     const { owner } = t;
+    if (this.checks.stillAllowed && !this.checks.stillAllowed(owner, t.path)) {
+      this.end(t, 'forbidden', true);
+      return;
+    }
     if (owner.via === 'basic') {
-      if (this.checks.credentialVersion(owner.user) !== owner.uv) this.end(t, 'credentials changed', true);
+      if (this.checks.credentialVersion(owner.user) !== t.uv) this.end(t, 'credentials changed', true);
       return;
     }
     try {
-      await this.checks.verifyToken(owner.token!);
+      await this.checks.verifyToken(owner.token);
     } catch (err) {
       // A 401 ends it; the store being down does not (open tunnels outlive a Redis blip).
       if (err instanceof HttpProblem && err.status === 401) this.end(t, err.code, true);
@@ -151,7 +171,7 @@ export class Tunnels {
     clearTimeout(t.expiry);
     this.open.delete(t);
     this.checks.counted?.(t.upstreamName, -1);
-    if (t.owner.sid) {
+    if (t.owner.via === 'bearer') {
       const set = this.bySid.get(t.owner.sid);
       set?.delete(t);
       if (set?.size === 0) this.bySid.delete(t.owner.sid);

@@ -8,24 +8,33 @@ export const TOKEN_BODY_LIMIT_BYTES = 16 * 1024;
 const TOKEN_TYPES: readonly TokenType[] = ['ACCESS_TOKEN', 'REFRESH_TOKEN'];
 
 /** POST /v1/tokens/create | refresh | revoke, each a short list of named steps. */
-export function tokenRoutes(tokens: TokenService, bodyTimeoutMs: number): Router<GatewayState> {
+/**
+ * `subjectOf` names the user of an access token (good signature, expired or not) for the access line:
+ * create logs the user name tried, refresh the user of the new pair, revoke the user of an access token.
+ */
+export function tokenRoutes(tokens: TokenService, bodyTimeoutMs: number, subjectOf: (accessToken: string) => string | undefined = () => undefined): Router<GatewayState> {
   // Exact paths only: /v1/tokens/CREATE or /v1/tokens/create/ are no token endpoint.
   const router = new Router<GatewayState>({ prefix: '/v1/tokens', sensitive: true, strict: true });
   const body = jsonBody(TOKEN_BODY_LIMIT_BYTES, bodyTimeoutMs);
 
   router.post('/create', noStore, body, async function createToken(ctx) {
     const { appKey, appSecret } = requireStrings(ctx.state.body, 'appKey', 'appSecret');
+    ctx.state.triedUser = appKey;
     ctx.body = await tokens.create({ user: appKey, password: appSecret, address: ctx.ip });
   });
 
   router.post('/refresh', noStore, body, async function refreshToken(ctx) {
     const { refreshToken } = requireStrings(ctx.state.body, 'refreshToken');
-    ctx.body = await tokens.refresh(refreshToken);
+    const pair = await tokens.refresh(refreshToken);
+    ctx.state.triedUser = subjectOf(pair.accessToken);
+    ctx.body = pair;
   });
 
   router.post('/revoke', noStore, body, async function revokeToken(ctx) {
     const { token, type } = requireStrings(ctx.state.body, 'token', 'type');
-    await tokens.revoke(token, tokenType(type));
+    const kind = tokenType(type);
+    ctx.state.triedUser = subjectOf(token);
+    await tokens.revoke(token, kind);
     // 200 with an empty body (spec section 4): an explicit null body, then the status.
     ctx.body = null;
     ctx.status = 200;

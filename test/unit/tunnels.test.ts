@@ -72,7 +72,7 @@ describe('Tunnels', () => {
     const h = harness();
     stop = () => h.tunnels.stop();
     const [c, u] = [socket(), socket()];
-    h.tunnels.add(c, u, { user: 'alice', via: 'basic', uv: 'v1' }, { requestId: 'r', path: '/p', upstream: 'up' });
+    h.tunnels.add(c, u, { user: 'alice', via: 'basic' }, { requestId: 'r', path: '/p', upstream: 'up' });
     await new Promise((r) => setTimeout(r, 60));
     expect(c.destroyed).toBe(false);
     h.state.versions.delete('alice');
@@ -83,13 +83,13 @@ describe('Tunnels', () => {
     const h = harness(60_000);
     stop = () => h.tunnels.stop();
     const [c, u] = [socket(), socket()];
-    h.tunnels.add(c, u, { user: 'alice', via: 'basic', uv: 'v1' }, { requestId: 'r', path: '/p', upstream: 'up' });
+    h.tunnels.add(c, u, { user: 'alice', via: 'basic' }, { requestId: 'r', path: '/p', upstream: 'up' });
     c.destroy();
     await closed(u);
     expect(h.tunnels.size).toBe(0);
 
     const [c2, u2] = [socket(), socket()];
-    h.tunnels.add(c2, u2, { user: 'alice', via: 'basic', uv: 'v1' }, { requestId: 'r', path: '/p', upstream: 'up' });
+    h.tunnels.add(c2, u2, { user: 'alice', via: 'basic' }, { requestId: 'r', path: '/p', upstream: 'up' });
     const started = Date.now();
     await h.tunnels.drain(100);
     expect(Date.now() - started).toBeGreaterThanOrEqual(95);

@@ -1,0 +1,35 @@
+import { HttpProblem } from '../http/problem.js';
+import type { GatewayContext } from '../http/state.js';
+import type { RouteTable } from '../proxy/route-table.js';
+import type { Principal } from '../auth/principal.js';
+import { decide } from './allow.js';
+import type { Groups } from './groups.js';
+
+/**
+ * The allow step (after authenticate and route): the principal gets its groups (read once, here, for
+ * every later step: identity headers, the assertion, the access line), then the route's allow rule
+ * judges it and the method. Denied: 403 `forbidden`; 401 stays for credentials. Proxied requests,
+ * WebSocket handshakes and forward-auth answers all pass this one step (a forward-auth call is judged on
+ * the method and path it describes).
+ */
+export function allowRules(groups: Groups): (ctx: GatewayContext) => void {
+  return function checkAllowRules(ctx) {
+    const principal = ctx.state.principal!;
+    principal.groups ??= groups.of(principal.user);
+    const route = ctx.state.route!;
+    if (!route.allow) return;
+    const decision = decide(route.allow, { user: principal.user, groups: principal.groups }, ctx.method);
+    if (!decision.allowed) throw new HttpProblem(403, 'forbidden', decision.detail);
+  };
+}
+
+/**
+ * Whether an open tunnel's owner may still use the route of `path` under the routes and groups in force
+ * now (a tunnel is a GET handshake that stays open): a user removed from a group, or a rule changed by a
+ * reload, ends it. A path no route serves any more is left to the other checks.
+ */
+export function stillAllowed(routes: RouteTable, groups: Groups, owner: Principal, path: string): boolean {
+  const route = routes.match(path);
+  if (!route?.allow) return true;
+  return decide(route.allow, { user: owner.user, groups: groups.of(owner.user) }, 'GET').allowed;
+}

@@ -1,0 +1,35 @@
+import type { GatewayContext } from '../http/state.js';
+import type { Assertions } from '../identity/identity-headers.js';
+import { identityHeaders } from '../identity/identity-headers.js';
+import { describedRequest } from './forward-auth-request.js';
+
+/**
+ * For the own-endpoint lookup: a request to exactly the forward-auth path becomes the request it
+ * describes (method, path and query from X-Forwarded-* / X-Original-*, see describedRequest) and runs
+ * the pipeline to the `answer` hand-off. Every later step (authenticate, route, allow, rate limit)
+ * judges the described request as it would judge that request sent to the gateway itself; credentials
+ * and the client address are the forward-auth request's own.
+ */
+export function asForwardAuthCall(ctx: GatewayContext): void {
+  const described = describedRequest(ctx.req);
+  ctx.state.handOff = 'answer';
+  ctx.state.forwardAuth = { path: ctx.path };
+  ctx.method = described.method;
+  ctx.path = described.path;
+  ctx.querystring = described.querystring;
+}
+
+/**
+ * The `answer` hand-off: 200 with an empty body and the identity headers (user, via, groups, and the
+ * assertion when configured), never cached. The proxy in front copies them onto the request it sends
+ * on. Refusals never get here: the steps threw (401 with WWW-Authenticate, 403, 429 with Retry-After).
+ * Paging is not checked: the gateway cannot rewrite a request another proxy forwards.
+ */
+export function answerForwardAuth(signed: Assertions | undefined): (ctx: GatewayContext) => void {
+  return function answer(ctx) {
+    ctx.set(identityHeaders(ctx.state.principal!, ctx.state.route!, signed));
+    ctx.set('Cache-Control', 'no-store');
+    ctx.status = 200;
+    ctx.body = '';
+  };
+}

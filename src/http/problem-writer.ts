@@ -1,0 +1,64 @@
+import { STATUS_CODES, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { PROBLEM_CONTENT_TYPE, type HttpProblem } from './problem.js';
+
+/**
+ * The one writer of problem bodies: on a ServerResponse (every request, WebSocket handshakes included)
+ * or, where Node hands over a bare socket (a request its parser refused, CONNECT), on the socket as raw
+ * HTTP/1.1. Either way: `application/problem+json`, the problem's headers, and `Connection: close` when
+ * the request's body was not read (it would be taken for the next request).
+ */
+export function writeProblem(res: ServerResponse, problem: HttpProblem, extra: OutgoingHttpHeaders = {}): void {
+  const body = JSON.stringify(problem.toBody());
+  for (const [name, value] of Object.entries(extra)) if (value !== undefined) res.setHeader(name, value);
+  for (const [name, value] of Object.entries(problem.headers)) res.setHeader(name, value);
+  res.setHeader('Content-Type', PROBLEM_CONTENT_TYPE);
+  res.setHeader('Content-Length', Buffer.byteLength(body));
+  if (!res.req.complete) res.setHeader('Connection', 'close');
+  res.statusCode = problem.status;
+  res.end(body);
+}
+
+/** The same answer on a bare socket, which is then closed (shortly destroyed, see destroySoon). */
+export function writeRawProblem(socket: Duplex, problem: HttpProblem, extra: OutgoingHttpHeaders = {}): void {
+  if (!socket.writable || socket.destroyed) {
+    socket.destroy();
+    return;
+  }
+  const body = JSON.stringify(problem.toBody());
+  socket.end(headerBlock(problem.status, {
+    ...extra,
+    ...problem.headers,
+    'Content-Type': PROBLEM_CONTENT_TYPE,
+    'Content-Length': Buffer.byteLength(body),
+    Connection: 'close',
+  }) + body);
+  destroySoon(socket);
+}
+
+/** A raw HTTP/1.1 response head. Values with CR or LF, and names that are not tokens, are dropped. */
+export function headerBlock(status: number, headers: OutgoingHttpHeaders | Array<[string, string]>): string {
+  let out = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Unknown'}\r\n`;
+  const pairs: Array<[string, unknown]> = Array.isArray(headers) ? headers : Object.entries(headers);
+  for (const [name, value] of pairs) {
+    if (value === undefined) continue;
+    for (const v of Array.isArray(value) ? value : [value]) {
+      const text = String(v);
+      if (!/[\r\n]/.test(text) && /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) out += `${name}: ${text}\r\n`;
+    }
+  }
+  return `${out}\r\n`;
+}
+
+/**
+ * Lets a written answer reach the client, but never keeps a socket past a second. What the client still
+ * sends is read and dropped: closing with unread bytes would make the kernel send a reset, which can
+ * destroy the answer before the client reads it.
+ */
+export function destroySoon(socket: Duplex): void {
+  const timer = setTimeout(() => socket.destroy(), 1000);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
+  socket.once('end', () => socket.destroy());
+  socket.resume();
+}

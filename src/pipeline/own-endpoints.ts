@@ -1,0 +1,60 @@
+import type { Config } from '../config/types.js';
+import { JWKS_PATH } from '../identity/jwks.js';
+import { corsLookup, type OwnHandler } from '../http/cors.js';
+import { healthz, readyz } from '../http/health.js';
+import { openApi } from '../http/openapi.js';
+import { isTokenPath } from '../http/request-form.js';
+import type { GatewayContext } from '../http/state.js';
+import type { RouteTable } from '../proxy/route-table.js';
+
+export type { OwnHandler };
+
+/** An exact path the gateway answers itself, and the methods it answers there (undefined: any). */
+interface ExactEndpoint {
+  methods?: ReadonlySet<string>;
+  handler: OwnHandler;
+}
+
+const READ = new Set(['GET', 'HEAD']);
+
+export interface OwnEndpointDeps {
+  ping: () => Promise<void>;
+  tokenEndpoints: OwnHandler;
+  /** GET /.well-known/jwks.json (identity assertions configured). */
+  jwks?: OwnHandler;
+  /** The forward-auth path: not answered here, but turned into the request it describes, ending in `answer`. */
+  forwardAuth?: { path: string; enter: (ctx: GatewayContext) => void };
+}
+
+/**
+ * The one lookup, before the pipeline, of what the gateway answers itself: exact paths (health,
+ * readiness, the OpenAPI document, the JWK Set of identity assertions), CORS preflights, and
+ * /v1/tokens/* (served by the token router; anything under it the router does not know is its 404,
+ * never forwarded). It runs on the normalized path the request form left. A hit is answered by its
+ * handler; a miss goes down the pipeline (the forward-auth path too, as the request it describes,
+ * ending in the `answer` hand-off).
+ */
+export function ownEndpoints(config: Config, routes: RouteTable, deps: OwnEndpointDeps): (ctx: GatewayContext) => OwnHandler | undefined {
+  const exact = new Map<string, ExactEndpoint>([
+    ['/healthz', { handler: healthz }],
+    ['/readyz', { handler: readyz(deps.ping) }],
+    ['/openapi.json', { methods: READ, handler: openApi(config) }],
+  ]);
+  if (deps.jwks) exact.set(JWKS_PATH, { methods: READ, handler: deps.jwks });
+  const forwardAuth = deps.forwardAuth;
+  const cors = corsLookup(routes, config.tokens.cors);
+  return function findOwnEndpoint(ctx) {
+    const path = ctx.path;
+    if (forwardAuth && path === forwardAuth.path) {
+      // A miss that runs the pipeline about another request (see asForwardAuthCall).
+      forwardAuth.enter(ctx);
+      return undefined;
+    }
+    const own = exact.get(path);
+    if (own && (!own.methods || own.methods.has(ctx.method))) return own.handler;
+    // The preflight, or the CORS headers every answer on this path will carry.
+    const preflight = cors(ctx);
+    if (preflight) return preflight;
+    return isTokenPath(path) ? deps.tokenEndpoints : undefined;
+  };
+}

@@ -1,0 +1,181 @@
+import { writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket, WebSocketServer } from 'ws';
+import { basic, createTokens, echoUpstream, htpasswd, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
+import { captureLog, until, writeGroups, type CapturedLog } from '../support/authz.js';
+
+/**
+ * Per-route allow rules (users, groups from an htgroup file, methods) on proxied requests and WebSocket
+ * handshakes; 401 stays for credentials, 403 `forbidden` is for rules. Real upstreams, the real gateway.
+ */
+
+let users: Users;
+let echo: EchoUpstream;
+let gw: RunningGateway;
+let log: CapturedLog;
+let wsServer: ReturnType<typeof createServer>;
+const wsSockets = new Set<WebSocket>();
+const wsHandshakes: IncomingMessage[] = [];
+
+const alice = basic('alice', 'alice-pw');
+const bob = basic('bob', 'bob-pw');
+const carol = basic('carol', 'carol-pw');
+
+beforeAll(async () => {
+  users = htpasswd({ alice: 'alice-pw', bob: 'bob-pw', carol: 'carol-pw' });
+  writeGroups(users.dir, { admins: ['bob'], staff: ['carol', 'bob'] });
+  echo = await echoUpstream();
+  wsServer = createServer();
+  new WebSocketServer({ server: wsServer }).on('connection', (ws, req) => {
+    wsHandshakes.push(req);
+    wsSockets.add(ws);
+    ws.on('close', () => wsSockets.delete(ws));
+    ws.on('message', (d) => ws.send(`echo:${d.toString()}`));
+  });
+  await new Promise<void>((resolve) => wsServer.listen(0, '127.0.0.1', resolve));
+  log = captureLog();
+  gw = await startGateway(testConfig(users.file, {
+    users: { htpasswd: users.file, groups: `${users.dir}/users.groups`, watch: true },
+    log: { level: 'info', access: true },
+    upstreams: { echo: { url: echo.url }, live: { url: `http://127.0.0.1:${(wsServer.address() as { port: number }).port}` } },
+    routes: [
+      { path: '/v1/reports', upstream: 'echo', allow: { users: ['alice'], groups: ['admins'], methods: ['GET', 'HEAD'] } },
+      { path: '/v1/staff', upstream: 'echo', allow: { groups: ['staff'] } },
+      { path: '/v1/read-only', upstream: 'echo', allow: { methods: ['GET'] } },
+      { path: '/v1/open', upstream: 'echo' },
+      { path: '/v1/live', upstream: 'live', allow: { groups: ['staff'] } },
+    ],
+  }), { log });
+});
+
+afterAll(async () => {
+  await gw?.close();
+  for (const ws of wsSockets) ws.terminate();
+  wsServer?.closeAllConnections();
+  await new Promise((resolve) => wsServer?.close(resolve));
+  await echo?.close();
+  users?.remove();
+});
+
+async function get(path: string, authorization?: string, method = 'GET') {
+  const res = await fetch(`${gw.base}${path}`, { method, headers: authorization ? { authorization } : {} });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text && res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text };
+}
+
+describe('allow rules', () => {
+  it('a listed user passes; an unlisted one gets 403 forbidden as a problem body, and the upstream sees nothing', async () => {
+    expect((await get('/v1/reports', alice)).status).toBe(200);
+    const before = echo.received.length;
+    const denied = await get('/v1/reports/7', carol);
+    expect(denied.status).toBe(403);
+    expect(denied.headers.get('content-type')).toBe('application/problem+json');
+    expect(denied.body).toMatchObject({ status: 403, code: 'forbidden', type: 'urn:auth-gateway:problem:forbidden' });
+    expect(denied.headers.get('www-authenticate')).toBeNull();
+    expect(echo.received.length).toBe(before);
+  });
+
+  it('credentials come first: none, or wrong ones, are 401 on a ruled route too', async () => {
+    expect((await get('/v1/reports')).status).toBe(401);
+    expect((await get('/v1/reports', basic('alice', 'wrong'))).status).toBe(401);
+  });
+
+  it('a member of a listed group passes, with its groups sent upstream; others are refused', async () => {
+    const ok = await get('/v1/reports', bob);
+    expect(ok.status).toBe(200);
+    expect(echo.received.at(-1)!.headers['x-authenticated-groups']).toBe('admins,staff');
+    expect((await get('/v1/staff', carol)).status).toBe(200);
+    expect((await get('/v1/staff', alice)).status).toBe(403);
+  });
+
+  it('methods: a listed method passes, another is 403 even for a listed user; HEAD is its own method', async () => {
+    expect((await get('/v1/reports', alice, 'HEAD')).status).toBe(200);
+    expect((await get('/v1/reports', alice, 'DELETE')).status).toBe(403);
+    expect((await get('/v1/read-only', carol)).status).toBe(200);
+    expect((await get('/v1/read-only', carol, 'POST')).status).toBe(403);
+    expect((await get('/v1/read-only', carol, 'HEAD')).status).toBe(403);
+  });
+
+  it('a route without a rule is open to every authenticated user, as before', async () => {
+    expect((await get('/v1/open', carol, 'DELETE')).status).toBe(200);
+  });
+
+  it('bearer tokens are judged by the same rules', async () => {
+    const { accessToken } = await createTokens(gw.base, 'bob', 'bob-pw');
+    expect((await get('/v1/reports', `Bearer ${accessToken}`)).status).toBe(200);
+    const carolToken = (await createTokens(gw.base, 'carol', 'carol-pw')).accessToken;
+    expect((await get('/v1/reports', `Bearer ${carolToken}`)).status).toBe(403);
+  });
+
+  it('a client cannot claim groups: its X-Authenticated-Groups is replaced, or removed when the user has none', async () => {
+    const res = await fetch(`${gw.base}/v1/open`, { headers: { authorization: alice, 'x-authenticated-groups': 'admins', 'x-authenticated_groups': 'admins' } });
+    expect(res.status).toBe(200);
+    const h = echo.received.at(-1)!.headers;
+    expect(h['x-authenticated-groups']).toBeUndefined();
+    expect(h['x-authenticated_groups']).toBeUndefined();
+  });
+
+  it('the access line and the metrics show the 403 with its code', async () => {
+    log.lines.length = 0;
+    expect((await get('/v1/staff', alice)).status).toBe(403);
+    expect(await until(() => log.lines.some((l) => l.msg === 'request' && l.status === 403))).toBe(true);
+    expect(log.lines.find((l) => l.msg === 'request' && l.status === 403)).toMatchObject({ code: 'forbidden', user: 'alice', route: '/v1/staff', path: '/v1/staff' });
+    const metrics = await gw.gateway.metrics.registry.metrics();
+    expect(metrics).toMatch(/auth_gateway_forbidden_total\{route="\/v1\/staff"\} [1-9]/);
+    expect(metrics).toMatch(/auth_gateway_requests_total\{route="\/v1\/staff",method="GET",status_class="4xx",auth="basic"\} [1-9]/);
+  });
+});
+
+describe('allow rules on WebSocket handshakes', () => {
+  function open(authorization: string): Promise<WebSocket> {
+    return new Promise((resolve, reject) => {
+      const ws = new WebSocket(`ws://127.0.0.1:${gw.port}/v1/live`, { headers: { authorization } });
+      ws.once('open', () => resolve(ws));
+      ws.once('unexpected-response', (_req, res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => reject(Object.assign(new Error(`refused ${res.statusCode}`), { status: res.statusCode, body })));
+      });
+      ws.once('error', reject);
+    });
+  }
+
+  it('a user outside the rule gets 403 forbidden on the handshake; a member gets a tunnel with its groups', async () => {
+    const refused = await open(alice).then(() => undefined, (err: { status: number; body: string }) => err);
+    expect(refused?.status).toBe(403);
+    expect(JSON.parse(refused!.body)).toMatchObject({ code: 'forbidden' });
+    const ws = await open(carol);
+    try {
+      expect(wsHandshakes.at(-1)!.headers['x-authenticated-groups']).toBe('staff');
+    } finally {
+      ws.terminate();
+    }
+  });
+});
+
+// Last: it rewrites the groups file.
+describe('the groups file', () => {
+  it('is reloaded when it changes: a user removed from a group loses access on the next request, and their open tunnel on that route closes', async () => {
+    const ws = await new Promise<WebSocket>((resolve, reject) => {
+      const c = new WebSocket(`ws://127.0.0.1:${gw.port}/v1/live`, { headers: { authorization: carol } });
+      c.once('open', () => resolve(c));
+      c.once('error', reject);
+    });
+    const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+    ws.send('hello');
+    expect(await new Promise<string>((resolve) => ws.once('message', (d) => resolve(d.toString())))).toBe('echo:hello');
+    const started = Date.now();
+    writeGroups(users.dir, { admins: ['bob'], staff: ['bob'] });
+    expect(await until(async () => (await get('/v1/staff', carol)).status === 403)).toBe(true);
+    // The tunnel is closed as revocation closes them (an abnormal closure: the gateway cannot write a close frame).
+    expect(await Promise.race([closed, new Promise((r) => setTimeout(() => r('still open'), 3000))])).toBe(1006);
+    // Well before the periodic recheck (5 s): the change itself closed it.
+    expect(Date.now() - started).toBeLessThan(2500);
+    expect((await get('/v1/staff', bob)).status).toBe(200);
+    // A broken file is logged and the groups in force stay.
+    writeFileSync(`${users.dir}/users.groups`, 'not a group line\n');
+    expect(await until(() => log.lines.some((l) => l.msg === 'groups file not reloaded; keeping the previous groups'))).toBe(true);
+    expect((await get('/v1/staff', bob)).status).toBe(200);
+  });
+});
