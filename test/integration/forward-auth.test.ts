@@ -1,0 +1,139 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { basic, createTokens, echoUpstream, htpasswd, postJson, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
+import { captureLog, until, writeGroups, type CapturedLog } from '../support/authz.js';
+
+/**
+ * The forward-auth endpoint answered by the gateway itself (the e2e suite puts nginx and Caddy in
+ * front): the same steps as a proxied request decide, about the request the headers describe.
+ */
+
+let users: Users;
+let echo: EchoUpstream;
+let gw: RunningGateway;
+let log: CapturedLog;
+
+const alice = basic('alice', 'alice-pw');
+const carol = basic('carol', 'carol-pw');
+
+beforeAll(async () => {
+  users = htpasswd({ alice: 'alice-pw', carol: 'carol-pw' });
+  writeGroups(users.dir, { admins: ['alice'], staff: ['alice', 'carol'] });
+  echo = await echoUpstream();
+  log = captureLog();
+  gw = await startGateway(testConfig(users.file, {
+    users: { htpasswd: users.file, groups: `${users.dir}/users.groups`, watch: false },
+    forwardAuth: { path: '/auth/verify' },
+    log: { level: 'info', access: true },
+    upstreams: { echo: { url: echo.url } },
+    routes: [
+      { path: '/v1/reports', upstream: 'echo', allow: { groups: ['admins'], methods: ['GET'] }, paging: { sortable: ['a'] } },
+      // No upstream: the proxy in front serves it; the gateway only answers about it.
+      { path: '/wiki', allow: { groups: ['staff'] } },
+      { path: '/limited', rateLimit: { requests: 1, windowSeconds: 60 } },
+    ],
+  }), { log });
+});
+
+afterAll(async () => {
+  await gw?.close();
+  await echo?.close();
+  users?.remove();
+});
+
+function ask(method: string, uri: string, headers: Record<string, string> = {}, style: 'forwarded' | 'original' = 'forwarded', callMethod = 'GET') {
+  const described = style === 'forwarded' ? { 'x-forwarded-method': method, 'x-forwarded-uri': uri } : { 'x-original-method': method, 'x-original-uri': uri };
+  return fetch(`${gw.base}/auth/verify`, { method: callMethod, headers: { ...described, ...headers } });
+}
+
+describe('forward-auth', () => {
+  it('allowed: 200, empty body, the identity in headers, never cached; the upstream is not called', async () => {
+    const before = echo.received.length;
+    const res = await ask('GET', '/v1/reports/7?size=10', { authorization: alice, 'x-forwarded-host': 'api.example.com', 'x-forwarded-proto': 'https' });
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe('');
+    expect(res.headers.get('x-authenticated-user')).toBe('alice');
+    expect(res.headers.get('x-authenticated-via')).toBe('basic');
+    expect(res.headers.get('x-authenticated-groups')).toBe('admins,staff');
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    expect(echo.received.length).toBe(before);
+  });
+
+  it('nginx\'s X-Original-Method / X-Original-URI, and any method of the call itself (HEAD, POST)', async () => {
+    expect((await ask('GET', '/wiki/page', { authorization: carol }, 'original')).status).toBe(200);
+    expect((await ask('GET', '/wiki/page', { authorization: carol }, 'original', 'HEAD')).status).toBe(200);
+    expect((await ask('GET', '/wiki/page', { authorization: carol }, 'forwarded', 'POST')).status).toBe(200);
+  });
+
+  it('no credentials: 401 with the challenges; wrong ones: 401', async () => {
+    const res = await ask('GET', '/v1/reports');
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toContain('Basic realm="auth-gateway"');
+    expect(await res.json()).toMatchObject({ code: 'missing_credentials' });
+    expect((await ask('GET', '/v1/reports', { authorization: basic('alice', 'nope') })).status).toBe(401);
+  });
+
+  it('the allow rules judge the described method and path: 403 forbidden', async () => {
+    const wrongUser = await ask('GET', '/v1/reports', { authorization: carol });
+    expect(wrongUser.status).toBe(403);
+    expect(await wrongUser.json()).toMatchObject({ code: 'forbidden' });
+    // The call itself is a GET; the described DELETE is what is judged.
+    expect((await ask('DELETE', '/v1/reports', { authorization: alice })).status).toBe(403);
+    // Normalized as the gateway's own paths are: no spelling reaches around a rule.
+    expect((await ask('GET', '/wiki/../v1/reports', { authorization: carol })).status).toBe(403);
+    expect((await ask('GET', '/wiki/%2e%2e/v1/reports', { authorization: carol })).status).toBe(403);
+  });
+
+  it('a path no route serves: 404; a malformed or ambiguous description: 400', async () => {
+    expect((await ask('GET', '/nowhere', { authorization: alice })).status).toBe(404);
+    expect((await fetch(`${gw.base}/auth/verify`, { headers: { authorization: alice } })).status).toBe(400);
+    // A client behind nginx adds X-Forwarded-Uri to have /wiki judged while nginx serves /v1/reports.
+    const spoofed = await fetch(`${gw.base}/auth/verify`, { headers: { authorization: carol, 'x-original-method': 'GET', 'x-original-uri': '/v1/reports', 'x-forwarded-uri': '/wiki' } });
+    expect(spoofed.status).toBe(400);
+    expect((await ask('GET', '/a/%2f/b', { authorization: alice })).status).toBe(400);
+  });
+
+  it('paging is not enforced (the gateway cannot rewrite what another proxy forwards)', async () => {
+    expect((await ask('GET', '/v1/reports?size=7&sort=nope', { authorization: alice })).status).toBe(200);
+  });
+
+  it('the rate limit counts forward-auth answers: 429 with Retry-After', async () => {
+    expect((await ask('GET', '/limited', { authorization: carol })).status).toBe(200);
+    const limited = await ask('GET', '/limited/x', { authorization: carol });
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(await limited.json()).toMatchObject({ code: 'rate_limited' });
+  });
+
+  it('bearer tokens: allowed with via bearer, and a revoked token is 401 at once', async () => {
+    const { accessToken } = await createTokens(gw.base, 'alice', 'alice-pw');
+    const ok = await ask('GET', '/v1/reports', { authorization: `Bearer ${accessToken}` });
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get('x-authenticated-via')).toBe('bearer');
+    expect((await postJson(gw.base, '/v1/tokens/revoke', { token: accessToken, type: 'ACCESS_TOKEN' })).status).toBe(200);
+    const revoked = await ask('GET', '/v1/reports', { authorization: `Bearer ${accessToken}` });
+    expect(revoked.status).toBe(401);
+    expect(revoked.headers.get('www-authenticate')).toMatch(/^Bearer /);
+  });
+
+  it('a route without upstream answers forward-auth only: sent to the gateway itself it is 404', async () => {
+    const direct = await fetch(`${gw.base}/wiki/page`, { headers: { authorization: carol } });
+    expect(direct.status).toBe(404);
+    expect(await direct.json()).toMatchObject({ code: 'not_found' });
+  });
+
+  it('the access line says forward-auth and names the described request; the metrics count answers by status', async () => {
+    log.lines.length = 0;
+    await ask('DELETE', '/v1/reports/9', { authorization: alice });
+    expect(await until(() => log.lines.some((l) => l.msg === 'request' && l.forwardAuth === true))).toBe(true);
+    expect(log.lines.find((l) => l.msg === 'request')).toMatchObject({ method: 'DELETE', path: '/v1/reports/9', status: 403, code: 'forbidden', forwardAuth: true, user: 'alice', route: '/v1/reports' });
+    const metrics = await gw.gateway.metrics.registry.metrics();
+    expect(metrics).toMatch(/auth_gateway_forward_auth_answers_total\{status="200"\} [1-9]/);
+    expect(metrics).toMatch(/auth_gateway_forward_auth_answers_total\{status="403"\} [1-9]/);
+    expect(metrics).toMatch(/auth_gateway_forbidden_total\{route="\/v1\/reports"\} [1-9]/);
+  });
+
+  it('/openapi.json documents the endpoint', async () => {
+    const doc = await (await fetch(`${gw.base}/openapi.json`)).json() as { paths: Record<string, { get: { responses: Record<string, unknown> } }> };
+    expect(Object.keys(doc.paths['/auth/verify']!.get.responses)).toEqual(expect.arrayContaining(['200', '401', '403', '429']));
+  });
+});
