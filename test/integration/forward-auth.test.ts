@@ -41,7 +41,7 @@ afterAll(async () => {
 });
 
 function ask(method: string, uri: string, headers: Record<string, string> = {}, style: 'forwarded' | 'original' = 'forwarded', callMethod = 'GET') {
-  const described = style === 'forwarded' ? { 'x-forwarded-method': method, 'x-forwarded-uri': uri } : { 'x-original-method': method, 'x-original-uri': uri };
+  const described: Record<string, string> = style === 'forwarded' ? { 'x-forwarded-method': method, 'x-forwarded-uri': uri } : { 'x-original-method': method, 'x-original-uri': uri };
   return fetch(`${gw.base}/auth/verify`, { method: callMethod, headers: { ...described, ...headers } });
 }
 
