@@ -174,7 +174,7 @@ describe('the upstream\'s 101 is checked before a tunnel opens', () => {
 
 describe('handshakes that must not get through', () => {
   it('a handshake with a body (Content-Length > 0, or Transfer-Encoding) is 400 at once and reaches nobody', async () => {
-    for (const framing of [{ 'Content-Length': '77' }, { 'Transfer-Encoding': 'chunked' }]) {
+    for (const framing of [{ 'Content-Length': '77' }, { 'Transfer-Encoding': 'chunked' }] as Array<Record<string, string>>) {
       const started = performance.now();
       const r = parseAnswer(await exchange(gw.port, handshake('/v1/live', { Authorization: ALICE, ...framing }) + '0\r\n\r\n'));
       expect(r.status).toBe(400);
