@@ -10,7 +10,6 @@ import type { Config } from './config/types.js';
 import type { Credentials } from './credentials/credentials.js';
 import type { Lockout } from './credentials/lockout.js';
 import { clientErrorResponder } from './http/client-error.js';
-import { errorHandler } from './http/errors.js';
 import { handleExpectations } from './http/expect.js';
 import { readTlsOptions, watchCertificate } from './http/tls.js';
 import { observe } from './http/observe.js';
@@ -90,14 +89,12 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
 
   const app = new Koa<GatewayState>({ proxy: config.server.trustProxy > 0, maxIpsCount: config.server.trustProxy });
   app.silent = true;
+  // The rest of the way is the runtime's, picked up once: a reload mid-request does not change it.
   app.use(observe({
     count: requestCounter(metrics, (path) => current.routes.match(path)?.path),
     log,
     accessLog: () => current.config.log.access,
-  }));
-  app.use(errorHandler(log));
-  // The rest of the way is the runtime's, picked up once: a reload mid-request does not change it.
-  app.use((ctx) => current.handle(ctx));
+  }, (ctx) => current.handle(ctx)));
 
   const handle = app.callback();
   const serverOptions = {

@@ -2,7 +2,7 @@ import { StoreUnavailableError } from '../tokens/store/types.js';
 import type { Logger } from '../log.js';
 import { HttpProblem, internalError, type ProblemCode } from './problem.js';
 import { writeProblem } from './problem-writer.js';
-import type { GatewayMiddleware } from './state.js';
+import type { GatewayContext, GatewayMiddleware } from './state.js';
 
 /** Turns anything thrown below it into a problem body; nothing internal is ever sent. */
 export function errorHandler(log: Logger): GatewayMiddleware {
@@ -10,24 +10,29 @@ export function errorHandler(log: Logger): GatewayMiddleware {
     try {
       await next();
     } catch (err) {
-      const problem = toProblem(err);
-      if (problem.code === 'internal_error') {
-        log.error('request failed', { requestId: ctx.state.requestId, status: problem.status, error: describe(err) });
-      } else if (problem.status >= 500) {
-        // Expected failures (store down, overload) are logged once per outage where they arise, not per request.
-        log.debug('request refused', { requestId: ctx.state.requestId, status: problem.status, code: problem.code });
-      }
-      if (ctx.headerSent || !ctx.writable) {
-        // Too late for a problem body (a proxied response already started): cut the stream.
-        ctx.req.socket.destroy();
-        return;
-      }
-      // Written here, not by Koa: the same writer answers every problem, handshakes included.
-      ctx.respond = false;
-      ctx.state.problem = problem.code;
-      writeProblem(ctx.res, problem);
+      answerError(ctx, err, log);
     }
   };
+}
+
+/** Answers a request whose handling threw: its problem body, or a cut once a response began. */
+export function answerError(ctx: GatewayContext, err: unknown, log: Logger): void {
+  const problem = toProblem(err);
+  if (problem.code === 'internal_error') {
+    log.error('request failed', { requestId: ctx.state.requestId, status: problem.status, error: describe(err) });
+  } else if (problem.status >= 500) {
+    // Expected failures (store down, overload) are logged once per outage where they arise, not per request.
+    log.debug('request refused', { requestId: ctx.state.requestId, status: problem.status, code: problem.code });
+  }
+  if (ctx.headerSent || !ctx.writable) {
+    // Too late for a problem body (a proxied response already started): cut the stream.
+    ctx.req.socket.destroy();
+    return;
+  }
+  // Written here, not by Koa: the same writer answers every problem, handshakes included.
+  ctx.respond = false;
+  ctx.state.problem = problem.code;
+  writeProblem(ctx.res, problem);
 }
 
 /** Maps any error to the HttpProblem the client sees. */

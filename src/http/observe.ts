@@ -1,5 +1,6 @@
 import type { Logger } from '../log.js';
 import { accessLine } from './access-log.js';
+import { answerError } from './errors.js';
 import { assignRequestId } from './request-id.js';
 import type { GatewayContext, GatewayMiddleware } from './state.js';
 
@@ -12,18 +13,24 @@ export interface Observers {
 }
 
 /**
- * The frame of every request: its id as it arrives; once it is answered, its count in the metrics and
- * its access line. One middleware rather than three, since each is a before-and-after around the same
- * request, and every layer of the chain costs each request a promise.
+ * The frame of every request, and Koa's only middleware: its id as it arrives; then `handle` (the
+ * runtime: request form, own endpoints or the pipeline); anything it throws answered as a problem body;
+ * once it is answered, its count in the metrics and its access line. One function rather than a
+ * middleware each, since each is a before-and-after around the same request, and every layer costs
+ * each request a promise; a handler that finished without awaiting is not awaited.
  */
-export function observe(observers: Observers): GatewayMiddleware {
+export function observe(observers: Observers, handle: (ctx: GatewayContext) => void | Promise<void>): GatewayMiddleware {
   const line = accessLine(observers.log);
-  return async function observeRequest(ctx, next) {
+  const log = observers.log;
+  return async function serveRequest(ctx) {
     assignRequestId(ctx);
     const started = performance.now();
     const finishLine = observers.accessLog() ? line(ctx, started) : undefined;
     try {
-      await next();
+      const pending = handle(ctx);
+      if (pending !== undefined) await pending;
+    } catch (err) {
+      answerError(ctx, err, log);
     } finally {
       observers.count(ctx, started);
       finishLine?.();

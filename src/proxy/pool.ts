@@ -63,24 +63,37 @@ export class UpstreamPool {
 
   /** A target for the next request, other than `not` (the one that just failed) when there is another. */
   pick(now: number, not?: Target): Target {
-    const candidates = this.targets.filter((t) => t !== not && !t.unhealthy && t.downUntil <= now);
-    if (candidates.length === 0) {
-      const others = this.targets.filter((t) => t !== not);
-      const pool = others.length > 0 ? others : this.targets;
-      return pool.reduce((a, b) => (b.downUntil < a.downUntil ? b : a));
+    const targets = this.targets;
+    // The common case, one target, and any pick: no array is made per request.
+    if (targets.length === 1) return targets[0]!;
+    let usable = 0;
+    for (const t of targets) if (t !== not && !t.unhealthy && t.downUntil <= now) usable++;
+    if (usable === 0) {
+      // Every target is out: the one whose cool-down ends first (not the one that just failed, if another).
+      let best: Target | undefined;
+      for (const t of targets) if (t !== not && (!best || t.downUntil < best.downUntil)) best = t;
+      return best ?? targets[0]!;
     }
-    if (candidates.length === 1) return candidates[0]!;
-    if (this.config.balance === 'least-requests') {
-      // Ties go round-robin, so an idle pool still spreads its load.
-      const start = this.next++ % candidates.length;
-      let best = candidates[start]!;
-      for (let i = 1; i < candidates.length; i++) {
-        const t = candidates[(start + i) % candidates.length]!;
-        if (t.inFlight < best.inFlight) best = t;
+    const start = this.next++ % usable;
+    let seen = 0;
+    let chosen: Target | undefined;
+    for (const t of targets) {
+      if (t === not || t.unhealthy || t.downUntil > now) continue;
+      if (seen++ === start) {
+        chosen = t;
+        break;
       }
-      return best;
     }
-    return candidates[this.next++ % candidates.length]!;
+    if (this.config.balance !== 'least-requests' || usable === 1) return chosen!;
+    // Fewest in flight; ties go round-robin (from the round-robin pick on), so an idle pool still spreads.
+    const from = targets.indexOf(chosen!);
+    let best = chosen!;
+    for (let k = 1; k < targets.length; k++) {
+      const t = targets[(from + k) % targets.length]!;
+      if (t === not || t.unhealthy || t.downUntil > now) continue;
+      if (t.inFlight < best.inFlight) best = t;
+    }
+    return best;
   }
 
   /** The target refused (or did not accept) a connection: out of rotation for the cool-down. */

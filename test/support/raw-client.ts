@@ -1,0 +1,154 @@
+import { connect, createServer, type Server, type Socket } from 'node:net';
+
+/**
+ * The one raw-socket client of the suites: bytes written as they are, bytes read as they come, so
+ * framing and handshakes are tested the way an outsider (or an attacker) speaks. Loopback only.
+ */
+export interface Conversation {
+  socket: Socket;
+  /** Everything read so far (latin1, byte for byte). */
+  text(): string;
+  /** Resolves true when `pattern` has been read, false once the socket closed without it or after `ms`. */
+  waitFor(pattern: RegExp, ms: number): Promise<boolean>;
+  /** Resolves when the peer closed the connection (or at once when it already did). */
+  closed(): Promise<void>;
+  /** Whether the connection is closed. */
+  isClosed(): boolean;
+}
+
+export function openRaw(port: number, host = '127.0.0.1'): Promise<Conversation> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, host);
+    let buf = '';
+    let ended = false;
+    const waiters = new Set<() => void>();
+    const wake = () => {
+      for (const w of [...waiters]) w();
+    };
+    socket.on('data', (d: Buffer) => {
+      buf += d.toString('latin1');
+      wake();
+    });
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      ended = true;
+      wake();
+    });
+    socket.once('connect', () => resolve({
+      socket,
+      text: () => buf,
+      isClosed: () => ended,
+      waitFor: (pattern, ms) => new Promise((done) => {
+        const finish = (ok: boolean) => {
+          clearTimeout(timer);
+          waiters.delete(check);
+          done(ok);
+        };
+        const check = () => {
+          if (pattern.test(buf)) finish(true);
+          else if (ended) finish(false);
+        };
+        const timer = setTimeout(() => finish(false), ms);
+        waiters.add(check);
+        check();
+      }),
+      closed: () => (ended ? Promise.resolve() : new Promise((done) => socket.once('close', () => done()))),
+    }));
+    socket.once('error', reject);
+  });
+}
+
+/** Writes `bytes` on a fresh connection and reads until the peer closes it or `ms` pass; the text read. */
+export async function exchange(port: number, bytes: string | Buffer, ms = 3000): Promise<string> {
+  const c = await openRaw(port);
+  c.socket.write(bytes);
+  await Promise.race([c.closed(), new Promise((r) => setTimeout(r, ms))]);
+  c.socket.destroy();
+  return c.text();
+}
+
+export interface RawAnswer {
+  status: number;
+  /** Lower-cased names; repeated headers joined with ", ". */
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** The first response head (and what follows it) in raw text; status 0 when there is none. */
+export function parseAnswer(text: string): RawAnswer {
+  const end = text.indexOf('\r\n\r\n');
+  const head = end < 0 ? text : text.slice(0, end);
+  const [statusLine = '', ...lines] = head.split('\r\n');
+  const headers: Record<string, string> = {};
+  for (const line of lines) {
+    const colon = line.indexOf(':');
+    if (colon <= 0) continue;
+    const name = line.slice(0, colon).trim().toLowerCase();
+    const value = line.slice(colon + 1).trim();
+    headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
+  }
+  return { status: Number(/^HTTP\/1\.[01] (\d{3})/.exec(statusLine)?.[1] ?? 0), headers, body: end < 0 ? '' : text.slice(end + 4) };
+}
+
+/** A WebSocket handshake request (RFC 6455 section 4.1) with the given target and extra header lines. */
+export function handshake(target: string, extra: Record<string, string> = {}, key = 'dGhlIHNhbXBsZSBub25jZQ=='): string {
+  const lines = Object.entries({
+    Host: '127.0.0.1',
+    Upgrade: 'websocket',
+    Connection: 'Upgrade',
+    'Sec-WebSocket-Key': key,
+    'Sec-WebSocket-Version': '13',
+    ...extra,
+  }).map(([n, v]) => `${n}: ${v}\r\n`).join('');
+  return `GET ${target} HTTP/1.1\r\n${lines}\r\n`;
+}
+
+export interface RawUpstream {
+  url: string;
+  port: number;
+  server: Server;
+  /** Each request head received (text up to the blank line), in order. */
+  heads: string[];
+  /** Sockets of the upstream's side, open or closed. */
+  sockets: Socket[];
+  /** How it answers a request head (default: nothing, the connection is held). */
+  onHead: (head: string, socket: Socket) => void;
+  close(): Promise<void>;
+}
+
+/** An upstream that speaks raw bytes: it records request heads and answers them as `onHead` says. */
+export async function rawUpstream(): Promise<RawUpstream> {
+  const up: RawUpstream = {
+    url: '', port: 0, heads: [], sockets: [],
+    server: createServer((socket) => {
+      up.sockets.push(socket);
+      socket.on('error', () => {});
+      let buf = '';
+      const onData = (d: Buffer) => {
+        buf += d.toString('latin1');
+        const end = buf.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        socket.off('data', onData);
+        const head = buf.slice(0, end);
+        up.heads.push(head);
+        up.onHead(head, socket);
+      };
+      socket.on('data', onData);
+    }),
+    onHead: () => {},
+    close: () => new Promise((resolve) => {
+      for (const s of up.sockets) s.destroy();
+      up.server.close(() => resolve());
+    }),
+  };
+  await new Promise<void>((resolve) => up.server.listen(0, '127.0.0.1', resolve));
+  up.port = (up.server.address() as { port: number }).port;
+  up.url = `http://127.0.0.1:${up.port}`;
+  return up;
+}
+
+/** A header's value in a raw request head (first occurrence, case-insensitive name). */
+export function headerOf(head: string, name: string): string | undefined {
+  const m = new RegExp(`\\r\\n${name}:[ \\t]*([^\\r\\n]*)`, 'i').exec(head);
+  return m?.[1];
+}
