@@ -20,6 +20,7 @@ import { tokensScenario } from './tokens.js';
 import { warmUp } from './throughput.js';
 import { basicScenario, bearerScenario, floodScenario, latencyScenario } from './traffic.js';
 import { accessLogScenario, frameworkScenario, rateLimitScenario } from './variants.js';
+import { authzScenarios } from './authz.js';
 import { ensureWrk } from './wrk.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -110,6 +111,8 @@ async function main(): Promise<void> {
     const runners: Record<ScenarioId, () => Promise<Row | Row[]>> = {
       framework: () => frameworkScenario(b), bearer: () => bearerScenario(b), basic: () => basicScenario(b),
       'bearer-log': () => accessLogScenario(b), 'bearer-ratelimit': () => rateLimitScenario(b), latency: () => latencyScenario(b),
+      'bearer-assertion': () => authzScenarios(b, { assertion: true, forwardAuth: false }),
+      'forward-auth': () => authzScenarios(b, { assertion: false, forwardAuth: true }),
       tokens: () => tokensScenario(b), flood: () => floodScenario(b), soak: () => soakScenario(b),
     };
     for (const id of params.scenarios) {
