@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { readHtgroup } from '../authz/htgroup.js';
 import { readHtpasswd } from '../credentials/htpasswd.js';
+import { loadAssertionKeys } from '../identity/keys.js';
 import { readTlsOptions } from '../http/tls.js';
 import { loadKeys } from '../tokens/keys.js';
 import { ConfigError } from './errors.js';
@@ -17,7 +19,7 @@ export interface Inspection {
 
 /**
  * Everything a start would refuse, in one pass: the YAML, the variables and the schema, then the files
- * the configuration names (htpasswd, key files, TLS certificate and key), each checked even when other
+ * the configuration names (htpasswd, htgroup, key files, TLS certificate and key), each checked even when other
  * keys are wrong, unless its own key already has a problem.
  */
 export function inspectConfig(file: string, env: NodeJS.ProcessEnv = process.env): Inspection {
@@ -35,7 +37,10 @@ export function inspectConfig(file: string, env: NodeJS.ProcessEnv = process.env
   if (config.users.htpasswd && clean('users.htpasswd')) {
     collect(out.problems, () => (out.users = readHtpasswd(config.users.htpasswd).size));
   }
+  if (config.users.groups && clean('users.groups')) collect(out.problems, () => readHtgroup(config.users.groups!));
   if (clean('tokens.signing') && clean('tokens.verificationKeys')) collect(out.problems, () => loadKeys(config.tokens));
+  const assertion = config.identity.assertion;
+  if (assertion?.keyFile && clean('identity.assertion')) collect(out.problems, () => loadAssertionKeys(assertion.keyFile, assertion.alg));
   const tls = config.server.tls;
   if (tls && tls.certFile && tls.keyFile && clean('server.tls')) collect(out.problems, () => readTlsOptions(tls));
   return out;

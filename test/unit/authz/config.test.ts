@@ -1,6 +1,12 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../src/config/errors.js';
+import { inspectConfig } from '../../../src/config/inspect.js';
 import { parseConfig } from '../../../src/config/load.js';
+import { newKeyPem } from '../../support/assertion-keys.js';
+import { htpasswd } from '../../support/fixtures.js';
 
 const ENV = { JWT_SECRET: 's'.repeat(40) };
 const BASE = `
@@ -94,5 +100,29 @@ identity:
     expect(problems(`${BASE}forwardAuth: { path: auth }\n`)).toEqual(['forwardAuth.path must be an absolute path of plain segments without a trailing slash, e.g. /auth/verify']);
     // Not an own path while assertions are off.
     expect(problems(BASE.replace('/v1/reports', '/.well-known'))).toEqual([]);
+  });
+});
+
+describe('config check reads the files of issue 18', () => {
+  it('a broken groups file and an assertion key of the wrong type are listed with the rest', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gw-check-'));
+    const users = htpasswd({ alice: 'pw' });
+    try {
+      writeFileSync(join(dir, 'users.groups'), 'admins alice\n');
+      writeFileSync(join(dir, 'key.pem'), newKeyPem('EdDSA'));
+      writeFileSync(join(dir, 'gateway.yaml'), `
+users: { htpasswd: ${users.file}, groups: users.groups }
+tokens: { signing: { alg: HS256, secret: "${'s'.repeat(40)}" } }
+identity: { assertion: { keyFile: key.pem } }
+`);
+      const { problems } = inspectConfig(join(dir, 'gateway.yaml'), {});
+      expect(problems).toEqual([
+        `${join(dir, 'users.groups')}:1 is not a "group: user1 user2" line`,
+        `identity.assertion.keyFile (${join(dir, 'key.pem')}): key 1 is not an EC P-256 key (ES256)`,
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      users.remove();
+    }
   });
 });
