@@ -20,6 +20,7 @@ import { tokensScenario } from './tokens.js';
 import { warmUp } from './throughput.js';
 import { basicScenario, bearerScenario, floodScenario, latencyScenario } from './traffic.js';
 import { accessLogScenario, frameworkScenario, rateLimitScenario } from './variants.js';
+import { websocketScenario } from './websocket.js';
 import { ensureWrk } from './wrk.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -109,7 +110,8 @@ async function main(): Promise<void> {
     await checkpoint('warm-up');
     const runners: Record<ScenarioId, () => Promise<Row | Row[]>> = {
       framework: () => frameworkScenario(b), bearer: () => bearerScenario(b), basic: () => basicScenario(b),
-      'bearer-log': () => accessLogScenario(b), 'bearer-ratelimit': () => rateLimitScenario(b), latency: () => latencyScenario(b),
+      'bearer-log': () => accessLogScenario(b), 'bearer-ratelimit': () => rateLimitScenario(b), websocket: () => websocketScenario(b),
+      latency: () => latencyScenario(b),
       tokens: () => tokensScenario(b), flood: () => floodScenario(b), soak: () => soakScenario(b),
     };
     for (const id of params.scenarios) {
