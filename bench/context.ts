@@ -7,7 +7,7 @@ import { median, round, type LoadResult } from './stats.js';
 import { runWrk, type Loader } from './wrk.js';
 
 /** In the order they run: the throughput rows first (latency reuses the bearer maxima). */
-export const SCENARIOS = ['framework', 'bearer', 'basic', 'bearer-log', 'bearer-ratelimit', 'bearer-assertion', 'forward-auth', 'latency', 'tokens', 'flood', 'soak'] as const;
+export const SCENARIOS = ['framework', 'bearer', 'basic', 'bearer-log', 'bearer-ratelimit', 'bearer-assertion', 'forward-auth', 'websocket', 'latency', 'tokens', 'flood', 'soak'] as const;
 export type ScenarioId = (typeof SCENARIOS)[number];
 
 export interface Params {
@@ -83,7 +83,7 @@ export interface Proc {
 /** 'floor' and 'gateway' are the run's own; any other process under test is passed as a Proc. */
 export type Target = 'floor' | 'gateway' | Proc;
 
-function resolve(b: Bench, target: Target): { origin: string; pid: number } {
+export function resolve(b: Bench, target: Target): { origin: string; pid: number } {
   if (target === 'floor') return { origin: b.floor, pid: b.floorPid };
   if (target === 'gateway') return { origin: b.gateway, pid: b.gatewayPid };
   return target;
@@ -121,7 +121,7 @@ export async function paced(b: Bench, target: Target, spec: Omit<PacedSpec, 'ori
 }
 
 /** Runs a load child and adds what the server-side processes spent on it (robust to other load on the machine). */
-async function measured<T extends LoadResult>(b: Bench, target: Target, run: () => Promise<T>): Promise<T & { cpu: CpuPerRequest }> {
+export async function measured<T extends LoadResult>(b: Bench, target: Target, run: () => Promise<T>): Promise<T & { cpu: CpuPerRequest }> {
   const pids = [resolve(b, target).pid, b.upstreamPid, b.redisPid];
   const before = await Promise.all(pids.map(cpuMs));
   const result = await run();

@@ -7,4 +7,6 @@ const target = process.argv[2];
 if (!target) throw new Error('usage: floor.js UPSTREAM_URL');
 const proxy = passthroughProxy(target);
 const server = createServer((req, res) => proxy.web(req, res));
+// WebSocket handshakes the way http-proxy's README does them (the websocket scenario's floor).
+server.on('upgrade', (req, socket, head) => proxy.ws(req, socket, head));
 server.listen(0, '127.0.0.1', () => announce(server));

@@ -21,6 +21,7 @@ import { warmUp } from './throughput.js';
 import { basicScenario, bearerScenario, floodScenario, latencyScenario } from './traffic.js';
 import { accessLogScenario, frameworkScenario, rateLimitScenario } from './variants.js';
 import { authzScenarios } from './authz.js';
+import { websocketScenario } from './websocket.js';
 import { ensureWrk } from './wrk.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -110,9 +111,10 @@ async function main(): Promise<void> {
     await checkpoint('warm-up');
     const runners: Record<ScenarioId, () => Promise<Row | Row[]>> = {
       framework: () => frameworkScenario(b), bearer: () => bearerScenario(b), basic: () => basicScenario(b),
-      'bearer-log': () => accessLogScenario(b), 'bearer-ratelimit': () => rateLimitScenario(b), latency: () => latencyScenario(b),
+      'bearer-log': () => accessLogScenario(b), 'bearer-ratelimit': () => rateLimitScenario(b), websocket: () => websocketScenario(b),
       'bearer-assertion': () => authzScenarios(b, { assertion: true, forwardAuth: false }),
       'forward-auth': () => authzScenarios(b, { assertion: false, forwardAuth: true }),
+      latency: () => latencyScenario(b),
       tokens: () => tokensScenario(b), flood: () => floodScenario(b), soak: () => soakScenario(b),
     };
     for (const id of params.scenarios) {

@@ -1,5 +1,6 @@
 // The cheap upstream: one pre-serialized 20-record page envelope for any GET, keep-alive.
 // Prints {"port":N} on stdout once listening on 127.0.0.1.
+import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 
 const STATUSES = ['open', 'closed', 'pending'] as const;
@@ -30,6 +31,14 @@ const server = createServer((req, res) => {
   }
   res.writeHead(200, headers);
   res.end(req.method === 'HEAD' ? undefined : body);
+});
+// WebSocket handshakes (the websocket scenario): a correct 101, then the connection stays until the client leaves.
+server.on('upgrade', (req, socket) => {
+  socket.on('error', () => socket.destroy());
+  const accept = createHash('sha1').update(`${String(req.headers['sec-websocket-key'])}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
+  socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`);
+  socket.on('end', () => socket.destroy());
+  socket.resume();
 });
 // Longer than any idle gap in the bench, so neither proxy ever reuses a socket the upstream is closing.
 server.keepAliveTimeout = 60_000;

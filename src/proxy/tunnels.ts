@@ -33,6 +33,10 @@ interface Tunnel {
   ended: boolean;
 }
 
+/** How long a revoked session id is remembered, so a tunnel opened just after its revocation ends too. */
+const RECENT_REVOCATION_MS = 60_000;
+const RECENT_REVOCATIONS_MAX = 10_000;
+
 /** The longest setTimeout delay Node keeps (about 24.8 days); a later expiry re-arms. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -49,6 +53,8 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 export class Tunnels {
   private readonly open = new Set<Tunnel>();
   private readonly bySid = new Map<string, Set<Tunnel>>();
+  /** Session ids revoked lately (heard on the channel), with when: in insertion order, oldest first. */
+  private readonly recentlyRevoked = new Map<string, number>();
   private readonly unsubscribe: () => void;
   private readonly recheck: NodeJS.Timeout;
   private emptied: (() => void) | undefined;
@@ -57,6 +63,7 @@ export class Tunnels {
 
   constructor(private readonly checks: TunnelChecks, private readonly log: Logger, private readonly access = true, recheckMs = 5000) {
     this.unsubscribe = checks.onRevoked((sid) => {
+      this.rememberRevoked(sid);
       for (const t of this.bySid.get(sid) ?? []) this.end(t, 'session revoked', true);
     });
     this.recheck = setInterval(() => void this.recheckAll(), recheckMs);
@@ -95,8 +102,20 @@ export class Tunnels {
       from.pipe(to);
     }
     this.log.debug('websocket open', { requestId: t.requestId, path: t.path, user: owner.user, via: owner.via });
-    // A revocation while the upstream was answering the handshake was heard by no tunnel yet: check once now.
-    void this.recheckOne(t);
+    // A revocation heard while the upstream was answering the handshake found no tunnel yet: it ends
+    // this one now. (The handshake's token was verified once, by authenticate; one the channel did not
+    // carry is found by the periodic recheck, as for any open tunnel.) A Basic user changed meanwhile: the same.
+    if (owner.via === 'bearer' ? this.recentlyRevoked.has(owner.sid) : false) this.end(t, 'session revoked', true);
+  }
+
+  private rememberRevoked(sid: string): void {
+    const now = Date.now();
+    this.recentlyRevoked.delete(sid);
+    this.recentlyRevoked.set(sid, now);
+    for (const [old, at] of this.recentlyRevoked) {
+      if (now - at < RECENT_REVOCATION_MS && this.recentlyRevoked.size <= RECENT_REVOCATIONS_MAX) break;
+      this.recentlyRevoked.delete(old);
+    }
   }
 
   /** Ends every tunnel now (the end of a shutdown). */

@@ -46,6 +46,24 @@ describe('Tunnels', () => {
     expect(h.tunnels.size).toBe(1);
   });
 
+  it('a tunnel opened just after its session\'s revocation was heard ends at once, without verifying the token again', async () => {
+    const h = harness(60_000);
+    stop = () => h.tunnels.stop();
+    let verified = 0;
+    const tunnels = h.tunnels as unknown as { checks: TunnelChecks };
+    const verify = tunnels.checks.verifyToken;
+    tunnels.checks.verifyToken = (t) => (verified++, verify(t));
+    h.revoke('s-late');
+    const [c, u] = [socket(), socket()];
+    h.tunnels.add(c, u, { user: 'bob', via: 'bearer', sid: 's-late', token: 't', exp: Date.now() / 1000 + 60 }, { requestId: 'r', path: '/p', upstream: 'up' });
+    await Promise.all([closed(c), closed(u)]);
+    const [c2, u2] = [socket(), socket()];
+    h.tunnels.add(c2, u2, { user: 'bob', via: 'bearer', sid: 's-fine', token: 't', exp: Date.now() / 1000 + 60 }, { requestId: 'r2', path: '/p', upstream: 'up' });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(c2.destroyed).toBe(false);
+    expect(verified).toBe(0);
+  });
+
   it('ends a bearer tunnel at its exp', async () => {
     const h = harness(60_000);
     stop = () => h.tunnels.stop();
