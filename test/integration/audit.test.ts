@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/log.js';
+import { describe, expect, it } from 'vitest';
 import { exchange, handshake, parseAnswer } from '../support/raw-client.js';
-import { basic, createTokens, echoUpstream, htpasswd, postJson, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
+import { basic, createTokens, gatewayFixture, postJson } from '../support/fixtures.js';
 
 // =============================================================================================
 // Audit (issue 17): who got a token, who failed, from where. Every token call and every 401, 403 and
@@ -10,11 +9,21 @@ import { basic, createTokens, echoUpstream, htpasswd, postJson, startGateway, te
 // =============================================================================================
 
 const PASSWORD = 'alice-secret-pw-4711';
-let users: Users;
-let echo: EchoUpstream;
-let gw: RunningGateway;
-const lines: string[] = [];
-const requests = () => lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'request');
+const gw = gatewayFixture({
+  users: { alice: PASSWORD, bob: 'bob-pw' },
+  log: 'info',
+  config: (f) => ({
+    upstreams: { up: { url: f.echo.url } },
+    routes: [
+      { path: '/v1/limited', upstream: 'up', rateLimit: { requests: 1, windowSeconds: 60 } },
+      { path: '/v1/closed', upstream: 'up', websocket: false },
+      { path: '/v1', upstream: 'up' },
+    ],
+    lockout: { maxFailuresPerUser: 2, windowSeconds: 60 },
+    log: { level: 'info', access: true },
+  }),
+});
+const requests = () => gw.logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'request');
 const lineOf = async (requestId: string) => {
   await expect.poll(() => requests().find((l) => l.requestId === requestId)).toBeDefined();
   return requests().find((l) => l.requestId === requestId)!;
@@ -23,27 +32,6 @@ const id = (() => {
   let n = 0;
   return () => `audit-${++n}`;
 })();
-
-beforeAll(async () => {
-  users = htpasswd({ alice: PASSWORD, bob: 'bob-pw' });
-  echo = await echoUpstream();
-  gw = await startGateway(testConfig(users.file, {
-    upstreams: { up: { url: echo.url } },
-    routes: [
-      { path: '/v1/limited', upstream: 'up', rateLimit: { requests: 1, windowSeconds: 60 } },
-      { path: '/v1/closed', upstream: 'up', websocket: false },
-      { path: '/v1', upstream: 'up' },
-    ],
-    lockout: { maxFailuresPerUser: 2, windowSeconds: 60 },
-    log: { level: 'info', access: true },
-  }), { log: createLogger('info', (line) => lines.push(line)) });
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await echo?.close();
-  users?.remove();
-});
 
 describe('access lines name the user, the address and the code', () => {
   it('token create: the user on success and the user name tried on failure, never the password', async () => {
@@ -96,7 +84,7 @@ describe('access lines name the user, the address and the code', () => {
   });
 
   it('no line holds a password', () => {
-    for (const line of lines) {
+    for (const line of gw.logs) {
       expect(line).not.toContain(PASSWORD);
       expect(line).not.toContain('bob-pw');
     }

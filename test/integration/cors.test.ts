@@ -1,40 +1,31 @@
 import { request, type IncomingHttpHeaders } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { ConfigError } from '../../src/config/errors.js';
-import { basic, createTokens, echoUpstream, htpasswd, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
+import { basic, createTokens, gatewayFixture, testConfig } from '../support/fixtures.js';
 
 const APP = 'https://app.example.com';
 const EVIL = 'https://evil.example.net';
 
-let users: Users;
-let echo: EchoUpstream;
-let gw: RunningGateway;
-
-beforeAll(async () => {
-  users = htpasswd({ alice: 'alice-pw' });
-  echo = await echoUpstream();
-  // An upstream with CORS opinions of its own: the gateway's policy must win where it has one.
-  echo.handler = (_req, res, r) => {
-    res.setHeader('Access-Control-Allow-Origin', '*');
-    res.setHeader('Vary', 'Accept-Encoding');
-    res.setHeader('content-type', 'application/json');
-    res.end(JSON.stringify(r));
-  };
-  gw = await startGateway(testConfig(users.file, {
+const gw = gatewayFixture({
+  before: (f) => {
+    // An upstream with CORS opinions of its own: the gateway's policy must win where it has one.
+    f.echo.handler = (_req, res, r) => {
+      res.setHeader('Access-Control-Allow-Origin', '*');
+      res.setHeader('Vary', 'Accept-Encoding');
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify(r));
+    };
+  },
+  config: (f) => ({
     tokens: { signing: { alg: 'HS256', secret: 'test-secret-test-secret-test-secret-0123456789' }, cors: { origins: [APP] } },
-    upstreams: { up: { url: echo.url } },
+    upstreams: { up: { url: f.echo.url } },
     routes: [
       { path: '/v1/list', upstream: 'up', cors: { origins: [APP, 'http://localhost:3000'], credentials: true, maxAge: 120 } },
       { path: '/v1/public', upstream: 'up', cors: { origins: '*', methods: ['GET'], headers: ['authorization'], exposedHeaders: [] } },
       { path: '/v1/plain', upstream: 'up' },
     ],
-  }));
-});
-afterAll(async () => {
-  await gw.close();
-  await echo.close();
-  users.remove();
+  }),
 });
 
 interface Answer {
@@ -107,14 +98,14 @@ describe('CORS on the token endpoints (tokens.cors)', () => {
 
 describe('CORS on routes (routes[].cors)', () => {
   it('answers the preflight itself: no credentials needed, nothing forwarded', async () => {
-    const before = echo.received.length;
+    const before = gw.echo.received.length;
     const pre = await preflight('/v1/list/items?size=10', APP, 'DELETE', 'Authorization, X-Request-Id');
     expect(pre.status).toBe(204);
     expect(pre.headers['access-control-allow-origin']).toBe(APP);
     expect(pre.headers['access-control-allow-credentials']).toBe('true');
     expect(pre.headers['access-control-allow-methods']).toBe('GET, HEAD, POST, PUT, PATCH, DELETE');
     expect(pre.headers['access-control-max-age']).toBe('120');
-    expect(echo.received.length).toBe(before);
+    expect(gw.echo.received.length).toBe(before);
   });
 
   it('a listed origin gets the gateway\'s headers on the upstream\'s answer, the upstream\'s own replaced; Vary keeps both', async () => {
@@ -126,7 +117,7 @@ describe('CORS on routes (routes[].cors)', () => {
     expect(r.headers['access-control-expose-headers']).toBe('X-Request-Id, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After, WWW-Authenticate');
     expect(vary(r.headers)).toEqual(expect.arrayContaining(['accept-encoding', 'origin']));
     // The upstream saw the request as usual (Origin included: it is the client's).
-    expect(echo.received.at(-1)!.headers.origin).toBe('http://localhost:3000');
+    expect(gw.echo.received.at(-1)!.headers.origin).toBe('http://localhost:3000');
   });
 
   it('an unlisted origin gets no CORS header at all, not even the upstream\'s *', async () => {
@@ -176,7 +167,7 @@ describe('CORS on routes (routes[].cors)', () => {
 });
 
 describe('CORS configuration', () => {
-  const load = (cors: unknown, where: 'route' | 'tokens' = 'route') => () => testConfig(users.file, where === 'route'
+  const load = (cors: unknown, where: 'route' | 'tokens' = 'route') => () => testConfig(gw.users.file, where === 'route'
     ? { upstreams: { up: { url: 'http://127.0.0.1:1' } }, routes: [{ path: '/v1/x', upstream: 'up', cors }] }
     : { tokens: { signing: { alg: 'HS256', secret: 'test-secret-test-secret-test-secret-0123456789' }, cors } });
 

@@ -1,40 +1,29 @@
 import { request } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { basic, echoUpstream, htpasswd, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
+import { describe, expect, it } from 'vitest';
+import { basic, gatewayFixture } from '../support/fixtures.js';
 
-let users: Users;
-let echo: EchoUpstream;
-let gw: RunningGateway;
-
-beforeAll(async () => {
-  users = htpasswd({ alice: 'alice-pw' });
-  echo = await echoUpstream();
-  gw = await startGateway(testConfig(users.file, {
-    upstreams: { up: { url: echo.url, timeouts: { idleMs: 300 } } },
+const gw = gatewayFixture({
+  config: (f) => ({
+    upstreams: { up: { url: f.echo.url, timeouts: { idleMs: 300 } } },
     // A catch-all route under /v1 must still never see /v1/tokens.
     routes: [{ path: '/v1', upstream: 'up' }],
-  }));
-});
-afterAll(async () => {
-  await gw.close();
-  await echo.close();
-  users.remove();
+  }),
 });
 
 const auth = { authorization: basic('alice', 'alice-pw') };
 
 describe('edges', () => {
   it.each(['GET', 'POST'])('answers %s /v1/tokens itself with 404, never forwarding it', async (method) => {
-    const before = echo.received.length;
+    const before = gw.echo.received.length;
     const res = await fetch(`${gw.base}/v1/tokens`, { method, headers: auth });
     expect(res.status).toBe(404);
     expect(((await res.json()) as { code: string }).code).toBe('not_found');
-    expect(echo.received.length).toBe(before);
+    expect(gw.echo.received.length).toBe(before);
     expect((await fetch(`${gw.base}/v1/tokensX`, { headers: auth })).status).toBe(200);
   });
 
   it('cuts a response whose body stalls for the upstream idle timeout', async () => {
-    echo.handler = (_req, res) => {
+    gw.echo.handler = (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/plain' });
       res.write('partial');
     };
@@ -52,7 +41,7 @@ describe('edges', () => {
       });
       expect(outcome).toBe('cut');
     } finally {
-      echo.handler = (_req, res, r) => {
+      gw.echo.handler = (_req, res, r) => {
         res.setHeader('content-type', 'application/json');
         res.end(JSON.stringify(r));
       };

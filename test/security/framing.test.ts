@@ -1,6 +1,6 @@
-import { connect } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { basic, echoUpstream, htpasswd, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
+import { describe, expect, it } from 'vitest';
+import { basic, gatewayFixture } from '../support/fixtures.js';
+import { exchangeUntilClosed } from '../support/raw-client.js';
 
 // =============================================================================================
 // Request framing, from the outside: every method the gateway forwards × every way a client can
@@ -13,23 +13,11 @@ import { basic, echoUpstream, htpasswd, startGateway, testConfig, type EchoUpstr
 const ALICE = basic('alice', 'alice-pw');
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'PROPFIND'] as const;
 
-let users: Users;
-let echo: EchoUpstream;
-let gw: RunningGateway;
-
-beforeAll(async () => {
-  users = htpasswd({ alice: 'alice-pw' });
-  echo = await echoUpstream();
-  gw = await startGateway(testConfig(users.file, {
-    upstreams: { up: { url: echo.url } },
+const gw = gatewayFixture({
+  config: (f) => ({
+    upstreams: { up: { url: f.echo.url } },
     routes: [{ path: '/v1/contacts', upstream: 'up', forwardAuthorization: true }],
-  }));
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await echo?.close();
-  users?.remove();
+  }),
 });
 
 /** A complete request for another user, as an attacker would hide it in a body. */
@@ -68,29 +56,13 @@ const CASES: Case[] = METHODS.flatMap((method) => FRAMINGS.flatMap((framing) => 
 })));
 
 /** Writes bytes to a fresh connection; resolves with everything read once the gateway closes it. */
-function exchange(bytes: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(gw.port, '127.0.0.1');
-    const chunks: Buffer[] = [];
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(new Error('no complete answer within 5 s'));
-    }, 5000);
-    socket.on('data', (c: Buffer) => chunks.push(c));
-    socket.on('error', reject);
-    socket.on('close', () => {
-      clearTimeout(timer);
-      resolve(Buffer.concat(chunks).toString('latin1'));
-    });
-    socket.write(bytes);
-  });
-}
+const exchange = (bytes: string) => exchangeUntilClosed(gw.port, bytes);
 
 const settle = () => new Promise((r) => setTimeout(r, 100));
 
 describe('request framing: one client request is one upstream request, body intact', () => {
   it.each(CASES)('$name', async (c) => {
-    const before = echo.received.length;
+    const before = gw.echo.received.length;
     const { headers, bytes } = c.framing.encode(c.body);
     const path = `/v1/contacts/${c.tag}`;
     const answer = await exchange(`${c.method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${ALICE}\r\n${headers}Connection: close\r\n\r\n${bytes}`);
@@ -99,26 +71,26 @@ describe('request framing: one client request is one upstream request, body inta
     await settle();
 
     expect(answer).toMatch(/^HTTP\/1\.1 200 /);
-    const arrived = echo.received.slice(before);
+    const arrived = gw.echo.received.slice(before);
     expect(arrived.map((r) => `${r.method} ${r.url}`), 'the upstream must see exactly the one request sent').toEqual([`${c.method} ${path}`]);
     expect(arrived[0]!.body).toBe(c.body);
     expect(arrived[0]!.headers['x-authenticated-user']).toBe('alice');
   });
 
   it('a pipelined second request on the client connection is authenticated on its own, never folded into the first', async () => {
-    const before = echo.received.length;
+    const before = gw.echo.received.length;
     const first = `DELETE /v1/contacts/one HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${ALICE}\r\nTransfer-Encoding: chunked\r\n\r\n${chunk(hiddenRequest('pipelined'))}0\r\n\r\n`;
     const second = 'GET /v1/contacts/two HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n';
     const answer = await exchange(first + second);
     await settle();
     const statuses = [...answer.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => m[1]);
     expect(statuses).toEqual(['200', '401']);
-    expect(echo.received.slice(before).map((r) => r.url)).toEqual(['/v1/contacts/one']);
+    expect(gw.echo.received.slice(before).map((r) => r.url)).toEqual(['/v1/contacts/one']);
   });
 
   it('no request the upstream ever received was a smuggled one', () => {
-    expect(echo.received.filter((r) => r.url.includes('smuggled'))).toEqual([]);
-    expect(echo.received.filter((r) => r.headers['x-authenticated-user'] !== 'alice')).toEqual([]);
+    expect(gw.echo.received.filter((r) => r.url.includes('smuggled'))).toEqual([]);
+    expect(gw.echo.received.filter((r) => r.headers['x-authenticated-user'] !== 'alice')).toEqual([]);
   });
 
   it('the gateway still answers /healthz', async () => {

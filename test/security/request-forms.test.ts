@@ -1,8 +1,7 @@
-import { connect, type Socket } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/log.js';
+import { describe, expect, it } from 'vitest';
 import { OVERRIDE_HEADERS } from '../../src/proxy/headers.js';
-import { basic, echoUpstream, htpasswd, startGateway, testConfig, type EchoUpstream, type Received, type RunningGateway, type Users } from '../support/fixtures.js';
+import { basic, gatewayFixture, type Received } from '../support/fixtures.js';
+import { exchange, openRaw } from '../support/raw-client.js';
 
 // =============================================================================================
 // Request forms and header trust, as a black-box attack pass tried them: raw sockets, a recording
@@ -15,90 +14,29 @@ const ALICE = basic('alice', 'alice-pw');
 const SECRET_QUERY = 'token=qs-secret-4711';
 const USERINFO = 'leaky-user:leaky-pass';
 
-let users: Users;
-let echo: EchoUpstream;
-let gw: RunningGateway;
-export const logLines: string[] = [];
-
-beforeAll(async () => {
-  users = htpasswd({ alice: 'alice-pw' });
-  echo = await echoUpstream();
-  gw = await startGateway(testConfig(users.file, {
+const gw = gatewayFixture({
+  log: 'debug',
+  config: (f) => ({
     server: { host: '127.0.0.1', port: 0, headersTimeoutMs: 1000, bodyTimeoutMs: 1000 },
-    upstreams: { up: { url: echo.url, timeouts: { idleMs: 600 } } },
+    upstreams: { up: { url: f.echo.url, timeouts: { idleMs: 600 } } },
     routes: [
       { path: '/v1/override', upstream: 'up', allowHeaders: ['x-http-method-override'] },
       { path: '/v1', upstream: 'up' },
     ],
     log: { level: 'debug', access: true },
-  }), { log: createLogger('debug', (line) => logLines.push(line)) });
+  }),
 });
-
-afterAll(async () => {
-  await gw?.close();
-  await echo?.close();
-  users?.remove();
-});
+/** Every line the gateway logged while the table ran. */
+const logLines = gw.logs;
 
 // ---------------------------------------------------------------------------------------------
-// A raw client that can wait between writes and tell what arrived when.
+// The raw client (test/support/raw-client.ts): it can wait between writes and tell what arrived when.
 // ---------------------------------------------------------------------------------------------
 
-interface Conversation {
-  socket: Socket;
-  /** Everything read so far. */
-  text(): string;
-  /** Resolves when `pattern` has been read, or with false after `ms`. */
-  waitFor(pattern: RegExp, ms: number): Promise<boolean>;
-  closed(): Promise<void>;
-}
+const open = () => openRaw(gw.port);
 
-function open(): Promise<Conversation> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(gw.port, '127.0.0.1');
-    let buf = '';
-    let ended = false;
-    const waiters = new Set<() => void>();
-    socket.on('data', (d: Buffer) => {
-      buf += d.toString('latin1');
-      for (const w of waiters) w();
-    });
-    socket.on('error', () => {});
-    socket.on('close', () => {
-      ended = true;
-      for (const w of waiters) w();
-    });
-    socket.once('connect', () => resolve({
-      socket,
-      text: () => buf,
-      waitFor: (pattern, ms) => new Promise((done) => {
-        const check = () => {
-          if (pattern.test(buf)) finish(true);
-          else if (ended) finish(false);
-        };
-        const timer = setTimeout(() => finish(false), ms);
-        const finish = (ok: boolean) => {
-          clearTimeout(timer);
-          waiters.delete(check);
-          done(ok);
-        };
-        waiters.add(check);
-        check();
-      }),
-      closed: () => (ended ? Promise.resolve() : new Promise((done) => socket.once('close', () => done()))),
-    }));
-    socket.once('error', reject);
-  });
-}
-
-/** Sends bytes on a fresh connection and reads until the gateway closes it (Connection: close). */
-async function send(bytes: string): Promise<string> {
-  const c = await open();
-  c.socket.write(bytes);
-  await Promise.race([c.closed(), new Promise((r) => setTimeout(r, 3000))]);
-  c.socket.destroy();
-  return c.text();
-}
+/** Sends bytes on a fresh connection and reads until the gateway closes it (Connection: close), at most 3 s. */
+const send = (bytes: string) => exchange(gw.port, bytes);
 
 function statusOf(answer: string): number {
   return Number(/^HTTP\/1\.[01] (\d{3})/.exec(answer)?.[1] ?? 0);
@@ -369,16 +307,16 @@ const ROWS: Row[] = [
 ];
 
 function echoPort(): number {
-  return Number(new URL(echo.url).port);
+  return Number(new URL(gw.echo.url).port);
 }
 
 describe('request forms and header trust (one row per finding)', () => {
   it.each(ROWS)('$name', async (row) => {
-    const before = echo.received.length;
+    const before = gw.echo.received.length;
     const answer = await row.probe();
     await settle();
     expect(statusOf(answer), answer.slice(0, 600)).toBe(row.status);
-    const arrived = echo.received.slice(before);
+    const arrived = gw.echo.received.slice(before);
     if (row.upstream) {
       expect(arrived).toHaveLength(1);
       row.upstream(arrived[0]!);
@@ -394,7 +332,7 @@ describe('request forms and header trust (one row per finding)', () => {
   });
 
   it('the stalled upload never completed at the upstream', () => {
-    expect(echo.received.filter((r) => r.url.includes('stalled-upload'))).toEqual([]);
+    expect(gw.echo.received.filter((r) => r.url.includes('stalled-upload'))).toEqual([]);
   });
 
   it('no log line of this table carries a password, a Basic credential, userinfo or a secret from a query string', () => {

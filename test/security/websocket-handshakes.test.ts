@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Socket } from 'node:net';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/log.js';
-import { basic, createTokens, htpasswd, startGateway, testConfig, type RunningGateway, type Users } from '../support/fixtures.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { basic, createTokens, gatewayFixture } from '../support/fixtures.js';
 import { exchange, handshake, headerOf, openRaw, parseAnswer, rawUpstream, type RawUpstream } from '../support/raw-client.js';
 
 // =============================================================================================
@@ -17,15 +16,14 @@ const acceptOf = (key: string) => createHash('sha1').update(`${key}258EAFA5-E914
 const GOOD_101 = (key = KEY, extra = '') =>
   `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${acceptOf(key)}\r\n${extra}\r\n`;
 
-let users: Users;
 let up: RawUpstream;
-let gw: RunningGateway;
-const lines: Array<Record<string, unknown>> = [];
-
-beforeAll(async () => {
-  users = htpasswd({ alice: 'alice-pw' });
-  up = await rawUpstream();
-  gw = await startGateway(testConfig(users.file, {
+const gw = gatewayFixture({
+  echo: false,
+  log: 'info',
+  before: async () => {
+    up = await rawUpstream();
+  },
+  config: () => ({
     upstreams: { up: { url: up.url, timeouts: { responseMs: 3000 } } },
     routes: [
       { path: '/v1/list', upstream: 'up', paging: { sizes: [10, 20, 50], sortable: ['createdAt'] } },
@@ -34,14 +32,11 @@ beforeAll(async () => {
       { path: '/v1', upstream: 'up' },
     ],
     log: { level: 'info', access: true },
-  }), { log: createLogger('info', (line) => lines.push(JSON.parse(line) as Record<string, unknown>)) });
+  }),
+  after: () => up?.close(),
 });
-
-afterAll(async () => {
-  await gw?.close();
-  await up?.close();
-  users?.remove();
-});
+/** The gateway's log lines, parsed. */
+const logged = () => gw.logs.map((l) => JSON.parse(l) as Record<string, unknown>);
 
 beforeEach(() => {
   up.heads.length = 0;
@@ -106,12 +101,11 @@ describe('a handshake takes the pipeline of every request', () => {
   });
 
   it('is counted in auth_gateway_requests_total and has an access line (address, user, via, status, code)', async () => {
-    lines.length = 0;
     const before = await gw.gateway.metrics.registry.getSingleMetricAsString('auth_gateway_requests_total');
     const ok = await openRaw(gw.port);
-    ok.socket.write(handshake('/v1/live', { Authorization: ALICE }));
+    ok.socket.write(handshake('/v1/live', { Authorization: ALICE, 'X-Request-Id': 'counted-101' }));
     expect(await ok.waitFor(/^HTTP\/1\.1 101 /, 2000)).toBe(true);
-    const refused = parseAnswer(await exchange(gw.port, handshake('/v1/live', { Authorization: basic('alice', 'wrong') })));
+    const refused = parseAnswer(await exchange(gw.port, handshake('/v1/live', { Authorization: basic('alice', 'wrong'), 'X-Request-Id': 'counted-401' })));
     expect(refused.status).toBe(401);
     ok.socket.destroy();
     const after = await gw.gateway.metrics.registry.getSingleMetricAsString('auth_gateway_requests_total');
@@ -119,8 +113,9 @@ describe('a handshake takes the pipeline of every request', () => {
       Number(new RegExp(`auth_gateway_requests_total\\{[^}]*route="/v1"[^}]*status_class="${cls}"[^}]*auth="${auth}"[^}]*\\} (\\d+)`).exec(text)?.[1] ?? 0);
     expect(count(after, '1xx', 'basic') - count(before, '1xx', 'basic')).toBe(1);
     expect(count(after, '4xx', 'none') - count(before, '4xx', 'none')).toBe(1);
-    await expect.poll(() => lines.filter((l) => l.msg === 'request' && l.path === '/v1/live')).toHaveLength(2);
-    const [opened, denied] = lines.filter((l) => l.msg === 'request' && l.path === '/v1/live');
+    const lineOf = (id: string) => logged().find((l) => l.msg === 'request' && l.requestId === id);
+    await expect.poll(() => lineOf('counted-101') !== undefined && lineOf('counted-401') !== undefined).toBe(true);
+    const [opened, denied] = [lineOf('counted-101'), lineOf('counted-401')];
     expect(opened).toMatchObject({ status: 101, user: 'alice', via: 'basic', address: '127.0.0.1', route: '/v1' });
     expect(denied).toMatchObject({ status: 401, user: 'alice', code: 'invalid_credentials', address: '127.0.0.1' });
     expect(denied!.via).toBeUndefined();
@@ -222,7 +217,6 @@ describe('handshakes that must not get through', () => {
 
 describe('tunnels', () => {
   it('a tunnel the client closed is logged as closed by the client, with its user', async () => {
-    lines.length = 0;
     let upstreamSide: Socket | undefined;
     up.onHead = (head, socket) => {
       upstreamSide = socket;
@@ -239,6 +233,6 @@ describe('tunnels', () => {
     c.socket.write(Buffer.from([0x88, 0x80, 1, 2, 3, 4]));
     await c.closed();
     expect(upstreamSide).toBeDefined();
-    await expect.poll(() => lines.find((l) => l.msg === 'websocket closed' && l.requestId === 'closed-by-client')).toMatchObject({ reason: 'client closed', user: 'alice', via: 'basic' });
+    await expect.poll(() => logged().find((l) => l.msg === 'websocket closed' && l.requestId === 'closed-by-client')).toMatchObject({ reason: 'client closed', user: 'alice', via: 'basic' });
   });
 });

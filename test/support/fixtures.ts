@@ -3,7 +3,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import { validateConfig } from '../../src/config/validate.js';
+import { createLogger } from '../../src/log.js';
 import type { Config } from '../../src/config/types.js';
 import { createGateway, type Gateway, type GatewayDeps } from '../../src/server.js';
 
@@ -121,4 +123,53 @@ export async function createTokens(base: string, appKey: string, appSecret: stri
   const res = await postJson(base, '/v1/tokens/create', { appKey, appSecret });
   if (res.status !== 200) throw new Error(`create failed: ${res.status} ${await res.text()}`);
   return res.json() as Promise<{ accessToken: string; refreshToken: string; expiresInSeconds: number }>;
+}
+
+export interface GatewayFixtureOptions {
+  /** htpasswd users (name → password); default alice:alice-pw. */
+  users?: Record<string, string>;
+  /** Start an echo upstream (default true); its URL is passed to `config`. */
+  echo?: boolean;
+  /** Runs before the gateway starts (an upstream of the suite's own, a tweak of the echo's handler). */
+  before?: (f: GatewayFixture) => Promise<void> | void;
+  /** The configuration overrides (see testConfig), given the users file and the echo upstream's URL. */
+  config: (f: GatewayFixture) => Raw;
+  /** Collect the gateway's log lines (JSON) at this level into `logs`. */
+  log?: 'debug' | 'info' | 'warn';
+  deps?: (f: GatewayFixture) => GatewayDeps;
+  /** Runs after the gateway stopped (the suite's own upstreams). */
+  after?: (f: GatewayFixture) => Promise<void> | void;
+}
+
+/** What gatewayFixture sets up; members are filled in its beforeAll. */
+export interface GatewayFixture extends RunningGateway {
+  users: Users;
+  echo: EchoUpstream;
+  /** The gateway's log lines (raw JSON text) when `log` was given. */
+  logs: string[];
+}
+
+/**
+ * The one gateway set-up of the suites: in a beforeAll, an htpasswd file, an echo upstream and the real
+ * gateway on a free loopback port; in an afterAll, all of it stopped and removed. Call it at the top
+ * level of a test file (or of a describe block); read its members in the tests.
+ */
+export function gatewayFixture(options: GatewayFixtureOptions): GatewayFixture {
+  const f = { logs: [] as string[] } as unknown as GatewayFixture;
+  beforeAll(async () => {
+    f.users = htpasswd(options.users ?? { alice: 'alice-pw' });
+    if (options.echo !== false) f.echo = await echoUpstream();
+    await options.before?.(f);
+    const deps = options.deps?.(f) ?? {};
+    if (options.log) deps.log = createLogger(options.log, (line) => f.logs.push(line));
+    const running = await startGateway(testConfig(f.users.file, options.config(f)), deps);
+    Object.assign(f, running);
+  });
+  afterAll(async () => {
+    await f.gateway?.close(500);
+    await f.echo?.close();
+    await options.after?.(f);
+    f.users?.remove();
+  });
+  return f;
 }

@@ -67,6 +67,16 @@ export async function exchange(port: number, bytes: string | Buffer, ms = 3000):
   return c.text();
 }
 
+/** As exchange, but the peer must close the connection within `ms`: rejects otherwise. */
+export async function exchangeUntilClosed(port: number, bytes: string | Buffer, ms = 5000): Promise<string> {
+  const c = await openRaw(port);
+  c.socket.write(bytes);
+  const closed = await Promise.race([c.closed().then(() => true), new Promise<false>((r) => setTimeout(() => r(false), ms))]);
+  c.socket.destroy();
+  if (!closed) throw new Error(`no complete answer within ${ms} ms (the connection stayed open)`);
+  return c.text();
+}
+
 export interface RawAnswer {
   status: number;
   /** Lower-cased names; repeated headers joined with ", ". */
