@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basic, createTokens, echoUpstream, htpasswd, postJson, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
 import { captureLog, until, writeGroups, type CapturedLog } from '../support/authz.js';
+import { openRaw } from '../support/raw-client.js';
 
 /**
  * The forward-auth endpoint answered by the gateway itself (the e2e suite puts nginx and Caddy in
@@ -130,6 +131,23 @@ describe('forward-auth', () => {
     expect(metrics).toMatch(/auth_gateway_forward_auth_answers_total\{status="200"\} [1-9]/);
     expect(metrics).toMatch(/auth_gateway_forward_auth_answers_total\{status="403"\} [1-9]/);
     expect(metrics).toMatch(/auth_gateway_forbidden_total\{route="\/v1\/reports"\} [1-9]/);
+  });
+
+  it('a call about a WebSocket handshake (Upgrade headers copied along, as Caddy does) gets the same plain answer', async () => {
+    const c = await openRaw(gw.port);
+    try {
+      c.socket.write([
+        'GET /auth/verify HTTP/1.1', `Host: 127.0.0.1:${gw.port}`, `Authorization: ${carol}`,
+        'Connection: Upgrade', 'Upgrade: websocket', 'Sec-WebSocket-Version: 13', 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==',
+        'X-Forwarded-Method: GET', 'X-Forwarded-Uri: /wiki/live', '', '',
+      ].join('\r\n'));
+      expect(await c.waitFor(/\r\n\r\n/, 3000)).toBe(true);
+      expect(c.text()).toMatch(/^HTTP\/1\.1 200 /);
+      expect(c.text()).toMatch(/\r\nX-Authenticated-User: carol\r\n/i);
+      expect(c.text()).not.toMatch(/\r\nUpgrade:/i);
+    } finally {
+      c.socket.destroy();
+    }
   });
 
   it('/openapi.json documents the endpoint', async () => {
