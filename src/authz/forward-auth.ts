@@ -13,7 +13,7 @@ import { describedRequest } from './forward-auth-request.js';
 export function asForwardAuthCall(ctx: GatewayContext): void {
   const described = describedRequest(ctx.req);
   ctx.state.handOff = 'answer';
-  ctx.state.forwardAuth = { path: ctx.path };
+  ctx.state.forwardAuth = { path: ctx.path, host: described.host, proto: described.proto };
   ctx.method = described.method;
   ctx.path = described.path;
   ctx.querystring = described.querystring;

@@ -31,6 +31,7 @@ export function accessLine(log: Logger): (ctx: GatewayContext, started: number) 
         upstream: ctx.state.route?.upstream,
         // A forward-auth call: method and path above are the request it asked about.
         forwardAuth: ctx.state.forwardAuth ? true : undefined,
+        forwardedHost: ctx.state.forwardAuth?.host,
         bytes: socket.bytesWritten - bytesBefore,
         ms: performance.now() - started,
       };

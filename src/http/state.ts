@@ -29,7 +29,7 @@ export interface GatewayState {
   triedUser?: string;
   principal?: Principal;
   /** A forward-auth call: the path it was sent to (ctx.method/path are the request it describes). */
-  forwardAuth?: { path: string };
+  forwardAuth?: { path: string; host: string | undefined; proto: 'http' | 'https' | undefined };
   /** The route the path matched (set after authentication). */
   route?: Route;
   /** The parsed JSON body of a /v1/tokens request. */

@@ -124,9 +124,9 @@ describe('forward-auth', () => {
 
   it('the access line says forward-auth and names the described request; the metrics count answers by status', async () => {
     log.lines.length = 0;
-    await ask('DELETE', '/v1/reports/9', { authorization: alice });
+    await ask('DELETE', '/v1/reports/9', { authorization: alice, 'x-forwarded-host': 'api.example.com' });
     expect(await until(() => log.lines.some((l) => l.msg === 'request' && l.forwardAuth === true))).toBe(true);
-    expect(log.lines.find((l) => l.msg === 'request')).toMatchObject({ method: 'DELETE', path: '/v1/reports/9', status: 403, code: 'forbidden', forwardAuth: true, user: 'alice', route: '/v1/reports' });
+    expect(log.lines.find((l) => l.msg === 'request')).toMatchObject({ method: 'DELETE', path: '/v1/reports/9', status: 403, code: 'forbidden', forwardAuth: true, forwardedHost: 'api.example.com', user: 'alice', route: '/v1/reports' });
     const metrics = await gw.gateway.metrics.registry.metrics();
     expect(metrics).toMatch(/auth_gateway_forward_auth_answers_total\{status="200"\} [1-9]/);
     expect(metrics).toMatch(/auth_gateway_forward_auth_answers_total\{status="403"\} [1-9]/);
