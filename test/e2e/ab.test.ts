@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { echoUpstream, htpasswd, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
+import { describe, expect, it } from 'vitest';
+import { gatewayFixture } from '../support/fixtures.js';
 import { requireTool, run } from './support/tools.js';
 
 /**
@@ -7,25 +7,15 @@ import { requireTool, run } from './support/tools.js';
  * connection (and say so, framed by Content-Length), the gateway's own and the forwarded ones alike.
  */
 
-let users: Users;
-let echo: EchoUpstream;
-let gw: RunningGateway;
 let ab: string;
-
-beforeAll(async () => {
-  ab = requireTool('ab');
-  users = htpasswd({ alice: 'alice-pw' });
-  echo = await echoUpstream();
-  gw = await startGateway(testConfig(users.file, {
-    upstreams: { echo: { url: echo.url } },
+const gw = gatewayFixture({
+  before: () => {
+    ab = requireTool('ab');
+  },
+  config: (f) => ({
+    upstreams: { echo: { url: f.echo.url } },
     routes: [{ path: '/v1/echo', upstream: 'echo' }],
-  }));
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await echo?.close();
-  users?.remove();
+  }),
 });
 
 async function bench(path: string): Promise<{ complete: number; failed: number; keepAlive: number; non2xx: number }> {

@@ -1,9 +1,9 @@
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import { rewriteLocation } from '../../src/proxy/location.js';
 import { basic, htpasswd, startGateway, testConfig, type RunningGateway, type Users } from '../support/fixtures.js';
+import { openRaw } from '../support/raw-client.js';
 
 // Real traffic shapes through the front door: uploads slower than the response timeout, quiet
 // streams, redirects to the upstream's own address, prefixes, Host, HTTP/1.0 keep-alive.
@@ -220,27 +220,27 @@ describe('redirects, prefixes and Host', () => {
 
 describe('HTTP/1.0 clients', () => {
   /** Writes each request on one connection and collects what comes back until it closes or goes quiet. */
-  function session(requests: string[]): Promise<string> {
-    return new Promise((resolve) => {
-      const socket = connect(gw.port, '127.0.0.1');
-      let out = '';
-      let quiet: NodeJS.Timeout | undefined;
-      const done = () => {
-        socket.destroy();
-        resolve(out);
-      };
-      socket.on('data', (d: Buffer) => {
-        out += d.toString('latin1');
-        clearTimeout(quiet);
-        quiet = setTimeout(() => {
-          const next = requests.shift();
-          if (next) socket.write(next);
-          else done();
-        }, 100);
-      });
-      socket.on('close', done);
-      socket.write(requests.shift()!);
-    });
+  async function session(requests: string[]): Promise<string> {
+    const c = await openRaw(gw.port);
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    c.socket.write(requests.shift()!);
+    let before = 0;
+    for (;;) {
+      // The answer begins (or the connection closes; at most 5 s), then the connection goes quiet for 100 ms.
+      const deadline = Date.now() + 5000;
+      while (c.text().length === before && !c.isClosed() && Date.now() < deadline) await sleep(10);
+      let seen: number;
+      do {
+        seen = c.text().length;
+        await Promise.race([c.closed(), sleep(100)]);
+      } while (c.text().length !== seen && !c.isClosed());
+      before = c.text().length;
+      const next = requests.shift();
+      if (!next || c.isClosed()) break;
+      c.socket.write(next);
+    }
+    c.socket.destroy();
+    return c.text();
   }
 
   it('keep-alive survives a forwarded response (as ApacheBench -k needs)', async () => {

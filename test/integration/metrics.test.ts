@@ -1,10 +1,10 @@
 import { createServer, type Server } from 'node:http';
-import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basic, createTokens, echoUpstream, htpasswd, postJson, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
 import { freePort } from '../support/process.js';
 import { parsePrometheus, sampleValue, type Sample } from '../support/prometheus.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { exchangeUntilClosed } from '../support/raw-client.js';
 
 let users: Users;
 let echo: EchoUpstream;
@@ -50,15 +50,7 @@ const scrape = async (base = admin): Promise<Sample[]> => {
   return parsePrometheus(await res.text());
 };
 /** Bytes on a socket, for request targets fetch will not send; resolves with what came back. */
-function rawRequest(port: string, bytes: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), '127.0.0.1', () => socket.end(bytes));
-    let out = '';
-    socket.on('data', (d: Buffer) => (out += d.toString()));
-    socket.on('end', () => resolve(out));
-    socket.on('error', reject);
-  });
-}
+const rawRequest = (port: string, bytes: string) => exchangeUntilClosed(Number(port), bytes);
 const alice = { authorization: basic('alice', 'alice-pw') };
 
 describe('the admin listener', () => {

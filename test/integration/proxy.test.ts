@@ -2,8 +2,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { createServer, request, type IncomingHttpHeaders, type OutgoingHttpHeaders, type Server } from 'node:http';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
-  basic, createTokens, echoUpstream, htpasswd, postJson, startGateway, testConfig,
-  type EchoUpstream, type Received, type RunningGateway, type Users,
+  basic, createTokens, echoUpstream, gatewayFixture, postJson, startGateway, testConfig,
+  type EchoUpstream, type Received, type RunningGateway,
 } from '../support/fixtures.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -122,26 +122,24 @@ async function binaryUpstream(response: Buffer): Promise<BinaryUpstream> {
 const ALICE = basic('alice', 'alice-pw');
 const ONE_MB = 1024 * 1024;
 
-let users: Users;
-let echo: EchoUpstream;
 let special: EchoUpstream;
 let files: BinaryUpstream;
-let gw: RunningGateway;
 let echoDefault: EchoUpstream['handler'];
 
-beforeAll(async () => {
-  users = htpasswd({ alice: 'alice-pw', 'jürgen': 'jürgen-pw' });
-  echo = await echoUpstream();
-  special = await echoUpstream();
-  files = await binaryUpstream(randomBytes(ONE_MB));
-  echoDefault = echo.handler;
-  gw = await startGateway(testConfig(users.file, {
+const gw = gatewayFixture({
+  users: { alice: 'alice-pw', 'jürgen': 'jürgen-pw' },
+  before: async (f) => {
+    special = await echoUpstream();
+    files = await binaryUpstream(randomBytes(ONE_MB));
+    echoDefault = f.echo.handler;
+  },
+  config: (f) => ({
     upstreams: {
-      up: { url: echo.url, timeoutMs: 1000 },
+      up: { url: f.echo.url, timeoutMs: 1000 },
       special: { url: special.url, timeoutMs: 1000 },
       files: { url: files.url, timeoutMs: 3000 },
       down: { url: 'http://127.0.0.1:1', timeoutMs: 1000 },
-      slow: { url: echo.url, timeoutMs: 300 },
+      slow: { url: f.echo.url, timeoutMs: 300 },
     },
     routes: [
       { path: '/v1/conversations', upstream: 'up', paging: { sortable: ['campaignId', 'createdAt'] } },
@@ -152,32 +150,28 @@ beforeAll(async () => {
       { path: '/v1/down', upstream: 'down' },
       { path: '/v1/slow', upstream: 'slow' },
     ],
-  }));
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await echo?.close();
-  await special?.close();
-  await files?.close();
-  users?.remove();
+  }),
+  after: async () => {
+    await special?.close();
+    await files?.close();
+  },
 });
 
 beforeEach(() => {
-  echo.received.length = 0;
+  gw.echo.received.length = 0;
   special.received.length = 0;
   files.bodies.length = 0;
-  echo.handler = echoDefault;
+  gw.echo.handler = echoDefault;
 });
 
 /** What the one upstream request of this test received. */
-function only(upstream: EchoUpstream = echo): Received {
+function only(upstream: EchoUpstream = gw.echo): Received {
   expect(upstream.received).toHaveLength(1);
   return upstream.received[0]!;
 }
 
 function nothingForwarded(): void {
-  expect(echo.received).toHaveLength(0);
+  expect(gw.echo.received).toHaveLength(0);
   expect(special.received).toHaveLength(0);
   expect(files.bodies).toHaveLength(0);
 }
@@ -285,7 +279,7 @@ describe('authentication in front of every route (spec section 5)', () => {
     expect((await send(gw.port, '/v1/contacts', { headers: { authorization: `Bearer ${accessToken}` } })).status).toBe(200);
     const revoked = await postJson(gw.base, '/v1/tokens/revoke', { token: accessToken, type: 'ACCESS_TOKEN' });
     expect(revoked.status).toBe(200);
-    echo.received.length = 0;
+    gw.echo.received.length = 0;
     const r = await send(gw.port, '/v1/contacts', { headers: { authorization: `Bearer ${accessToken}` } });
     problem(r, 401, 'invalid_token');
     nothingForwarded();
@@ -319,7 +313,7 @@ describe('routing', () => {
     const r = await send(gw.port, '/v1/contacts/special/x', { headers: { authorization: ALICE } });
     expect(r.status).toBe(200);
     expect(only(special).url).toBe('/v1/contacts/special/x');
-    expect(echo.received).toHaveLength(0);
+    expect(gw.echo.received).toHaveLength(0);
   });
 
   it('the exact longer prefix matches too: /v1/contacts/special', async () => {
@@ -392,8 +386,8 @@ describe('path traversal: every spelling passes the checks of the path the upstr
       return;
     }
     expect(r.status).toBe(200);
-    const target = expected.via === 'up' ? echo : special;
-    const other = expected.via === 'up' ? special : echo;
+    const target = expected.via === 'up' ? gw.echo : special;
+    const other = expected.via === 'up' ? special : gw.echo;
     expect(only(target).url).toBe(expected.url);
     expect(other.received).toHaveLength(0);
   });
@@ -465,7 +459,7 @@ describe('headers the upstream receives (DESIGN "Forwarding", PITFALLS http-prox
   });
 
   it('hop-by-hop headers of the upstream response are not passed to the client', async () => {
-    echo.handler = (_req, res) => {
+    gw.echo.handler = (_req, res) => {
       res.writeHead(200, { connection: 'keep-alive, X-Upstream-Hop', 'x-upstream-hop': 'secret', 'keep-alive': 'timeout=99, max=7', 'x-upstream-e2e': 'kept' });
       res.end('ok');
     };
@@ -505,9 +499,9 @@ describe('headers the upstream receives (DESIGN "Forwarding", PITFALLS http-prox
   describe('trustProxy: 1', () => {
     let trusting: RunningGateway;
     beforeAll(async () => {
-      trusting = await startGateway(testConfig(users.file, {
+      trusting = await startGateway(testConfig(gw.users.file, {
         server: { host: '127.0.0.1', port: 0, shutdownGraceMs: 2000, trustProxy: 1 },
-        upstreams: { up: { url: echo.url, timeoutMs: 1000 } },
+        upstreams: { up: { url: gw.echo.url, timeoutMs: 1000 } },
         routes: [{ path: '/v1/contacts', upstream: 'up' }],
       }));
     });
@@ -568,7 +562,7 @@ describe('X-Request-Id', () => {
     expect(a.headers['x-request-id']).toMatch(WELL_FORMED);
     expect(b.headers['x-request-id']).toMatch(WELL_FORMED);
     expect(a.headers['x-request-id']).not.toBe(b.headers['x-request-id']);
-    expect(echo.received.map((x) => x.headers['x-request-id'])).toEqual([a.headers['x-request-id'], b.headers['x-request-id']]);
+    expect(gw.echo.received.map((x) => x.headers['x-request-id'])).toEqual([a.headers['x-request-id'], b.headers['x-request-id']]);
   });
 });
 
@@ -639,7 +633,7 @@ describe('paging through the gateway (spec section 4)', () => {
   it('paging is not applied to a route without paging', async () => {
     expect((await send(gw.port, '/v1/contacts?size=15&sort=whatever,sideways&page=-1', { headers: { authorization: ALICE } })).status).toBe(200);
     expect(only().url).toBe('/v1/contacts?size=15&sort=whatever,sideways&page=-1');
-    echo.received.length = 0;
+    gw.echo.received.length = 0;
     expect((await send(gw.port, '/v1/contacts', { headers: { authorization: ALICE } })).status).toBe(200);
     expect(only().url).toBe('/v1/contacts');
   });
@@ -729,10 +723,10 @@ describe('bodies pass through intact', () => {
 
 describe('upstream failures never take the gateway down', () => {
   async function stillServing(): Promise<void> {
-    echo.handler = echoDefault;
+    gw.echo.handler = echoDefault;
     const r = await send(gw.port, '/v1/contacts/after', { headers: { authorization: ALICE } });
     expect(r.status).toBe(200);
-    expect(echo.received.at(-1)?.url).toBe('/v1/contacts/after');
+    expect(gw.echo.received.at(-1)?.url).toBe('/v1/contacts/after');
   }
 
   it('upstream refused (http://127.0.0.1:1) → 502 bad_gateway, nothing internal in the body', async () => {
@@ -743,7 +737,7 @@ describe('upstream failures never take the gateway down', () => {
   });
 
   it('upstream that never answers (timeoutMs 300) → 504 gateway_timeout within ~1 s', async () => {
-    echo.handler = () => {};
+    gw.echo.handler = () => {};
     const t0 = Date.now();
     const r = await send(gw.port, '/v1/slow/x', { headers: { authorization: ALICE } });
     const elapsed = Date.now() - t0;
@@ -757,7 +751,7 @@ describe('upstream failures never take the gateway down', () => {
     ['with Content-Length', { 'content-type': 'text/plain', 'content-length': '100000' }],
     ['chunked', { 'content-type': 'text/plain' }],
   ])('upstream resets mid-response (%s): the client sees an incomplete response', async (_description, headers) => {
-    echo.handler = (_req, res) => {
+    gw.echo.handler = (_req, res) => {
       res.writeHead(200, headers);
       res.write('x'.repeat(1000));
       setTimeout(() => res.socket?.destroy(), 50);
@@ -775,7 +769,7 @@ describe('upstream failures never take the gateway down', () => {
     const inHandler = new Promise<void>((resolve) => (entered = resolve));
     let closed!: (finished: boolean) => void;
     const upstreamClosed = new Promise<boolean>((resolve) => (closed = resolve));
-    echo.handler = (_req, res) => {
+    gw.echo.handler = (_req, res) => {
       res.on('close', () => closed(res.writableFinished));
       entered();
     };

@@ -1,22 +1,17 @@
 import jwt from 'jsonwebtoken';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { MemoryTokenStore } from '../../src/tokens/store/memory.js';
-import { createTokens, htpasswd, postJson, SECRET, startGateway, testConfig, type RunningGateway, type Users } from '../support/fixtures.js';
+import { createTokens, gatewayFixture, postJson, SECRET } from '../support/fixtures.js';
 
-let users: Users;
-let gw: RunningGateway;
 const clock = new ManualClock(Date.now());
 const store = new MemoryTokenStore(clock);
-
-beforeAll(async () => {
-  users = htpasswd({ alice: 'alice-pw', bob: 'bob-pw' });
-  gw = await startGateway(testConfig(users.file), { clock, store });
-});
-afterAll(async () => {
-  await gw.close();
-  await store.close();
-  users.remove();
+const gw = gatewayFixture({
+  users: { alice: 'alice-pw', bob: 'bob-pw' },
+  echo: false,
+  config: () => ({}),
+  deps: () => ({ clock, store }),
+  after: () => store.close(),
 });
 
 async function problem(res: Response, status: number, code: string) {

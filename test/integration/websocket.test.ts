@@ -1,11 +1,11 @@
 import { createServer, type IncomingMessage } from 'node:http';
-import { connect as tcpConnect } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
 import { createLogger } from '../../src/log.js';
 import type { RedisTokenStore } from '../../src/tokens/store/redis.js';
 import { BEARER_PROTOCOL_PREFIX } from '../../src/proxy/websocket-protocol.js';
 import { basic, createTokens, echoUpstream, htpasswd, postJson, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
+import { exchangeUntilClosed, openRaw } from '../support/raw-client.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 
 /**
@@ -267,13 +267,7 @@ describe('WebSocket on the memory store', () => {
   });
 
   it('survives garbage upgrades: a POST handshake, an h2c offer with a body, a socket that leaves mid-handshake; /healthz still answers', async () => {
-    const raw = (text: string) => new Promise<string>((resolve) => {
-      const s = tcpConnect(gw.port, '127.0.0.1', () => s.write(text));
-      let got = '';
-      s.on('data', (d) => (got += d.toString()));
-      s.on('close', () => resolve(got));
-      s.on('error', () => resolve(got));
-    });
+    const raw = (text: string) => exchangeUntilClosed(gw.port, text);
     const post = await raw('POST /v1/live HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nContent-Length: 0\r\n\r\n');
     expect(post).toMatch(/^HTTP\/1\.1 400 /);
     expect(post).toContain('"code":"invalid_request"');
@@ -281,10 +275,9 @@ describe('WebSocket on the memory store', () => {
     const h2c = await raw('POST /v1/live HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\nContent-Length: 5\r\n\r\nhello');
     expect(h2c).toMatch(/^HTTP\/1\.1 400 /);
     expect(h2c).toContain('"code":"invalid_request"');
-    const s = tcpConnect(gw.port, '127.0.0.1', () => {
-      s.write(`GET /v1/live HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nAuthorization: ${basic('alice', 'alice-pw')}\r\n\r\n`);
-      s.destroy();
-    });
+    const leaving = await openRaw(gw.port);
+    leaving.socket.write(`GET /v1/live HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nAuthorization: ${basic('alice', 'alice-pw')}\r\n\r\n`);
+    leaving.socket.destroy();
     await new Promise((r) => setTimeout(r, 100));
     expect((await fetch(`${gw.base}/healthz`)).status).toBe(200);
   });
@@ -299,13 +292,8 @@ describe('other upgrades (h2c)', () => {
       log: { level: 'info', access: true },
     }), { log: createLogger('info', (line) => lines.push(line)) });
     try {
-      const answer = await new Promise<string>((resolve) => {
-        const s = tcpConnect(gw.port, '127.0.0.1', () => s.write(
-          `GET /v1/plain HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\nAuthorization: ${basic('alice', 'alice-pw')}\r\n\r\n`));
-        let got = '';
-        s.on('data', (d) => (got += d.toString()));
-        s.on('close', () => resolve(got));
-      });
+      const answer = await exchangeUntilClosed(gw.port,
+        `GET /v1/plain HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\nAuthorization: ${basic('alice', 'alice-pw')}\r\n\r\n`);
       expect(answer).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
       expect(answer.toLowerCase()).toContain('connection: close');
       expect(answer).toContain('"x-authenticated-user":"alice"');

@@ -1,5 +1,4 @@
 import fc from 'fast-check';
-import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAuthorization } from '../../src/auth/authorization-header.js';
 import { DEFAULT_PAGE_SIZES } from '../../src/config/validate.js';
@@ -11,6 +10,7 @@ import {
   basic, createTokens, echoUpstream, htpasswd, startGateway, testConfig,
   type EchoUpstream, type RunningGateway, type Users,
 } from '../support/fixtures.js';
+import { exchange } from '../support/raw-client.js';
 
 // Property-based fuzzing of the three parsers that stand between a client and an upstream, then
 // random headers and request targets through the running gateway. numRuns are kept moderate so the
@@ -240,33 +240,14 @@ interface RawReply {
   body: string;
 }
 
-/** One raw request on a fresh connection (Connection: close), read to the end. */
-function rawRequest(port: number, head: Buffer): Promise<RawReply> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1');
-    const chunks: Buffer[] = [];
-    let settled = false;
-    const done = () => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      socket.destroy();
-      const text = Buffer.concat(chunks).toString('utf8');
-      const end = text.indexOf('\r\n\r\n');
-      const m = /^HTTP\/1\.1 (\d{3})/.exec(text);
-      if (!m || end < 0) {
-        reject(new Error(`no HTTP response to ${JSON.stringify(head.toString('latin1').slice(0, 300))}: ${JSON.stringify(text.slice(0, 200))}`));
-        return;
-      }
-      const contentType = /\r\ncontent-type: *([^\r\n]*)/i.exec(text.slice(0, end))?.[1] ?? '';
-      resolve({ status: Number(m[1]), contentType, body: text.slice(end + 4) });
-    };
-    const timer = setTimeout(done, 5000);
-    socket.on('data', (c: Buffer) => chunks.push(c));
-    socket.on('error', done);
-    socket.on('close', done);
-    socket.write(head);
-  });
+/** One raw request on a fresh connection (Connection: close), read to the end (at most 5 s). */
+async function rawRequest(port: number, head: Buffer): Promise<RawReply> {
+  const text = Buffer.from(await exchange(port, head, 5000), 'latin1').toString('utf8');
+  const end = text.indexOf('\r\n\r\n');
+  const m = /^HTTP\/1\.1 (\d{3})/.exec(text);
+  if (!m || end < 0) throw new Error(`no HTTP response to ${JSON.stringify(head.toString('latin1').slice(0, 300))}: ${JSON.stringify(text.slice(0, 200))}`);
+  const contentType = /\r\ncontent-type: *([^\r\n]*)/i.exec(text.slice(0, end))?.[1] ?? '';
+  return { status: Number(m[1]), contentType, body: text.slice(end + 4) };
 }
 
 function checkReply(r: RawReply, what: string): void {

@@ -162,3 +162,115 @@ export function headerOf(head: string, name: string): string | undefined {
   const m = new RegExp(`\\r\\n${name}:[ \\t]*([^\\r\\n]*)`, 'i').exec(head);
   return m?.[1];
 }
+
+/** One response as read off the wire: lower-case header names, every value as sent. */
+export interface ParsedResponse {
+  status: number;
+  headers: Record<string, string[]>;
+  body: string;
+}
+
+/** A response read by rawResponse, and how many complete responses the connection carried. */
+export interface RawReply extends ParsedResponse {
+  /** 2 means a second (smuggled) request was answered. */
+  responses: number;
+  elapsedMs: number;
+}
+
+/** Lower-cased names to every value, from a [name, value, …] list. */
+export function headerMap(rawHeaders: string[]): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (let i = 0; i < rawHeaders.length; i += 2) (out[rawHeaders[i]!.toLowerCase()] ??= []).push(rawHeaders[i + 1]!);
+  return out;
+}
+
+/** Every complete response in buf (Content-Length or chunked framing; unframed only once closed). */
+export function parseResponses(buf: Buffer, closed: boolean): ParsedResponse[] {
+  const out: ParsedResponse[] = [];
+  let off = 0;
+  for (;;) {
+    const end = buf.indexOf('\r\n\r\n', off);
+    if (end < 0) return out;
+    const lines = buf.subarray(off, end).toString('latin1').split('\r\n');
+    const status = Number(lines[0]!.split(' ')[1]);
+    const raw: string[] = [];
+    for (const line of lines.slice(1)) {
+      const colon = line.indexOf(':');
+      raw.push(line.slice(0, colon), line.slice(colon + 1).trim());
+    }
+    const headers = headerMap(raw);
+    let pos = end + 4;
+    let body: Buffer;
+    const length = headers['content-length']?.[0];
+    if (length !== undefined) {
+      if (buf.length < pos + Number(length)) return out;
+      body = buf.subarray(pos, pos + Number(length));
+      pos += Number(length);
+    } else if (/chunked/i.test(headers['transfer-encoding']?.join(',') ?? '')) {
+      const parts: Buffer[] = [];
+      for (;;) {
+        const eol = buf.indexOf('\r\n', pos);
+        if (eol < 0) return out;
+        const size = parseInt(buf.subarray(pos, eol).toString('latin1'), 16);
+        if (buf.length < eol + 2 + size + 2) return out;
+        if (size === 0) {
+          pos = eol + 4;
+          break;
+        }
+        parts.push(buf.subarray(eol + 2, eol + 2 + size));
+        pos = eol + 2 + size + 2;
+      }
+      body = Buffer.concat(parts);
+    } else if (status === 204 || status === 304) {
+      body = Buffer.alloc(0);
+    } else {
+      if (!closed) return out;
+      body = buf.subarray(pos);
+      pos = buf.length;
+    }
+    out.push({ status, headers, body: body.toString('utf8') });
+    off = pos;
+  }
+}
+
+/**
+ * Writes bytes as they are to a fresh connection and reads what comes back. Resolves once the first
+ * response is complete, or `lingerMs` later (to catch the answer to a smuggled second request).
+ * A reset after the answer (oversized requests) is expected; a reset without one is an error.
+ */
+export function rawResponse(port: number, data: string | Buffer, options: { lingerMs?: number } = {}): Promise<RawReply> {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    let answeredAt = 0;
+    let done = false;
+    let linger: NodeJS.Timeout | undefined;
+    const finish = (closed: boolean) => {
+      if (done) return;
+      done = true;
+      clearTimeout(hard);
+      clearTimeout(linger);
+      socket.destroy();
+      const buf = Buffer.concat(chunks);
+      const responses = parseResponses(buf, closed);
+      if (responses.length === 0) {
+        reject(new Error(`no HTTP response (got ${JSON.stringify(buf.toString('latin1').slice(0, 200))})`));
+        return;
+      }
+      resolve({ ...responses[0]!, responses: responses.length, elapsedMs: (answeredAt || performance.now()) - started });
+    };
+    const hard = setTimeout(() => finish(true), 5000);
+    socket.on('data', (c: Buffer) => {
+      chunks.push(c);
+      if (answeredAt || parseResponses(Buffer.concat(chunks), false).length === 0) return;
+      answeredAt = performance.now();
+      if (options.lingerMs) linger = setTimeout(() => finish(true), options.lingerMs);
+      else finish(false);
+    });
+    socket.on('error', () => finish(true));
+    socket.on('close', () => finish(true));
+    socket.write(data);
+  });
+}
+
