@@ -2,8 +2,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { htpasswd, startGateway, testConfig, type RunningGateway, type Users } from '../support/fixtures.js';
+import { describe, expect, it } from 'vitest';
+import { gatewayFixture } from '../support/fixtures.js';
 import { startNginx, type Nginx } from './support/nginx.js';
 import { requireTool, run } from './support/tools.js';
 
@@ -14,45 +14,43 @@ import { requireTool, run } from './support/tools.js';
 
 let work: string;
 let www: string;
-let users: Users;
 let upstream: Nginx;
-let gw: RunningGateway;
 let curl: string;
 const data = randomBytes(300 * 1024);
 const text = Array.from({ length: 4000 }, (_, i) => `line ${i}: the quick brown fox jumps over the lazy dog\n`).join('');
 
-beforeAll(async () => {
-  curl = requireTool('curl');
-  work = mkdtempSync(join(tmpdir(), 'gw-e2e-curl-'));
-  www = join(work, 'www');
-  mkdirSync(join(www, 'files', 'uploads'), { recursive: true });
-  writeFileSync(join(www, 'files', 'data.bin'), data);
-  writeFileSync(join(www, 'files', 'text.txt'), text);
-  upstream = await startNginx((port) => `
-  server {
-    listen 127.0.0.1:${port};
-    root ${www};
-    client_max_body_size 0;
-    gzip on;
-    gzip_types text/plain;
-    gzip_min_length 100;
-    location /files/uploads/ {
-      dav_methods PUT;
-      create_full_put_path on;
-    }
-  }`);
-  users = htpasswd({ alice: 'alice-pw' });
-  gw = await startGateway(testConfig(users.file, {
+const gw = gatewayFixture({
+  echo: false,
+  setupTimeoutMs: 30_000,
+  before: async () => {
+    curl = requireTool('curl');
+    work = mkdtempSync(join(tmpdir(), 'gw-e2e-curl-'));
+    www = join(work, 'www');
+    mkdirSync(join(www, 'files', 'uploads'), { recursive: true });
+    writeFileSync(join(www, 'files', 'data.bin'), data);
+    writeFileSync(join(www, 'files', 'text.txt'), text);
+    upstream = await startNginx((port) => `
+    server {
+      listen 127.0.0.1:${port};
+      root ${www};
+      client_max_body_size 0;
+      gzip on;
+      gzip_types text/plain;
+      gzip_min_length 100;
+      location /files/uploads/ {
+        dav_methods PUT;
+        create_full_put_path on;
+      }
+    }`);
+  },
+  config: () => ({
     upstreams: { files: { url: `http://127.0.0.1:${upstream.port}` } },
     routes: [{ path: '/files', upstream: 'files' }],
-  }));
-}, 30_000);
-
-afterAll(async () => {
-  await gw?.close();
-  await upstream?.stop();
-  users?.remove();
-  if (work) rmSync(work, { recursive: true, force: true });
+  }),
+  after: async () => {
+    await upstream?.stop();
+    if (work) rmSync(work, { recursive: true, force: true });
+  },
 });
 
 const url = (path: string) => `http://127.0.0.1:${gw.port}${path}`;

@@ -1,28 +1,26 @@
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { basic, createTokens, echoUpstream, htpasswd, postJson, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
+import { basic, createTokens, gatewayFixture, postJson, startGateway, testConfig, type RunningGateway } from '../support/fixtures.js';
 import { freePort } from '../support/process.js';
 import { parsePrometheus, sampleValue, type Sample } from '../support/prometheus.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { exchangeUntilClosed } from '../support/raw-client.js';
 
-let users: Users;
-let echo: EchoUpstream;
 let silent: Server;
-let gw: RunningGateway;
+let refusing: number;
 let admin: string;
-
-beforeAll(async () => {
-  users = htpasswd({ alice: 'alice-pw', bob: 'bob-pw' });
-  echo = await echoUpstream();
-  // An upstream that never answers: the gateway's own timeout (504).
-  silent = createServer(() => {});
-  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-  const refusing = await freePort();
-  gw = await startGateway(testConfig(users.file, {
+const gw = gatewayFixture({
+  users: { alice: 'alice-pw', bob: 'bob-pw' },
+  before: async () => {
+    // An upstream that never answers: the gateway's own timeout (504).
+    silent = createServer(() => {});
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    refusing = await freePort();
+  },
+  config: (f) => ({
     lockout: { maxFailuresPerUser: 2, addressBurst: 100 },
     upstreams: {
-      up: { url: echo.url },
+      up: { url: f.echo.url },
       gone: { url: `http://127.0.0.1:${refusing}` },
       slow: { url: `http://127.0.0.1:${(silent.address() as { port: number }).port}`, timeoutMs: 200 },
     },
@@ -32,15 +30,14 @@ beforeAll(async () => {
       { path: '/v1/gone', upstream: 'gone' },
       { path: '/v1/slow', upstream: 'slow' },
     ],
-  }));
-  admin = `http://127.0.0.1:${await gw.gateway.listenAdmin(0, '127.0.0.1')}`;
+  }),
+  after: () => {
+    silent?.closeAllConnections();
+    silent?.close();
+  },
 });
-afterAll(async () => {
-  await gw.close();
-  await echo.close();
-  silent.closeAllConnections();
-  silent.close();
-  users.remove();
+beforeAll(async () => {
+  admin = `http://127.0.0.1:${await gw.gateway.listenAdmin(0, '127.0.0.1')}`;
 });
 
 const scrape = async (base = admin): Promise<Sample[]> => {
@@ -146,11 +143,11 @@ describe('request series', () => {
     expect((await fetch(`${gw.base}/v1/gone`, { headers: alice })).status).toBe(502);
     expect((await fetch(`${gw.base}/v1/slow`, { headers: alice })).status).toBe(504);
     // The upstream's own 503 is its answer, not an upstream error.
-    echo.handler = (_req, res) => res.writeHead(503).end();
+    gw.echo.handler = (_req, res) => res.writeHead(503).end();
     try {
       expect((await fetch(`${gw.base}/v1/items`, { headers: alice })).status).toBe(503);
     } finally {
-      echo.handler = (_req, res, r) => res.end(JSON.stringify(r));
+      gw.echo.handler = (_req, res, r) => res.end(JSON.stringify(r));
     }
 
     const samples = await scrape();
@@ -174,7 +171,7 @@ describe('store gauge on Redis', () => {
   let radmin: string;
   beforeAll(async () => {
     redis = await startRedis();
-    rgw = await startGateway(testConfig(users.file, { store: { kind: 'redis', url: redis.url, commandTimeoutMs: 300 } }));
+    rgw = await startGateway(testConfig(gw.users.file, { store: { kind: 'redis', url: redis.url, commandTimeoutMs: 300 } }));
     radmin = `http://127.0.0.1:${await rgw.gateway.listenAdmin(0, '127.0.0.1')}`;
   });
   afterAll(async () => {
@@ -193,7 +190,7 @@ describe('store gauge on Redis', () => {
 
 describe('admin: false', () => {
   it('has no admin listener', async () => {
-    const off = await startGateway(testConfig(users.file, { admin: false }));
+    const off = await startGateway(testConfig(gw.users.file, { admin: false }));
     try {
       expect(off.gateway.admin).toBeUndefined();
       await expect(off.gateway.listenAdmin(0)).rejects.toThrow(/admin: false/);

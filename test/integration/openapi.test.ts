@@ -1,8 +1,8 @@
 import type { Server } from 'node:http';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createListService } from '../../examples/list-service/service.js';
-import { basic, createTokens, htpasswd, postJson, startGateway, testConfig, type RunningGateway, type Users } from '../support/fixtures.js';
+import { basic, createTokens, gatewayFixture, postJson } from '../support/fixtures.js';
 
 /**
  * The document at /openapi.json is kept true by validating real answers of the running gateway (and of
@@ -14,36 +14,38 @@ type Doc = {
   paths: Record<string, Record<string, { parameters?: Array<{ name: string; schema: Record<string, unknown> }>; responses: Record<string, { content?: Record<string, { schema: unknown }> }> }>>;
 };
 
-let users: Users;
 let list: Server;
-let gw: RunningGateway;
 let doc: Doc;
 const ajv = new Ajv2020({ strict: false, allErrors: true });
 const DOC_ID = 'https://auth-gateway.invalid/openapi.json';
 
+const gw = gatewayFixture({
+  echo: false,
+  before: async () => {
+    list = createListService({ records: 100 });
+    await new Promise<void>((resolve) => list.listen(0, '127.0.0.1', resolve));
+  },
+  config: () => {
+    const listUrl = `http://127.0.0.1:${(list.address() as { port: number }).port}`;
+    return {
+      upstreams: { conversations: { url: listUrl }, contacts: { url: listUrl } },
+      routes: [
+        { path: '/v1/conversations', upstream: 'conversations', paging: { sortable: ['campaignId', 'createdAt', 'id', 'status'] } },
+        { path: '/v1/contacts', upstream: 'contacts', paging: { sizes: [10, 50], defaultSize: 10, sortable: ['name'] } },
+      ],
+    };
+  },
+  after: () => {
+    list?.closeAllConnections();
+    list?.close();
+  },
+});
 beforeAll(async () => {
-  users = htpasswd({ alice: 'alice-pw' });
-  list = createListService({ records: 100 });
-  await new Promise<void>((resolve) => list.listen(0, '127.0.0.1', resolve));
-  const listUrl = `http://127.0.0.1:${(list.address() as { port: number }).port}`;
-  gw = await startGateway(testConfig(users.file, {
-    upstreams: { conversations: { url: listUrl }, contacts: { url: listUrl } },
-    routes: [
-      { path: '/v1/conversations', upstream: 'conversations', paging: { sortable: ['campaignId', 'createdAt', 'id', 'status'] } },
-      { path: '/v1/contacts', upstream: 'contacts', paging: { sizes: [10, 50], defaultSize: 10, sortable: ['name'] } },
-    ],
-  }));
   const res = await fetch(`${gw.base}/openapi.json`);
   expect(res.status).toBe(200);
   expect(res.headers.get('content-type')).toMatch(/^application\/json/);
   doc = (await res.json()) as Doc;
   ajv.addSchema({ ...doc, $id: DOC_ID });
-});
-afterAll(async () => {
-  await gw.close();
-  list.closeAllConnections();
-  list.close();
-  users.remove();
 });
 
 const pointer = (...parts: string[]) => parts.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/');

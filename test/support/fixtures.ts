@@ -139,6 +139,8 @@ export interface GatewayFixtureOptions {
   deps?: (f: GatewayFixture) => GatewayDeps;
   /** Runs after the gateway stopped (the suite's own upstreams). */
   after?: (f: GatewayFixture) => Promise<void> | void;
+  /** The set-up's time limit (vitest's hook timeout otherwise). */
+  setupTimeoutMs?: number;
 }
 
 /** What gatewayFixture sets up; members are filled in its beforeAll. */
@@ -164,7 +166,7 @@ export function gatewayFixture(options: GatewayFixtureOptions): GatewayFixture {
     if (options.log) deps.log = createLogger(options.log, (line) => f.logs.push(line));
     const running = await startGateway(testConfig(f.users.file, options.config(f)), deps);
     Object.assign(f, running);
-  });
+  }, options.setupTimeoutMs);
   afterAll(async () => {
     await f.gateway?.close(500);
     await f.echo?.close();
