@@ -39,7 +39,8 @@ export function openApiDocument(config: Config): Json {
     '/openapi.json': { get: { operationId: 'openapi', summary: 'This document.', security: [], responses: { 200: json('the OpenAPI document', { type: 'object' }) } } },
   };
   for (const route of config.routes) {
-    if (route.paging) paths[route.path] = listOperation(route, route.paging);
+    // A forward-auth-only route (no upstream) is served by another proxy, its paging unchecked here.
+    if (route.paging && route.upstream !== undefined) paths[route.path] = listOperation(route, route.paging);
   }
   Object.assign(paths, authorizationPaths(config));
   return {
