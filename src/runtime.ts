@@ -22,14 +22,17 @@ import { AccessTokenCodec } from './tokens/access-token.js';
 import { loadKeys } from './tokens/keys.js';
 import { tokenRoutes } from './tokens/routes.js';
 import { TokenService } from './tokens/service.js';
-import type { TokenStore } from './tokens/store/types.js';
+import type { CounterStore } from './counters/types.js';
+import { refreshKey } from './tokens/refresh-token.js';
+import type { SessionStore } from './tokens/store/types.js';
 
 /** What lives as long as the process, whatever the configuration says. */
 export interface Shared {
   clock: Clock;
   log: Logger;
-  /** The store every part calls (timed for the metrics). */
-  store: TokenStore;
+  /** The stores every part calls (timed for the metrics). */
+  store: SessionStore;
+  counters: CounterStore;
   ping: () => Promise<void>;
   onUpstreamError: UpstreamErrorListener;
 }
@@ -69,7 +72,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   const forwarder = previous !== undefined && same(previous.config.upstreams, config.upstreams)
     ? previous.forwarder
     : new Forwarder(config.upstreams, log, shared.onUpstreamError);
-  const lockout = new Lockout(store, config.lockout, log);
+  const lockout = new Lockout(shared.counters, config.lockout, log);
   // An address that failed stays one-at-a-time until its throttle's bucket could have refilled its burst.
   const narrowForMs = Math.ceil((config.lockout.addressBurst * 60_000) / config.lockout.addressFailuresPerMinute);
   const passwords = new PasswordCheck(credentials.verifier, lockout, { addressBurst: config.lockout.addressBurst, narrowForMs });
@@ -82,6 +85,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     accessTtlSeconds: config.tokens.accessTtlSeconds,
     refreshTtlSeconds: config.tokens.refreshTtlSeconds,
     refreshReuseGraceSeconds: config.tokens.refreshReuseGraceSeconds,
+    refreshKey: refreshKey(config.tokens.refreshSecret, keys.signing.key),
   }, clock);
   const chain = compose<Koa.ParameterizedContext<GatewayState>>([
     requestForm(),
@@ -91,7 +95,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     onTokenPaths(tokenRoutes(tokens, config.server.bodyTimeoutMs).routes(), notATokenEndpoint),
     authenticate(passwords, tokens),
     matchRoute(routes),
-    rateLimit(store, log),
+    rateLimit(shared.counters),
     forwardToUpstream(forwarder, config.server.trustProxy > 0),
   ]);
   return { config, routes, forwarder, credentials, lockout, passwords, tokens, chain };
@@ -103,7 +107,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
  * cannot answer now leaves the sessions to the credential check, which refuses them while the line stays
  * changed or gone; it is logged.
  */
-async function endSessions(store: TokenStore, users: string[], log: Logger): Promise<void> {
+async function endSessions(store: SessionStore, users: string[], log: Logger): Promise<void> {
   for (const user of users) {
     try {
       const revoked = await store.revokeUser(user);

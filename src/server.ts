@@ -20,13 +20,17 @@ import { WebSocketProxy, type WebSocketDeps } from './proxy/websocket.js';
 import { buildRuntime, restartOnlyChanges, retireRuntime, type Runtime, type Shared } from './runtime.js';
 import type { TokenService } from './tokens/service.js';
 import { createStore } from './tokens/store/create.js';
-import type { TokenStore } from './tokens/store/types.js';
+import type { SessionStore } from './tokens/store/types.js';
+import { createCounters } from './counters/create.js';
+import type { CounterStore } from './counters/types.js';
 
 export interface GatewayDeps {
   clock?: Clock;
   log?: Logger;
   /** A store made by the caller (tests); otherwise built from config.store and closed with the gateway. */
-  store?: TokenStore;
+  store?: SessionStore;
+  /** Counters made by the caller (tests); otherwise built from config.store and closed with the gateway. */
+  counters?: CounterStore;
   /** The registry to count in (tests read it); otherwise a new one per gateway. */
   metrics?: Metrics;
 }
@@ -37,7 +41,8 @@ export interface Gateway {
   /** The admin listener (/metrics, /healthz, /readyz); undefined when config.admin is false. */
   admin: Server | undefined;
   metrics: Metrics;
-  store: TokenStore;
+  store: SessionStore;
+  counters: CounterStore;
   /** The parts of the configuration in force (they change with a reload). */
   readonly tokens: TokenService;
   readonly credentials: Credentials;
@@ -67,13 +72,15 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   const log = deps.log ?? silentLogger;
   const store = deps.store ?? createStore(config.store, clock, log);
   const ownsStore = deps.store === undefined;
+  const counters = deps.counters ?? createCounters(config.store, clock, log);
+  const ownsCounters = deps.counters === undefined;
   const metrics = deps.metrics ?? createMetrics();
   // What the gateway's parts call: the store with each command timed (gateway.store stays the real one).
   const timedStore = instrumentStore(store, metrics);
   const ping = () => timedStore.ping();
 
   const shared: Shared = {
-    clock, log, store: timedStore, ping,
+    clock, log, store: timedStore, counters: instrumentStore(counters, metrics), ping,
     onUpstreamError: (upstream, kind) => metrics.upstreamErrors.inc({ upstream, kind }),
   };
   let current = buildRuntime(config, shared);
@@ -107,7 +114,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   const admin = config.admin === false ? undefined : createAdminServer(metrics, ping, log);
   const adminConfig = config.admin;
   const websocketDeps = (rt: Runtime): WebSocketDeps => ({
-    server, app, passwords: rt.passwords, tokens: rt.tokens, store: timedStore, routes: rt.routes, log,
+    server, app, passwords: rt.passwords, tokens: rt.tokens, store: timedStore, counters: shared.counters, routes: rt.routes, log,
     credentialVersion: (user) => rt.credentials.verifier.credentialVersion(user),
     countTunnel: (upstream, delta) => metrics.webSocketTunnels.inc({ upstream }, delta),
   });
@@ -115,7 +122,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   server.on('upgrade', websockets.upgrade);
 
   return {
-    app, server, admin, metrics, store,
+    app, server, admin, metrics, store, counters,
     get tokens() {
       return current.tokens;
     },
@@ -151,6 +158,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
       current.forwarder.close();
       current.credentials.close();
       if (ownsStore) await store.close();
+      if (ownsCounters) await counters.close();
     },
   };
 }

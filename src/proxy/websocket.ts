@@ -14,7 +14,8 @@ import { requestId } from '../http/request-id.js';
 import type { GatewayContext, GatewayMiddleware, GatewayState } from '../http/state.js';
 import type { Logger } from '../log.js';
 import type { TokenService } from '../tokens/service.js';
-import type { TokenStore } from '../tokens/store/types.js';
+import type { RateBuckets } from '../counters/types.js';
+import type { SessionStore } from '../tokens/store/types.js';
 import { matchRoute } from './gateway-routes.js';
 import { prepareUpstreamHeaders } from './headers.js';
 import { rateLimit } from './rate-limit.js';
@@ -28,7 +29,8 @@ export interface WebSocketDeps {
   app: Koa<GatewayState>;
   passwords: PasswordCheck;
   tokens: TokenService;
-  store: TokenStore;
+  store: SessionStore;
+  counters: RateBuckets;
   routes: RouteTable;
   credentialVersion(user: string): string | undefined;
   /** The open-tunnels gauge: +1 when a tunnel to `upstream` opens, -1 when it ends. */
@@ -84,7 +86,7 @@ export class WebSocketProxy {
       matchRoute(deps.routes),
       allowWebSocket,
       allowOrigin,
-      rateLimit(deps.store, deps.log),
+      rateLimit(deps.counters),
     ];
   }
 
