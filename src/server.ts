@@ -110,7 +110,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   const stopWatchingCertificate = tls ? watchCertificate(server as HttpsServer, tls, log) : () => {};
   server.on('clientError', clientErrorResponder(log));
   handleExpectations(server, handle);
-  metrics.watch({ storePing: ping, bcryptPending: () => current.credentials.verifier.pendingVerifications });
+  metrics.watch({ storePing: ping, bcryptPending: () => current.credentials.verifier.pendingVerifications, storeReplication: () => store.replication?.() });
   const admin = config.admin === false ? undefined : createAdminServer(metrics, ping, log);
   const adminConfig = config.admin;
   const websocketDeps = (rt: Runtime): WebSocketDeps => ({
