@@ -194,16 +194,21 @@ export class RedisSessionStore implements SessionStore {
    * Every id in either copy of the index is revoked (each on its own slot) and then removed from the
    * copies; ids added meanwhile (sessions created while this ran) stay for the next call. One copy
    * unreachable is enough: a session is in every copy that was up when it was made (see user-index.ts).
+   * A session whose own slot is unreachable cannot be revoked now: the others are, and the call fails
+   * (503), so the caller tries again; its id stays in the index for that.
    */
   async revokeUser(user: string): Promise<number> {
     return this.guard(async () => {
       this.replicas?.admit();
       const { sids, readable } = await this.indexed(user);
       for (const sid of sids) this.liveness.invalidate(sid);
-      const deleted = await Promise.all(sids.map((sid) => this.client.revokeSession(sessionKey(sid), this.channelName, sid)));
-      if (sids.length > 0) await Promise.allSettled(readable.map((index) => this.client.zrem(index, ...sids)));
-      if (sids.length > 0) await this.revoked(sids);
-      return deleted.filter((d) => d === 1).length;
+      const results = await Promise.allSettled(sids.map((sid) => this.client.revokeSession(sessionKey(sid), this.channelName, sid)));
+      const done = sids.filter((_, i) => results[i]!.status === 'fulfilled');
+      if (done.length > 0) await Promise.allSettled(readable.map((index) => this.client.zrem(index, ...done)));
+      if (done.length > 0) await this.revoked(done);
+      const failed = results.find((r) => r.status === 'rejected');
+      if (failed) throw failed.reason;
+      return results.filter((r) => r.status === 'fulfilled' && r.value === 1).length;
     });
   }
 
