@@ -37,7 +37,7 @@ async function checkStore(config: Config): Promise<ConnectResult> {
   try {
     if (!(await client.waitUntilReady(MAX_WAIT_MS))) throw new Error(outages[0] || 'no connection in time');
     await client.ping();
-    return { what, ok: true, detail: `ready (a writable master${store.topology.mode === 'cluster' ? ', a master answering' : ''}) in ${Date.now() - started} ms` };
+    return { what, ok: true, detail: `ready (a writable master${store.topology.mode === 'cluster' ? ', a master answering with cluster_state ok' : ''}) in ${Date.now() - started} ms` };
   } catch (err) {
     return { what, ok: false, detail: `is not ready: ${outages[0] || reason(err)}` };
   } finally {

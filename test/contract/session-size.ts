@@ -12,14 +12,14 @@ export interface SessionBytes {
 
 /**
  * What a session costs in Redis, as `INFO memory` sees it: used_memory before and after `count`
- * sessions (4 per user, 20-byte user names, a 16-byte credential version, the default 60-day TTL), so
+ * sessions (`perUser` per user, default 4; 20-byte user names, a 16-byte credential version, the default 60-day TTL), so
  * the key's expiry entry, the dict slots and both copies of the user index are in it (MEMORY USAGE of
  * one key leaves those out). Run on a Redis holding nothing else that changes meanwhile.
  */
-export async function measureSessionBytes(store: SessionStore, raw: Redis, count: number): Promise<SessionBytes> {
+export async function measureSessionBytes(store: SessionStore, raw: Redis, count: number, perUser = 4): Promise<SessionBytes> {
   const used = async () => Number(/^used_memory:(\d+)/m.exec(await raw.info('memory'))![1]);
   const sids = Array.from({ length: count }, () => randomBytes(16).toString('base64url'));
-  const users = Array.from({ length: Math.ceil(count / 4) }, () => `user-${randomBytes(7).toString('hex')}`);
+  const users = Array.from({ length: Math.ceil(count / perUser) }, () => `user-${randomBytes(7).toString('hex')}`);
   const inBatches = async (work: (sid: string, i: number) => Promise<unknown>) => {
     for (let i = 0; i < sids.length; i += 200) await Promise.all(sids.slice(i, i + 200).map((sid, j) => work(sid, i + j)));
   };

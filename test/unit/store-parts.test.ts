@@ -47,7 +47,7 @@ describe('OutageLog', () => {
     log.connected();
     now += 2000;
     log.commandFailed(new Error('CLUSTERDOWN The cluster is down'));
-    now += 2999;
+    now += 999;
     log.answered();
     // ...commands answering a while after the last failure do.
     now += 1;

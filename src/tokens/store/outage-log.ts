@@ -2,11 +2,12 @@ import type { Logger } from '../../log.js';
 import { failureCause } from './failure.js';
 
 /**
- * A success this long after the last failure ends an outage. A reconnect alone does not: a Sentinel
- * connection that lands on a demoted master, or a Cluster with one master down, reconnects and keeps
- * failing; and in a partial outage commands on the served slots succeed all along.
+ * A success this long after the last failure ends an outage, and so does a reconnect followed by this
+ * long without a failure. A reconnect alone does not: a Sentinel connection that lands on a demoted
+ * master, or a Cluster with one master down, reconnects and keeps failing; and in a partial outage
+ * commands on the served slots succeed all along.
  */
-const QUIET_MS = 3000;
+const QUIET_MS = 1000;
 
 /**
  * One error line when the store starts failing (with its cause: MOVED, READONLY, CLUSTERDOWN, timeout,
@@ -43,14 +44,24 @@ export class OutageLog {
 
   /** A command succeeded. */
   answered(): void {
-    if (this.down && this.now() - this.lastFailureAt >= QUIET_MS) {
-      this.down = false;
-      this.log.info(`${this.what} available again`);
-    }
+    if (this.down && this.now() - this.lastFailureAt >= QUIET_MS) this.recovered();
   }
 
-  /** The connection is (again) ready: commands may fail from now on without it being start-up. */
+  /**
+   * The connection is (again) ready: commands may fail from now on without it being start-up. The
+   * outage ends if nothing fails for a while from here (a demoted master or a partial outage keeps failing).
+   */
   connected(): void {
     this.everConnected = true;
+    if (!this.down) return;
+    const readyAt = this.now();
+    setTimeout(() => {
+      if (this.down && this.lastFailureAt < readyAt) this.recovered();
+    }, QUIET_MS).unref();
+  }
+
+  private recovered(): void {
+    this.down = false;
+    this.log.info(`${this.what} available again`);
   }
 }

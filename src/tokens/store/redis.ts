@@ -223,14 +223,19 @@ export class RedisSessionStore implements SessionStore {
 
   /**
    * Readiness, on the command connection (never behind a replica wait): a master taking writes; in a
-   * Cluster, any master answering (a partial outage is every instance's alike, see SessionStore.ping).
+   * Cluster, any master answering with cluster_state ok (a partial outage is every instance's alike, see
+   * SessionStore.ping).
    */
   ping(): Promise<void> {
     return this.guard(async () => {
       if (this.options.topology.mode === 'cluster') {
         const cluster = this.client as Cluster;
         if (cluster.status !== 'ready') throw new Error(`cluster connection ${cluster.status}`);
-        await Promise.any(cluster.nodes('master').map((node) => node.ping()));
+        // Any master that answers and still serves its slots: a dead master leaves the others ok with
+        // cluster-require-full-coverage no (a partial outage); with yes they all refuse, and so does this.
+        await Promise.any(cluster.nodes('master').map(async (node) => {
+          if (!/^cluster_state:ok\s*$/m.test(String(await node.call('CLUSTER', 'INFO')))) throw new Error('CLUSTERDOWN cluster_state is not ok');
+        }));
         return;
       }
       // A replica (READONLY), a master refusing writes (MISCONF) or none at all fails this.

@@ -31,8 +31,9 @@ export interface SessionStore {
   onRevoked(listener: (sid: string) => void): () => void;
   /**
    * Readiness (/readyz): resolves while this instance can serve sessions. A master that accepts writes
-   * (single node, Sentinel); a Cluster with at least one reachable master (a partial outage fails the
-   * sessions of the lost slots, on every instance alike: taking instances out would help none).
+   * (single node, Sentinel); a Cluster with at least one reachable master whose cluster_state is ok (a
+   * partial outage fails the sessions of the lost slots, on every instance alike: taking instances out
+   * would help none; with cluster-require-full-coverage yes a lost master stops the whole cluster).
    * Never waits behind a replica wait.
    */
   ping(): Promise<void>;
