@@ -101,7 +101,7 @@ describe('auth-gateway lockout clear', () => {
       expect(res.stderr).toContain(`"${address}" is not an IPv4 or IPv6 address`);
     }
     expect((await cli(['lockout', 'clear', '--address', '2001:db8::1'])).status).toBe(0);
-  });
+  }, 60_000);
 
   it('without --user or --address it says what it needs; on the memory store it says why it cannot', async () => {
     const none = await cli(['lockout', 'clear']);

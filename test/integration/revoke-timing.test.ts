@@ -30,14 +30,14 @@ const sidOf = (token: string) => token.split('.')[0]!;
 
 async function medianMs(tokens: () => string, type: 'ACCESS_TOKEN' | 'REFRESH_TOKEN'): Promise<number> {
   const times: number[] = [];
-  for (let i = 0; i < 7; i++) {
+  for (let i = 0; i < 9; i++) {
     const token = tokens();
     const started = performance.now();
     const res = await postJson(gw.base, '/v1/tokens/revoke', { token, type });
     times.push(performance.now() - started);
     expect(res.status).toBe(200);
   }
-  return times.sort((x, y) => x - y)[3]!;
+  return times.sort((x, y) => x - y)[4]!;
 }
 
 describe('revoke timing', () => {
@@ -48,20 +48,21 @@ describe('revoke timing', () => {
     const liveMs = await medianMs(() => `${liveSid}.${secret()}`, 'REFRESH_TOKEN');
     const unknownMs = await medianMs(() => `${unknownSid}.${secret()}`, 'REFRESH_TOKEN');
     console.log(`revoke <sid>.<random>: live ${liveMs.toFixed(1)} ms, unknown ${unknownMs.toFixed(1)} ms`);
-    expect(Math.abs(liveMs - unknownMs)).toBeLessThan(25);
+    // Before: about 300 ms apart (the revocation wait for one, none for the other). Slack for a busy machine.
+    expect(Math.abs(liveMs - unknownMs)).toBeLessThan(150);
     // And the live session is untouched by a made-up token.
     expect((await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: live.refreshToken })).status).toBe(200);
   });
 
   it('is the same for a real token of a live session and of one already revoked', async () => {
     const tokens: string[] = [];
-    for (let i = 0; i < 14; i++) tokens.push((await createTokens(gw.base, 'alice', 'alice-pw')).refreshToken);
-    const revoked = tokens.slice(7);
+    for (let i = 0; i < 18; i++) tokens.push((await createTokens(gw.base, 'alice', 'alice-pw')).refreshToken);
+    const revoked = tokens.slice(9);
     for (const t of revoked) await postJson(gw.base, '/v1/tokens/revoke', { token: t, type: 'REFRESH_TOKEN' });
-    const live = tokens.slice(0, 7);
+    const live = tokens.slice(0, 9);
     const liveMs = await medianMs(() => live.pop()!, 'REFRESH_TOKEN');
     const goneMs = await medianMs(() => revoked.pop()!, 'REFRESH_TOKEN');
     console.log(`revoke a real refresh token: live ${liveMs.toFixed(1)} ms, already revoked ${goneMs.toFixed(1)} ms`);
-    expect(Math.abs(liveMs - goneMs)).toBeLessThan(25);
+    expect(Math.abs(liveMs - goneMs)).toBeLessThan(150);
   });
 });

@@ -65,8 +65,9 @@ describe('a hung replica', () => {
     reads.sort((x, y) => x - y);
     console.log(`hung replica: 80 writes in ${took.toFixed(0)} ms; reads meanwhile: ${reads.length}, median ${reads[reads.length >> 1]?.toFixed(1)} ms, max ${reads.at(-1)?.toFixed(1)} ms`);
     expect(statuses.filter((s) => s !== 200), JSON.stringify(statuses)).toEqual([]);
-    // Waits coalesce: 80 writes cost a few rounds of WAIT (400 ms each, as sign-ins trickle in), not 80.
-    expect(took).toBeLessThan(4000);
-    expect(reads[reads.length >> 1]!).toBeLessThan(100);
+    // Waits coalesce: 80 writes cost a few rounds of WAIT (400 ms each, as sign-ins trickle in), not 80
+    // one after another (32 s); reads never wait behind them. Slack for a busy machine.
+    expect(took).toBeLessThan(10_000);
+    expect(reads[reads.length >> 1]!).toBeLessThan(250);
   }, 30_000);
 });
