@@ -5,7 +5,7 @@ import { inspectConfig } from './config/inspect.js';
 import type { Config } from './config/types.js';
 import { createLogger, exitAfterFlush, type Logger } from './log.js';
 import { createGateway, type Gateway } from './server.js';
-import { RedisTokenStore } from './tokens/store/redis.js';
+import { RedisSessionStore } from './tokens/store/redis.js';
 import { runPrimary, STOP_MESSAGE } from './workers.js';
 
 /** `serve`: this process serves, or (server.workers > 1) it is the primary of that many workers. */
@@ -58,7 +58,7 @@ export async function runGateway(config: Config, log: Logger = createLogger(conf
   // A worker's primary asks by message; with the same signal also from the terminal, it is still one stop.
   if (cluster.isWorker) process.on('message', (m) => m === STOP_MESSAGE && !stopping && stop('primary'));
 
-  if (gateway.store instanceof RedisTokenStore && !(await gateway.store.waitUntilReady(5000))) {
+  if (gateway.store instanceof RedisSessionStore && !(await gateway.store.waitUntilReady(5000))) {
     log.warn('redis not reachable yet; serving anyway (token requests get 503 and /readyz says so until it is)');
   }
   const port = await gateway.listen();

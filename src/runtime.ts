@@ -28,7 +28,9 @@ import { AccessTokenCodec } from './tokens/access-token.js';
 import { loadKeys } from './tokens/keys.js';
 import { tokenRoutes } from './tokens/routes.js';
 import { TokenService } from './tokens/service.js';
-import type { TokenStore } from './tokens/store/types.js';
+import type { CounterStore } from './counters/types.js';
+import { refreshKey } from './tokens/refresh-token.js';
+import type { SessionStore } from './tokens/store/types.js';
 import { AssertionSigner } from './identity/assertion.js';
 import { assertions, type Assertions } from './identity/identity-headers.js';
 import { serveJwks } from './identity/jwks.js';
@@ -38,8 +40,9 @@ import { loadAssertionKeys, type AssertionKeys } from './identity/keys.js';
 export interface Shared {
   clock: Clock;
   log: Logger;
-  /** The store every part calls (timed for the metrics). */
-  store: TokenStore;
+  /** The stores every part calls (timed for the metrics). */
+  store: SessionStore;
+  counters: CounterStore;
   ping: () => Promise<void>;
   onUpstreamError: UpstreamErrorListener;
   /** The open WebSocket tunnels (they outlive a reload). */
@@ -95,7 +98,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   const forwarder = previous !== undefined && same(previous.config.upstreams, config.upstreams)
     ? previous.forwarder
     : new Forwarder(config.upstreams, log, shared.onUpstreamError);
-  const lockout = new Lockout(store, config.lockout, log);
+  const lockout = new Lockout(shared.counters, config.lockout, log);
   // An address that failed stays one-at-a-time until its throttle's bucket could have refilled its burst.
   const narrowForMs = Math.ceil((config.lockout.addressBurst * 60_000) / config.lockout.addressFailuresPerMinute);
   const passwords = new PasswordCheck(credentials.verifier, lockout, { addressBurst: config.lockout.addressBurst, narrowForMs });
@@ -108,6 +111,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     accessTtlSeconds: config.tokens.accessTtlSeconds,
     refreshTtlSeconds: config.tokens.refreshTtlSeconds,
     refreshReuseGraceSeconds: config.tokens.refreshReuseGraceSeconds,
+    refreshKey: refreshKey(config.tokens.refreshSecret, keys.signing.key),
   }, clock);
   const trustForwarded = config.server.trustProxy > 0;
   const findOwn = ownEndpoints(config, routes, {
@@ -122,7 +126,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     route(routes),
     allowRules(groups),
     originPolicy(trustForwarded),
-    rateLimit(store, log),
+    rateLimit(shared.counters),
     paging,
     upstreamHeaders(trustForwarded, signed),
   ], {
@@ -155,7 +159,7 @@ function assertionsFor(config: Config, keys: AssertionKeys, clock: Clock, previo
  * cannot answer now leaves the sessions to the credential check, which refuses them while the line stays
  * changed or gone; it is logged.
  */
-async function endSessions(store: TokenStore, users: string[], log: Logger): Promise<void> {
+async function endSessions(store: SessionStore, users: string[], log: Logger): Promise<void> {
   for (const user of users) {
     try {
       const revoked = await store.revokeUser(user);

@@ -21,13 +21,17 @@ import { acceptUpgrades } from './proxy/websocket.js';
 import { buildRuntime, restartOnlyChanges, retireRuntime, type Shared } from './runtime.js';
 import type { TokenService } from './tokens/service.js';
 import { createStore } from './tokens/store/create.js';
-import type { TokenStore } from './tokens/store/types.js';
+import type { SessionStore } from './tokens/store/types.js';
+import { createCounters } from './counters/create.js';
+import type { CounterStore } from './counters/types.js';
 
 export interface GatewayDeps {
   clock?: Clock;
   log?: Logger;
   /** A store made by the caller (tests); otherwise built from config.store and closed with the gateway. */
-  store?: TokenStore;
+  store?: SessionStore;
+  /** Counters made by the caller (tests); otherwise built from config.store and closed with the gateway. */
+  counters?: CounterStore;
   /** The registry to count in (tests read it); otherwise a new one per gateway. */
   metrics?: Metrics;
 }
@@ -38,7 +42,8 @@ export interface Gateway {
   /** The admin listener (/metrics, /healthz, /readyz); undefined when config.admin is false. */
   admin: Server | undefined;
   metrics: Metrics;
-  store: TokenStore;
+  store: SessionStore;
+  counters: CounterStore;
   /** The parts of the configuration in force (they change with a reload). */
   readonly tokens: TokenService;
   readonly credentials: Credentials;
@@ -68,6 +73,8 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   const log = deps.log ?? silentLogger;
   const store = deps.store ?? createStore(config.store, clock, log);
   const ownsStore = deps.store === undefined;
+  const counters = deps.counters ?? createCounters(config.store, clock, log);
+  const ownsCounters = deps.counters === undefined;
   const metrics = deps.metrics ?? createMetrics();
   // What the gateway's parts call: the store with each command timed (gateway.store stays the real one).
   const timedStore = instrumentStore(store, metrics);
@@ -82,7 +89,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
     counted: (upstream, delta) => metrics.webSocketTunnels.inc({ upstream }, delta),
   }, log, config.log.access);
   const shared: Shared = {
-    clock, log, store: timedStore, ping, tunnels,
+    clock, log, store: timedStore, counters: instrumentStore(counters, metrics), ping, tunnels,
     onUpstreamError: (upstream, kind) => metrics.upstreamErrors.inc({ upstream, kind }),
   };
   let current = buildRuntime(config, shared);
@@ -110,14 +117,14 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   const stopWatchingCertificate = tls ? watchCertificate(server as HttpsServer, tls, log) : () => {};
   server.on('clientError', clientErrorResponder(log));
   handleExpectations(server, handle);
-  metrics.watch({ storePing: ping, bcryptPending: () => current.credentials.verifier.pendingVerifications });
+  metrics.watch({ storePing: ping, bcryptPending: () => current.credentials.verifier.pendingVerifications, storeReplication: () => store.replication?.() });
   const admin = config.admin === false ? undefined : createAdminServer(metrics, ping, log);
   const adminConfig = config.admin;
   // Upgrade requests (WebSocket handshakes, h2c offers) take the same way as any request.
   server.on('upgrade', acceptUpgrades(server));
 
   return {
-    app, server, admin, metrics, store,
+    app, server, admin, metrics, store, counters,
     get tokens() {
       return current.tokens;
     },
@@ -154,6 +161,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
       current.forwarder.close();
       current.credentials.close();
       if (ownsStore) await store.close();
+      if (ownsCounters) await counters.close();
     },
   };
 }

@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { ReplicationStats } from '../tokens/store/types.js';
 
 export const METRIC_PREFIX = 'auth_gateway_';
 
@@ -14,6 +15,8 @@ export interface MetricSources {
   storePing?: () => Promise<void>;
   /** bcrypt checks waiting for or running on the thread pool. */
   bcryptPending?: () => number;
+  /** The store's replication (store.waitForReplicas); undefined when it does not wait for replicas. */
+  storeReplication?: () => ReplicationStats | undefined;
 }
 
 /**
@@ -63,6 +66,27 @@ export function createMetrics(): Metrics {
     registers,
     async collect() {
       this.set(sources.storePing ? await answers(sources.storePing) : 0);
+    },
+  });
+  new Gauge({
+    name: `${METRIC_PREFIX}store_replicas_connected`,
+    help: 'replicas in sync with the store\'s master at the last look (only with store.waitForReplicas)',
+    registers,
+    collect() {
+      const stats = sources.storeReplication?.();
+      if (stats?.connected !== undefined) this.set(stats.connected);
+    },
+  });
+  new Counter({
+    name: `${METRIC_PREFIX}store_session_writes_total`,
+    help: 'session writes with store.waitForReplicas, by replication: replicated, unreplicated (acknowledged without the replicas, store.durability available) or refused (strict)',
+    labelNames: ['replication'] as const,
+    registers,
+    collect() {
+      const stats = sources.storeReplication?.();
+      if (!stats) return;
+      this.reset();
+      for (const [replication, n] of Object.entries(stats.outcomes)) this.inc({ replication }, n);
     },
   });
   new Gauge({

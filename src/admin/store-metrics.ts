@@ -1,12 +1,11 @@
-import type { TokenStore } from '../tokens/store/types.js';
 import type { Metrics } from './metrics.js';
 
 /**
  * The store as the gateway sees it, each call timed by command name. A Proxy rather than a class that
- * re-implements TokenStore, so methods added to the interface are timed without an edit here, and
+ * re-implements the store's interface, so methods added to the interface are timed without an edit here, and
  * `instanceof` still sees the real store. Methods run on the real store (`this` is never the Proxy).
  */
-export function instrumentStore<S extends TokenStore>(store: S, metrics: Metrics): S {
+export function instrumentStore<S extends object>(store: S, metrics: Metrics): S {
   const timed = new Map<PropertyKey, unknown>();
   return new Proxy(store, {
     get(target, property, receiver) {

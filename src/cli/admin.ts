@@ -4,20 +4,22 @@ import type { Config } from '../config/types.js';
 import { Lockout } from '../credentials/lockout.js';
 import { silentLogger } from '../log.js';
 import { createStore } from '../tokens/store/create.js';
-import { RedisTokenStore } from '../tokens/store/redis.js';
-import type { TokenStore } from '../tokens/store/types.js';
+import { isIP } from 'node:net';
+import { RedisCounters } from '../counters/redis.js';
+import { RedisSessionStore } from '../tokens/store/redis.js';
+import type { SessionStore } from '../tokens/store/types.js';
 
 /**
  * Runs an operator command against the store the gateways share. The memory store lives inside one
  * gateway process, out of reach of another process: those commands need `store.kind: redis`.
  */
-export async function withSharedStore<T>(config: Config, work: (store: TokenStore) => Promise<T>): Promise<T> {
+export async function withSharedStore<T>(config: Config, work: (store: SessionStore) => Promise<T>): Promise<T> {
   if (config.store.kind === 'memory') {
     throw new ConfigError([`${config.file || 'the configuration'}: store.kind is memory, which lives inside the gateway process; this command needs the shared store (store.kind: redis)`]);
   }
   const store = createStore(config.store, systemClock, silentLogger);
   try {
-    if (store instanceof RedisTokenStore && !(await store.waitUntilReady(config.store.connectTimeoutMs + 2000))) {
+    if (store instanceof RedisSessionStore && !(await store.waitUntilReady(config.store.connectTimeoutMs + 2000))) {
       throw new ConfigError([`the store did not answer within ${config.store.connectTimeoutMs + 2000} ms`]);
     }
     return await work(store);
@@ -49,11 +51,23 @@ export async function revokeSessions(config: Config, user: string | undefined): 
 /** `lockout clear --user NAME | --address IP`: what it lifted, for the operator. */
 export async function clearLockout(config: Config, target: { user?: string; address?: string }): Promise<string> {
   if (target.user === undefined && target.address === undefined) throw new ConfigError(['lockout clear needs --user NAME, --address IP or both']);
-  await withSharedStore(config, (store) => new Lockout(store, config.lockout, silentLogger).clear(target));
+  if (target.address !== undefined && isIP(target.address) === 0) throw new ConfigError([`lockout clear --address: "${target.address}" is not an IPv4 or IPv6 address`]);
+  if (config.store.kind === 'memory') {
+    throw new ConfigError([`${config.file || 'the configuration'}: store.kind is memory, which lives inside the gateway process; this command needs the shared store (store.kind: redis)`]);
+  }
+  const { kind: _kind, ...options } = config.store;
+  const counters = new RedisCounters(options, silentLogger);
+  try {
+    if (!(await counters.waitUntilReady(config.store.connectTimeoutMs + 2000))) {
+      throw new ConfigError([`the store did not answer within ${config.store.connectTimeoutMs + 2000} ms`]);
+    }
+    await new Lockout(counters, config.lockout, silentLogger).clear(target);
+  } finally {
+    await counters.close();
+  }
   const what = [
-    target.user !== undefined ? `the account lock of user "${target.user}"` : '',
+    target.user !== undefined ? `every lock of user "${target.user}" (its account lock and its locks from every address)` : '',
     target.address !== undefined ? `the throttle of address ${target.address}` : '',
-    target.user !== undefined && target.address !== undefined ? 'and that user\'s lock at that address' : '',
-  ].filter(Boolean).join(', ');
+  ].filter(Boolean).join(' and ');
   return `cleared ${what}`;
 }

@@ -1,6 +1,6 @@
 import type { Config, RedisTopology } from '../config/types.js';
 import { silentLogger } from '../log.js';
-import { RedisTokenStore } from '../tokens/store/redis.js';
+import { RedisSessionStore } from '../tokens/store/redis.js';
 
 export interface ConnectResult {
   /** What was tried, e.g. `store redis://127.0.0.1:6379` or `upstream contacts http://…`. */
@@ -33,11 +33,11 @@ async function checkStore(config: Config): Promise<ConnectResult> {
   const outages: string[] = [];
   // The store logs the cause of an outage once (MOVED, READONLY, refused…): that is the detail to show.
   const log = { ...silentLogger, error: (_msg: string, fields?: Record<string, unknown>) => void outages.push(String(fields?.cause ?? fields?.error ?? '')) };
-  const client = new RedisTokenStore({ ...store, connectTimeoutMs: Math.min(store.connectTimeoutMs, MAX_WAIT_MS) }, log);
+  const client = new RedisSessionStore({ ...store, connectTimeoutMs: Math.min(store.connectTimeoutMs, MAX_WAIT_MS) }, log);
   try {
     if (!(await client.waitUntilReady(MAX_WAIT_MS))) throw new Error(outages[0] || 'no connection in time');
     await client.ping();
-    return { what, ok: true, detail: `ready (a writable master${store.topology.mode === 'cluster' ? ', cluster_state ok' : ''}) in ${Date.now() - started} ms` };
+    return { what, ok: true, detail: `ready (a writable master${store.topology.mode === 'cluster' ? ', a master answering with cluster_state ok' : ''}) in ${Date.now() - started} ms` };
   } catch (err) {
     return { what, ok: false, detail: `is not ready: ${outages[0] || reason(err)}` };
   } finally {

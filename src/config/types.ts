@@ -85,6 +85,11 @@ export interface RedisStoreConfig {
    * Default 1 with Sentinel, 0 otherwise.
    */
   waitForReplicas: number;
+  /**
+   * While fewer replicas than waitForReplicas are connected: `available` acknowledges session writes
+   * without them (one warning, counted), `strict` refuses them (503). Default available.
+   */
+  durability: 'available' | 'strict';
 }
 
 export type RedisTopology =
@@ -111,7 +116,14 @@ export interface TokensConfig {
   audience: string;
   accessTtlSeconds: number;
   refreshTtlSeconds: number;
+  /**
+   * A refresh retried with the token just rotated away, within this many seconds and before its
+   * successor was used, gets the same successor; later, or after the successor was used, it is reuse
+   * and revokes the session. Default 10; 0: every second use is reuse.
+   */
   refreshReuseGraceSeconds: number;
+  /** The key refresh tokens are derived with (at least 32 bytes); default: derived from tokens.signing. */
+  refreshSecret?: string;
   signing: SigningKeyConfig;
   /** Keys that still verify but no longer sign (key rotation). */
   verificationKeys: VerificationKeyConfig[];

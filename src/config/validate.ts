@@ -71,7 +71,7 @@ function readStore(c: Checker, s: Record<string, unknown>): StoreConfig {
     c.unknownKeys('store', s, ['kind']);
     return { kind };
   }
-  c.unknownKeys('store', s, ['kind', 'url', 'cluster', 'sentinel', 'keyPrefix', 'commandTimeoutMs', 'connectTimeoutMs', 'livenessCacheMs', 'waitForReplicas']);
+  c.unknownKeys('store', s, ['kind', 'url', 'cluster', 'sentinel', 'keyPrefix', 'commandTimeoutMs', 'connectTimeoutMs', 'livenessCacheMs', 'waitForReplicas', 'durability']);
   const topology = readTopology(c, s);
   const keyPrefix = c.str('store.keyPrefix', s.keyPrefix, 'gw:');
   // A hash tag in the prefix would put every key of every session in one cluster slot.
@@ -86,6 +86,7 @@ function readStore(c: Checker, s: Record<string, unknown>): StoreConfig {
     connectTimeoutMs: c.int('store.connectTimeoutMs', s.connectTimeoutMs, 1000),
     livenessCacheMs: c.int('store.livenessCacheMs', s.livenessCacheMs, 2000, 0, 60_000),
     waitForReplicas,
+    durability: c.oneOf('store.durability', s.durability, ['available', 'strict'], 'available'),
   };
 }
 
@@ -138,17 +139,21 @@ function readUsers(c: Checker, u: Record<string, unknown>, at: (p: string) => st
 }
 
 function readTokens(c: Checker, t: Record<string, unknown>, at: (p: string) => string): TokensConfig {
-  c.unknownKeys('tokens', t, ['issuer', 'audience', 'accessTtlSeconds', 'refreshTtlSeconds', 'refreshReuseGraceSeconds', 'signing', 'verificationKeys', 'cors']);
+  c.unknownKeys('tokens', t, ['issuer', 'audience', 'accessTtlSeconds', 'refreshTtlSeconds', 'refreshReuseGraceSeconds', 'refreshSecret', 'signing', 'verificationKeys', 'cors']);
   const tokens: TokensConfig = {
     issuer: c.str('tokens.issuer', t.issuer, 'auth-gateway'),
     audience: c.str('tokens.audience', t.audience, 'auth-gateway'),
     accessTtlSeconds: c.int('tokens.accessTtlSeconds', t.accessTtlSeconds, 5400),
     refreshTtlSeconds: c.int('tokens.refreshTtlSeconds', t.refreshTtlSeconds, SIXTY_DAYS),
-    refreshReuseGraceSeconds: c.int('tokens.refreshReuseGraceSeconds', t.refreshReuseGraceSeconds, 0, 0),
+    refreshReuseGraceSeconds: c.int('tokens.refreshReuseGraceSeconds', t.refreshReuseGraceSeconds, 10, 0, 3600),
     signing: readSigningKey(c, 'tokens.signing', c.obj('tokens.signing', t.signing, true), at),
     verificationKeys: c.list('tokens.verificationKeys', t.verificationKeys).map((k, i) =>
       readVerificationKey(c, `tokens.verificationKeys[${i}]`, c.obj(`tokens.verificationKeys[${i}]`, k, true), at)),
   };
+  if (t.refreshSecret !== undefined && t.refreshSecret !== null) {
+    tokens.refreshSecret = c.str('tokens.refreshSecret', t.refreshSecret, '');
+    if (Buffer.byteLength(tokens.refreshSecret) < 32) c.problem('tokens.refreshSecret', 'must be at least 32 bytes');
+  }
   if (t.cors !== undefined && t.cors !== null && t.cors !== false) tokens.cors = readCors(c, 'tokens.cors', t.cors, ['POST']);
   if (tokens.refreshTtlSeconds < tokens.accessTtlSeconds) {
     c.problem('tokens.refreshTtlSeconds', 'must be at least tokens.accessTtlSeconds (a session outlives its access tokens)');

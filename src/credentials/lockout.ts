@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { LockoutConfig } from '../config/types.js';
 import { HttpProblem } from '../http/problem.js';
 import type { Logger } from '../log.js';
-import type { Counter, TokenStore } from '../tokens/store/types.js';
+import type { Counter, CounterStore } from '../counters/types.js';
 
 /** What `check` read, so that `fail` and `succeed` need not read it again. */
 export interface Standing {
@@ -21,15 +21,14 @@ export interface Standing {
  *   `addressFailuresPerMinute`; while it is empty the address gets 429 with a Retry-After of a few seconds.
  *   Its guessing is slowed, but its users (a shared NAT, a load balancer without trustProxy) are never
  *   locked out: a correct password gets in as soon as the next check is allowed.
- * Every counter fails open on its own when the store cannot answer (logged once per outage): an outage of
- * the counters must not become an outage of sign-in. Each decision is logged once, with the user and the
+ * Every counter fails open on its own when the store cannot answer (the counter store logs that once per
+ * outage): an outage of the counters must not become an outage of sign-in. Each decision is logged once, with the user and the
  * address, never the password.
  */
 export class Lockout {
-  private failingOpen = false;
   private readonly bucketWindowSeconds: number;
 
-  constructor(private readonly store: TokenStore, private readonly config: LockoutConfig, private readonly log: Logger) {
+  constructor(private readonly store: CounterStore, private readonly config: LockoutConfig, private readonly log: Logger) {
     // GCRA of `addressBurst` per window: the burst, then one check per (window / burst) seconds.
     this.bucketWindowSeconds = Math.max(1, Math.round((config.addressBurst * 60) / config.addressFailuresPerMinute));
   }
@@ -84,28 +83,24 @@ export class Lockout {
     ]);
   }
 
-  /** Lifts what an operator names: the account lock of a user, the throttle of an address, or both and their pair. */
+  /**
+   * Lifts what an operator names: a user's account lock and its locks from every address; an address's
+   * throttle and bucket; both: all of that.
+   */
   async clear(target: { user?: string; address?: string }): Promise<void> {
     const { user, address } = target;
-    const keys = [
-      ...(user !== undefined ? [accountKey(user)] : []),
-      // The address's bucket refills by itself within seconds; the hold on it is what refuses.
-      ...(address !== undefined ? [throttleKey(address)] : []),
-      ...(user !== undefined && address !== undefined ? [pairKey(user, address)] : []),
-    ];
-    await Promise.all(keys.map((key) => this.store.reset(key)));
+    await Promise.all([
+      user !== undefined ? this.store.reset(accountKey(user)) : undefined,
+      user !== undefined ? this.store.resetGroup(userGroup(user), this.config.windowSeconds) : undefined,
+      address !== undefined ? this.store.reset(throttleKey(address), bucketKey(address)) : undefined,
+    ]);
   }
 
+  /** The counter store logs its outage once; here a failed read or write just does not count. */
   private async guard<T>(op: () => Promise<T>): Promise<T | undefined> {
     try {
-      const result = await op();
-      this.failingOpen = false;
-      return result;
-    } catch (err) {
-      if (!this.failingOpen) {
-        this.failingOpen = true;
-        this.log.warn('lockout counters unavailable; failing open until the store returns', { error: (err as Error).message });
-      }
+      return await op();
+    } catch {
       return undefined;
     }
   }
@@ -123,8 +118,13 @@ function digest(...parts: string[]): string {
   return h.digest('base64url');
 }
 
-function pairKey(user: string, address: string): string {
-  return `lock:p:${digest(user, address)}`;
+/** Every address lock of one user is in the user's group, so `lockout clear --user` lifts them all. */
+function pairKey(user: string, address: string): { group: string; key: string } {
+  return { group: userGroup(user), key: `p:${digest(address)}` };
+}
+
+function userGroup(user: string): string {
+  return `lock:g:${digest(user)}`;
 }
 
 function accountKey(user: string): string {

@@ -2,17 +2,15 @@ import { createHash } from 'node:crypto';
 import type { RateLimitRule } from '../config/types.js';
 import { HttpProblem } from '../http/problem.js';
 import type { GatewayContext } from '../http/state.js';
-import type { Logger } from '../log.js';
-import type { TokenStore } from '../tokens/store/types.js';
+import type { RateBuckets } from '../counters/types.js';
 
 /**
  * Per-principal limit of the matched route (GCRA in the shared store, so every instance on one Redis
  * shares it). Adds RateLimit-Limit/-Remaining/-Reset; past the limit 429 with Retry-After. When the store
- * cannot answer, requests pass (logged once per outage): an outage of the counters must not become an
- * outage of the API.
+ * cannot answer, requests pass (the counter store logs that once per outage): an outage of the counters
+ * must not become an outage of the API.
  */
-export function rateLimit(store: TokenStore, log: Logger): (ctx: GatewayContext) => void | Promise<void> {
-  let failingOpen = false;
+export function rateLimit(store: RateBuckets): (ctx: GatewayContext) => void | Promise<void> {
   // Not async itself: a route without a limit passes without a promise of its own.
   return function limitRate(ctx) {
     const rule = ctx.state.route!.rateLimit;
@@ -24,10 +22,7 @@ export function rateLimit(store: TokenStore, log: Logger): (ctx: GatewayContext)
     let decision;
     try {
       decision = await store.take(createHash('sha256').update(key).digest('base64url'), rule.requests, rule.windowSeconds);
-      failingOpen = false;
-    } catch (err) {
-      if (!failingOpen) log.warn('rate limit unavailable; letting requests through until the store returns', { error: (err as Error).message });
-      failingOpen = true;
+    } catch {
       return;
     }
     const headers = {

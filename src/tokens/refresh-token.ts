@@ -1,29 +1,66 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHmac, hkdfSync, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto';
 
-/** `<sid>.<secret>`: 128-bit session id and 256-bit secret, base64url. Only its SHA-256 is stored. */
+/**
+ * `<sid>.<secret>`: a 128-bit session id, then 32 bytes base64url: the token's generation (4 bytes,
+ * big-endian) and HMAC-SHA-256(refresh key, sid ‖ generation) cut to 28 bytes.
+ *
+ * A session's tokens are derived, not stored: generation n+1 is the successor of generation n, and the
+ * store keeps only the session's current generation. So a refresh retried with the same token gets the
+ * same successor (a lost answer costs nothing), and reuse detection is a comparison of two integers.
+ * Redis holds no token and no digest of one; a token needs the refresh key, which lives only in the
+ * gateways' configuration (see refreshKey).
+ */
 const SHAPE = /^([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})$/;
+const MAC_BYTES = 28;
+/** A token of the last generation has no successor (at one refresh a minute: 8,000 years). */
+export const MAX_GENERATION = 2 ** 32 - 1;
 
 export interface RefreshToken {
   token: string;
   sid: string;
-  hash: string;
+  generation: number;
 }
 
 export function newSessionId(): string {
   return randomBytes(16).toString('base64url');
 }
 
-export function newRefreshToken(sid: string): RefreshToken {
-  const token = `${sid}.${randomBytes(32).toString('base64url')}`;
-  return { token, sid, hash: hashRefreshToken(token) };
+/** The refresh token of a session's generation. */
+export function refreshTokenFor(key: Buffer, sid: string, generation: number): RefreshToken {
+  const secret = Buffer.alloc(4 + MAC_BYTES);
+  secret.writeUInt32BE(generation >>> 0, 0);
+  mac(key, sid, generation).copy(secret, 4);
+  return { token: `${sid}.${secret.toString('base64url')}`, sid, generation };
 }
 
-/** The session id and hash of a well-formed refresh token, or undefined. */
-export function parseRefreshToken(token: string): RefreshToken | undefined {
+/**
+ * The session id and generation of a refresh token this gateway issued, or undefined: a malformed or
+ * forged token never reaches the store (and takes the same time whichever session it names).
+ */
+export function parseRefreshToken(key: Buffer, token: string): RefreshToken | undefined {
   const m = SHAPE.exec(token);
-  return m ? { token, sid: m[1]!, hash: hashRefreshToken(token) } : undefined;
+  if (!m) return undefined;
+  const secret = Buffer.from(m[2]!, 'base64url');
+  if (secret.length !== 4 + MAC_BYTES) return undefined;
+  const generation = secret.readUInt32BE(0);
+  if (!timingSafeEqual(secret.subarray(4), mac(key, m[1]!, generation))) return undefined;
+  return { token, sid: m[1]!, generation };
 }
 
-export function hashRefreshToken(token: string): string {
-  return createHash('sha256').update(token).digest('base64url');
+function mac(key: Buffer, sid: string, generation: number): Buffer {
+  const g = Buffer.alloc(4);
+  g.writeUInt32BE(generation >>> 0, 0);
+  return createHmac('sha256', key).update('refresh\0').update(sid).update(g).digest().subarray(0, MAC_BYTES);
+}
+
+/**
+ * The key refresh tokens are derived with: from `tokens.refreshSecret` when set, else from the signing
+ * key's secret or private key (every instance has it). Changing it ends every session at its next
+ * refresh, which is why a deployment that rotates signing keys sets refreshSecret.
+ */
+export function refreshKey(refreshSecret: string | undefined, signingKey: KeyObject): Buffer {
+  const material = refreshSecret !== undefined
+    ? Buffer.from(refreshSecret, 'utf8')
+    : signingKey.type === 'secret' ? signingKey.export() : signingKey.export({ type: 'pkcs8', format: 'der' });
+  return Buffer.from(hkdfSync('sha256', material, 'auth-gateway', 'refresh tokens v1', 32));
 }

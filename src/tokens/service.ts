@@ -2,8 +2,8 @@ import type { Clock } from '../clock.js';
 import type { CredentialVersions, PasswordAttempt, PasswordCheck } from '../credentials/password-check.js';
 import { HttpProblem } from '../http/problem.js';
 import { invalidToken, type AccessTokenCodec } from './access-token.js';
-import { newRefreshToken, newSessionId, parseRefreshToken } from './refresh-token.js';
-import type { TokenStore } from './store/types.js';
+import { MAX_GENERATION, newSessionId, parseRefreshToken, refreshTokenFor } from './refresh-token.js';
+import type { SessionStore } from './store/types.js';
 
 export interface TokenPair {
   accessToken: string;
@@ -24,13 +24,15 @@ export interface TokenServiceOptions {
   accessTtlSeconds: number;
   refreshTtlSeconds: number;
   refreshReuseGraceSeconds: number;
+  /** What refresh tokens are derived with (see refresh-token.ts). */
+  refreshKey: Buffer;
 }
 
 /** The token rules (spec sections 3 and 5); the store only makes them atomic. */
 export class TokenService {
   constructor(
     private readonly codec: AccessTokenCodec,
-    private readonly store: TokenStore,
+    private readonly store: SessionStore,
     private readonly passwords: PasswordCheck,
     private readonly credentialVersion: CredentialVersions,
     private readonly options: TokenServiceOptions,
@@ -41,22 +43,21 @@ export class TokenService {
     await this.passwords.check(attempt, { trustCache: false });
     const uv = this.credentialVersion(attempt.user)!;
     const sid = newSessionId();
-    const refresh = newRefreshToken(sid);
-    await this.store.createSession(sid, { sub: attempt.user, refreshHash: refresh.hash, uv }, this.options.refreshTtlSeconds);
-    return this.pair(attempt.user, sid, uv, refresh.token);
+    await this.store.createSession(sid, { sub: attempt.user, uv }, this.options.refreshTtlSeconds);
+    return this.pair(attempt.user, sid, uv, refreshTokenFor(this.options.refreshKey, sid, 0).token);
   }
 
   /**
-   * Rotates: the presented refresh token must be the session's current one. An earlier one is reuse
-   * (RFC 9700 section 4.14): the whole session is revoked, unless it comes within the grace period.
+   * Rotates: the presented refresh token must be the session's current one, or the one just rotated
+   * away, presented again within the grace period before its successor was used (a retry, a second
+   * tab): that gets the same successor. Any other earlier one is reuse (RFC 9700 section 4.14): the
+   * whole session is revoked.
    */
   async refresh(refreshToken: string): Promise<TokenPair> {
-    const presented = parseRefreshToken(refreshToken);
-    if (!presented) throw invalidRefreshToken();
-    const next = newRefreshToken(presented.sid);
+    const presented = parseRefreshToken(this.options.refreshKey, refreshToken);
+    if (!presented || presented.generation >= MAX_GENERATION) throw invalidRefreshToken();
     const outcome = await this.store.rotateRefresh(presented.sid, {
-      presentedHash: presented.hash,
-      nextHash: next.hash,
+      generation: presented.generation,
       ttlSeconds: this.options.refreshTtlSeconds,
       graceMs: this.options.refreshReuseGraceSeconds * 1000,
       nowMs: this.clock.now(),
@@ -67,7 +68,7 @@ export class TokenService {
       await this.store.revoke(presented.sid);
       throw invalidRefreshToken();
     }
-    return this.pair(outcome.sub, presented.sid, outcome.uv, next.token);
+    return this.pair(outcome.sub, presented.sid, outcome.uv, refreshTokenFor(this.options.refreshKey, presented.sid, outcome.generation).token);
   }
 
   /**
@@ -101,10 +102,15 @@ export class TokenService {
     return true;
   }
 
+  /**
+   * A refresh token this gateway issued (its MAC checked, whatever its generation) ends its session; a
+   * malformed or forged one never reaches the store, so the answer's timing says nothing about sessions.
+   */
   private async revokeRefresh(token: string): Promise<boolean> {
-    const presented = parseRefreshToken(token);
+    const presented = parseRefreshToken(this.options.refreshKey, token);
     if (!presented) return false;
-    return this.store.revokeByRefresh(presented.sid, presented.hash);
+    await this.store.revoke(presented.sid);
+    return true;
   }
 
   private pair(sub: string, sid: string, uv: string, refreshToken: string): TokenPair {

@@ -1,14 +1,18 @@
 import { afterAll } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { MemoryTokenStore } from '../../src/tokens/store/memory.js';
-import { tokenStoreContract } from './token-store.js';
+import { MemoryCounters } from '../../src/counters/memory.js';
+import { MemorySessionStore } from '../../src/tokens/store/memory.js';
+import { counterStoreContract } from './counter-store.js';
+import { sessionStoreContract } from './session-store.js';
 
 const clock = new ManualClock();
-const store = new MemoryTokenStore(clock);
-afterAll(() => store.close());
-
-tokenStoreContract('memory', {
-  store: () => store,
-  fastForward: async (ms) => clock.advance(ms),
-  now: () => clock.now(),
+const store = new MemorySessionStore(clock);
+const counters = new MemoryCounters(clock);
+afterAll(async () => {
+  await store.close();
+  await counters.close();
 });
+
+const harness = { fastForward: async (ms: number) => clock.advance(ms), now: () => clock.now() };
+sessionStoreContract('memory', { ...harness, store: () => store });
+counterStoreContract('memory', { ...harness, store: () => counters });

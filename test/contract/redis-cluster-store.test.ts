@@ -1,40 +1,51 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/log.js';
-import { RedisTokenStore } from '../../src/tokens/store/redis.js';
+import { RedisCounters } from '../../src/counters/redis.js';
+import { RedisSessionStore, type RedisStoreOptions } from '../../src/tokens/store/redis.js';
 import { startCluster, type TestCluster } from '../support/redis-cluster.js';
-import { tokenStoreContract } from './token-store.js';
+import { counterStoreContract } from './counter-store.js';
+import { sessionStoreContract } from './session-store.js';
 
 let cluster: TestCluster;
-let store: RedisTokenStore;
+let store: RedisSessionStore;
+let counters: RedisCounters;
 
 beforeAll(async () => {
   cluster = await startCluster(3);
-  store = new RedisTokenStore({
+  const options: RedisStoreOptions = {
     topology: { mode: 'cluster', nodes: cluster.urls.slice(0, 1) }, keyPrefix: 'gwtest:', commandTimeoutMs: 500, connectTimeoutMs: 1000,
     // The contract is about the store's answers; the cache (and the wait that keeps revocation
     // synchronous with it) is shown with several instances in test/integration/sync-revocation.test.ts.
-    livenessCacheMs: 0, waitForReplicas: 0,
-  }, silentLogger);
+    livenessCacheMs: 0, waitForReplicas: 0, durability: 'available' as const,
+  };
+  store = new RedisSessionStore(options, silentLogger);
+  counters = new RedisCounters(options, silentLogger);
   expect(await store.waitUntilReady(10_000)).toBe(true);
 }, 30_000);
 
 afterAll(async () => {
   await store?.close();
+  await counters?.close();
   await cluster?.destroy();
 });
 
-tokenStoreContract('redis (3-master cluster)', {
+sessionStoreContract('redis (3-master cluster)', {
   store: () => store,
   fastForward: (ms) => new Promise((r) => setTimeout(r, ms)),
   now: () => Date.now(),
 });
+counterStoreContract('redis (3-master cluster)', {
+  store: () => counters,
+  fastForward: (ms) => new Promise((r) => setTimeout(r, ms)),
+  now: () => Date.now(),
+});
 
-describe('RedisTokenStore on a cluster', () => {
+describe('RedisSessionStore on a cluster', () => {
   it('spreads sessions, indexes and counters over every master', async () => {
     for (let i = 0; i < 30; i++) {
-      await store.createSession(`spread${String(i).padStart(16, '0')}`, { sub: `user${i}`, refreshHash: 'h', uv: 'v' }, 60);
-      await store.hit(`k${i}`, 60);
+      await store.createSession(`spread${String(i).padStart(16, '0')}`, { sub: `user${i}`, uv: 'v' }, 60);
+      await counters.hit(`k${i}`, 60);
     }
     for (const n of cluster.nodes) {
       const raw = new Redis(n.url);

@@ -2,39 +2,50 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger, silentLogger } from '../../src/log.js';
 import { StoreUnavailableError } from '../../src/tokens/store/types.js';
-import { RedisTokenStore } from '../../src/tokens/store/redis.js';
+import { RedisCounters } from '../../src/counters/redis.js';
+import { RedisSessionStore, type RedisStoreOptions } from '../../src/tokens/store/redis.js';
 import { SENTINEL_MASTER_NAME, startSentinel, type TestSentinel } from '../support/redis-sentinel.js';
-import { tokenStoreContract } from './token-store.js';
+import { counterStoreContract } from './counter-store.js';
+import { sessionStoreContract } from './session-store.js';
 
 let pair: TestSentinel;
-let store: RedisTokenStore;
+let store: RedisSessionStore;
+let counters: RedisCounters;
 
 beforeAll(async () => {
   // Two replicas: after a failover one is in sync at once to acknowledge writes (WAIT 1), while Sentinel
   // takes its time (about 10 s) to turn a demoted master into a replica.
   pair = await startSentinel({ replicas: 2 });
-  store = new RedisTokenStore({
+  const options: RedisStoreOptions = {
     topology: { mode: 'sentinel', name: SENTINEL_MASTER_NAME, sentinels: pair.sentinels, tls: false },
     keyPrefix: 'gwtest:', commandTimeoutMs: 500, connectTimeoutMs: 1000,
     // The contract is about the store's answers; the cache (and the wait that keeps revocation
     // synchronous with it) is shown with several instances in test/integration/sync-revocation.test.ts.
-    livenessCacheMs: 0, waitForReplicas: 1,
-  }, silentLogger);
+    livenessCacheMs: 0, waitForReplicas: 1, durability: 'available' as const,
+  };
+  store = new RedisSessionStore(options, silentLogger);
+  counters = new RedisCounters(options, silentLogger);
   expect(await store.waitUntilReady(10_000)).toBe(true);
 }, 30_000);
 
 afterAll(async () => {
   await store?.close();
+  await counters?.close();
   await pair?.destroy();
 });
 
-tokenStoreContract('redis (Sentinel: master and two replicas, WAIT 1)', {
+sessionStoreContract('redis (Sentinel: master and two replicas, WAIT 1)', {
   store: () => store,
   fastForward: (ms) => new Promise((r) => setTimeout(r, ms)),
   now: () => Date.now(),
 });
+counterStoreContract('redis (Sentinel: master and two replicas, WAIT 1)', {
+  store: () => counters,
+  fastForward: (ms) => new Promise((r) => setTimeout(r, ms)),
+  now: () => Date.now(),
+});
 
-describe('RedisTokenStore behind Sentinel', () => {
+describe('RedisSessionStore behind Sentinel', () => {
   it('talks to the master the sentinels name', async () => {
     const info = String(await store.client.info('server'));
     expect(Number(/tcp_port:(\d+)/.exec(info)![1])).toBe(await pair.masterPort());
@@ -44,13 +55,13 @@ describe('RedisTokenStore behind Sentinel', () => {
 
   it('is not ready on a replica (a url pointing at one): READONLY, logged once with its cause', async () => {
     const lines: Array<{ msg: string; cause?: string }> = [];
-    const onReplica = new RedisTokenStore({
-      topology: { mode: 'single', url: pair.replicas[0]!.url }, keyPrefix: 'gwtest:', commandTimeoutMs: 500, connectTimeoutMs: 1000, livenessCacheMs: 2000, waitForReplicas: 0,
+    const onReplica = new RedisSessionStore({
+      topology: { mode: 'single', url: pair.replicas[0]!.url }, keyPrefix: 'gwtest:', commandTimeoutMs: 500, connectTimeoutMs: 1000, livenessCacheMs: 2000, waitForReplicas: 0, durability: 'available' as const,
     }, createLogger('info', (l) => lines.push(JSON.parse(l) as { msg: string; cause?: string })));
     try {
       expect(await onReplica.waitUntilReady(5000)).toBe(true);
       await expect(onReplica.ping()).rejects.toBeInstanceOf(StoreUnavailableError);
-      await expect(onReplica.createSession('replicaxxxxxxxxxxxxxxx', { sub: 'alice', refreshHash: 'h', uv: 'v' }, 60)).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(onReplica.createSession('replicaxxxxxxxxxxxxxxx', { sub: 'alice', uv: 'v' }, 60)).rejects.toBeInstanceOf(StoreUnavailableError);
       expect(lines.filter((l) => l.msg.startsWith('redis unavailable')).map((l) => l.cause)).toEqual(['READONLY']);
     } finally {
       await onReplica.close();
@@ -60,7 +71,7 @@ describe('RedisTokenStore behind Sentinel', () => {
   // Last: it moves the master.
   it('after a manual failover (the master demoted under it: READONLY) writes on the new master, sessions intact', async () => {
     const sid = 'failoverxxxxxxxxxxxxxx';
-    await store.createSession(sid, { sub: 'alice', refreshHash: 'h1', uv: 'v1' }, 60);
+    await store.createSession(sid, { sub: 'alice', uv: 'v1' }, 60);
     const oldPort = await pair.masterPort();
     const sentinel = new Redis(pair.sentinel.url);
     try {
@@ -74,7 +85,7 @@ describe('RedisTokenStore behind Sentinel', () => {
     // Until a create lands on the new master: some are refused on the way (READONLY, or WAIT finding no
     // replica while they resync), none is accepted by a node that is not master.
     for (;;) {
-      const created = await store.createSession(`failover${String(++n).padStart(14, '0')}`, { sub: 'alice', refreshHash: 'h', uv: 'v' }, 60).then(() => true, () => false);
+      const created = await store.createSession(`failover${String(++n).padStart(14, '0')}`, { sub: 'alice', uv: 'v' }, 60).then(() => true, () => false);
       const switched = (await pair.masterPort()) !== oldPort;
       if (switched && !switchedAt) switchedAt = Date.now();
       if (created && switched) {
@@ -86,6 +97,6 @@ describe('RedisTokenStore behind Sentinel', () => {
     }
     console.log(`manual failover: Sentinel names the new master after ${switchedAt - started} ms; writes there ${Date.now() - switchedAt} ms later`);
     expect(await store.isLive(sid)).toBe(true);
-    expect(await store.rotateRefresh(sid, { presentedHash: 'h1', nextHash: 'h2', ttlSeconds: 60, graceMs: 0, nowMs: Date.now() })).toMatchObject({ result: 'rotated' });
+    expect(await store.rotateRefresh(sid, { generation: 0, ttlSeconds: 60, graceMs: 0, nowMs: Date.now() })).toMatchObject({ result: 'rotated' });
   }, 20_000);
 });

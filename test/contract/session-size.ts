@@ -1,40 +1,39 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { hashRefreshToken } from '../../src/tokens/refresh-token.js';
-import type { TokenStore } from '../../src/tokens/store/types.js';
+import type { SessionStore } from '../../src/tokens/store/types.js';
+
+export interface SessionBytes {
+  sessions: number;
+  /** used_memory growth per session: just created, after one refresh, after three. */
+  fresh: number;
+  afterOneRefresh: number;
+  afterThreeRefreshes: number;
+}
 
 /**
- * What one session costs in Redis, by MEMORY USAGE of its key plus its share of the user's index
- * (100 sessions of one user, a typical 20-byte user name and the real credential-version length).
+ * What a session costs in Redis, as `INFO memory` sees it: used_memory before and after `count`
+ * sessions (`perUser` per user, default 4; 20-byte user names, a 16-byte credential version, the default 60-day TTL), so
+ * the key's expiry entry, the dict slots and both copies of the user index are in it (MEMORY USAGE of
+ * one key leaves those out). Run on a Redis holding nothing else that changes meanwhile.
  */
-export async function measureSessionBytes(store: TokenStore, raw: Redis, prefix: string): Promise<{ fresh: number; afterOneRefresh: number; after40Refreshes: number; indexShare: number }> {
-  const user = `user-${randomBytes(7).toString('hex')}`;
-  const sids = Array.from({ length: 100 }, () => randomBytes(16).toString('base64url'));
-  const token = () => hashRefreshToken(randomBytes(32).toString('base64url'));
-  const current = new Map<string, string>();
-  for (const sid of sids) {
-    current.set(sid, token());
-    await store.createSession(sid, { sub: user, refreshHash: current.get(sid)!, uv: 'abcdefghijklmnop' }, 5_184_000);
-  }
-  const indexKeys = await raw.keys(`${prefix}u:*`);
-  let indexBytes = 0;
-  for (const k of indexKeys) {
-    if ((await raw.zscore(k, sids[0]!)) !== null) indexBytes = Number(await raw.call('MEMORY', 'USAGE', k, 'SAMPLES', '0'));
-  }
-  const indexShare = Math.ceil(indexBytes / sids.length);
-  const usage = async (sid: string) => Number(await raw.call('MEMORY', 'USAGE', `${prefix}s:{${sid}}`, 'SAMPLES', '0')) + indexShare;
-  const rotate = async (sid: string, times: number) => {
-    for (let i = 0; i < times; i++) {
-      const next = token();
-      await store.rotateRefresh(sid, { presentedHash: current.get(sid)!, nextHash: next, ttlSeconds: 5_184_000, graceMs: 0, nowMs: Date.now() });
-      current.set(sid, next);
-    }
+export async function measureSessionBytes(store: SessionStore, raw: Redis, count: number, perUser = 4): Promise<SessionBytes> {
+  const used = async () => Number(/^used_memory:(\d+)/m.exec(await raw.info('memory'))![1]);
+  const sids = Array.from({ length: count }, () => randomBytes(16).toString('base64url'));
+  const users = Array.from({ length: Math.ceil(count / perUser) }, () => `user-${randomBytes(7).toString('hex')}`);
+  const inBatches = async (work: (sid: string, i: number) => Promise<unknown>) => {
+    for (let i = 0; i < sids.length; i += 200) await Promise.all(sids.slice(i, i + 200).map((sid, j) => work(sid, i + j)));
   };
-  const fresh = await usage(sids[0]!);
-  await rotate(sids[1]!, 1);
-  const afterOneRefresh = await usage(sids[1]!);
-  await rotate(sids[2]!, 40);
-  const after40Refreshes = await usage(sids[2]!);
-  await store.revokeUser(user);
-  return { fresh, afterOneRefresh, after40Refreshes, indexShare };
+  const ttl = 5_184_000;
+  const before = await used();
+  await inBatches((sid, i) => store.createSession(sid, { sub: users[i % users.length]!, uv: 'abcdefghijklmnop' }, ttl));
+  const fresh = await used();
+  const rotate = (generation: number) => inBatches((sid) => store.rotateRefresh(sid, { generation, ttlSeconds: ttl, graceMs: 0, nowMs: Date.now() }));
+  await rotate(0);
+  const one = await used();
+  await rotate(1);
+  await rotate(2);
+  const three = await used();
+  for (let i = 0; i < users.length; i += 200) await Promise.all(users.slice(i, i + 200).map((user) => store.revokeUser(user)));
+  const per = (bytes: number) => Math.round((bytes - before) / count);
+  return { sessions: count, fresh: per(fresh), afterOneRefresh: per(one), afterThreeRefreshes: per(three) };
 }

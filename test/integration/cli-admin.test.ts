@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RedisTokenStore } from '../../src/tokens/store/redis.js';
+import { RedisSessionStore } from '../../src/tokens/store/redis.js';
 import { createTokens, echoUpstream, htpasswd, postJson, SECRET, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 
@@ -35,7 +35,7 @@ beforeAll(async () => {
   users = htpasswd({ alice: 'alice-pw', bob: 'bob-pw' });
   redis = await startRedis();
   echo = await echoUpstream();
-  const lockout = { maxFailuresPerUser: 2, maxFailuresPerAccount: 3, addressBurst: 2, addressFailuresPerMinute: 1 };
+  const lockout = { maxFailuresPerUser: 2, maxFailuresPerAccount: 3, addressBurst: 3, addressFailuresPerMinute: 1 };
   gw = await startGateway(testConfig(users.file, {
     server: { host: '127.0.0.1', port: 0, trustProxy: 1 },
     store: { kind: 'redis', url: redis.url, keyPrefix: 'cli:' },
@@ -43,7 +43,7 @@ beforeAll(async () => {
     upstreams: { up: { url: echo.url } },
     routes: [{ path: '/v1/x', upstream: 'up' }],
   }));
-  expect(await (gw.gateway.store as RedisTokenStore).waitUntilReady(5000)).toBe(true);
+  expect(await (gw.gateway.store as RedisSessionStore).waitUntilReady(5000)).toBe(true);
   configFile = join(dir, 'gateway.yaml');
   writeFileSync(configFile, [
     `store: { kind: redis, url: "${redis.url}", keyPrefix: "cli:" }`,
@@ -67,8 +67,8 @@ const create = (appKey: string, appSecret: string, address: string) =>
 
 describe('auth-gateway lockout clear', () => {
   it('--address lifts the throttle of a guessing address; --user lifts an account lock', async () => {
-    // 198.51.100.7 guesses two made-up names: throttled for a minute (one failure a minute).
-    for (const name of ['m1', 'm2']) expect((await create(name, 'guess', '198.51.100.7')).status).toBe(401);
+    // 198.51.100.7 guesses three made-up names: throttled for a minute (one failure a minute).
+    for (const name of ['m1', 'm2', 'm3']) expect((await create(name, 'guess', '198.51.100.7')).status).toBe(401);
     expect((await create('bob', 'bob-pw', '198.51.100.7')).status).toBe(429);
     const byAddress = await cli(['lockout', 'clear', '--address', '198.51.100.7']);
     expect(byAddress.stderr).toBe('');
@@ -79,9 +79,29 @@ describe('auth-gateway lockout clear', () => {
     for (const a of ['192.0.2.1', '192.0.2.2', '192.0.2.3']) expect((await create('alice', 'guess', a)).status).toBe(401);
     expect((await create('alice', 'alice-pw', '192.0.2.9')).status).toBe(429);
     const byUser = await cli(['lockout', 'clear', '--user', 'alice']);
-    expect(byUser).toMatchObject({ status: 0, stdout: 'cleared the account lock of user "alice"\n' });
+    expect(byUser).toMatchObject({ status: 0, stdout: 'cleared every lock of user "alice" (its account lock and its locks from every address)\n' });
     expect((await create('alice', 'alice-pw', '192.0.2.9')).status).toBe(200);
   });
+
+  it('--user alone lifts the user\'s lock at one address (no --address needed)', async () => {
+    // Two wrong passwords from one address: alice is locked there, not elsewhere.
+    for (let i = 0; i < 2; i++) expect((await create('alice', 'guess', '203.0.113.5')).status).toBe(401);
+    expect((await create('alice', 'alice-pw', '203.0.113.5')).status).toBe(429);
+    expect((await create('alice', 'alice-pw', '203.0.113.6')).status).toBe(200);
+    const byUser = await cli(['lockout', 'clear', '--user', 'alice']);
+    expect(byUser).toMatchObject({ status: 0, stderr: '' });
+    expect((await create('alice', 'alice-pw', '203.0.113.5')).status).toBe(200);
+  });
+
+  it('--address must be an IP address', async () => {
+    for (const address of ['999.1.1.1', 'example.org', '10.0.0.1/8']) {
+      const res = await cli(['lockout', 'clear', '--address', address]);
+      expect(res.status).toBe(2);
+      expect(res.stdout).toBe('');
+      expect(res.stderr).toContain(`"${address}" is not an IPv4 or IPv6 address`);
+    }
+    expect((await cli(['lockout', 'clear', '--address', '2001:db8::1'])).status).toBe(0);
+  }, 60_000);
 
   it('without --user or --address it says what it needs; on the memory store it says why it cannot', async () => {
     const none = await cli(['lockout', 'clear']);

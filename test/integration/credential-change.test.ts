@@ -1,6 +1,6 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { RedisTokenStore } from '../../src/tokens/store/redis.js';
+import { RedisSessionStore } from '../../src/tokens/store/redis.js';
 import { createTokens, echoUpstream, htpasswd, postJson, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 
@@ -68,7 +68,7 @@ describe('removing a user ends their sessions for good', () => {
         upstreams: { up: { url: echo.url } },
         routes: [{ path: '/v1/conversations', upstream: 'up' }],
       }));
-      expect(await (running.gateway.store as RedisTokenStore).waitUntilReady(5000)).toBe(true);
+      expect(await (running.gateway.store as RedisSessionStore).waitUntilReady(5000)).toBe(true);
     }
     const call = (token: string) => fetch(`${running.base}/v1/conversations`, { headers: { authorization: `Bearer ${token}` } });
     try {

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { createLogger } from '../../src/log.js';
-import { MemoryTokenStore } from '../../src/tokens/store/memory.js';
+import { MemorySessionStore } from '../../src/tokens/store/memory.js';
 import { basic, echoUpstream, htpasswd, postJson, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
 
 // The brute-force policy from the outside: each outcome the policy promises is one test. Time is the
@@ -10,7 +10,7 @@ import { basic, echoUpstream, htpasswd, postJson, startGateway, testConfig, type
 let users: Users;
 let echo: EchoUpstream;
 let clock: ManualClock;
-let store: MemoryTokenStore;
+let store: MemorySessionStore;
 let gw: RunningGateway;
 let logLines: string[];
 
@@ -26,7 +26,7 @@ afterAll(async () => {
 /** Defaults of the shipped policy unless overridden; trustProxy 1 so a test can speak from any address. */
 async function start(lockout: Record<string, number> = {}) {
   clock = new ManualClock(Date.now());
-  store = new MemoryTokenStore(clock);
+  store = new MemorySessionStore(clock);
   logLines = [];
   gw = await startGateway(testConfig(users.file, {
     server: { host: '127.0.0.1', port: 0, trustProxy: 1 },

@@ -1,11 +1,11 @@
 import jwt from 'jsonwebtoken';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { MemoryTokenStore } from '../../src/tokens/store/memory.js';
+import { MemorySessionStore } from '../../src/tokens/store/memory.js';
 import { createTokens, gatewayFixture, postJson, SECRET } from '../support/fixtures.js';
 
 const clock = new ManualClock(Date.now());
-const store = new MemoryTokenStore(clock);
+const store = new MemorySessionStore(clock);
 const gw = gatewayFixture({
   users: { alice: 'alice-pw', bob: 'bob-pw' },
   echo: false,
@@ -126,13 +126,34 @@ describe('POST /v1/tokens/refresh', () => {
     expect(third.status).toBe(200);
   });
 
-  it('revokes the whole session when a rotated-away refresh token is presented again', async () => {
+  it('revokes the whole session when a rotated-away refresh token is presented again after the grace period', async () => {
     const first = await createTokens(gw.base, 'alice', 'alice-pw');
     const second = (await (await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: first.refreshToken })).json()) as typeof first;
+    clock.advance(10_000);
     await problem(await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: first.refreshToken }), 401, 'invalid_refresh_token');
     // The thief's replay killed the legitimate holder's tokens too.
     await problem(await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: second.refreshToken }), 401, 'invalid_refresh_token');
     await expect(gw.gateway.tokens.verifyAccessToken(second.accessToken)).rejects.toMatchObject({ code: 'invalid_token' });
+  });
+
+  it('answers a retry within the grace period with the same refresh token (a lost answer costs nothing)', async () => {
+    const first = await createTokens(gw.base, 'alice', 'alice-pw');
+    const lost = (await (await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: first.refreshToken })).json()) as typeof first;
+    clock.advance(9_999);
+    const res = await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: first.refreshToken });
+    expect(res.status).toBe(200);
+    const retried = (await res.json()) as typeof first;
+    expect(retried.refreshToken).toBe(lost.refreshToken);
+    await expect(gw.gateway.tokens.verifyAccessToken(retried.accessToken)).resolves.toMatchObject({ user: 'alice' });
+    expect((await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: retried.refreshToken })).status).toBe(200);
+  });
+
+  it('revokes on a rotated-away refresh token whose successor was used, even within the grace period', async () => {
+    const first = await createTokens(gw.base, 'alice', 'alice-pw');
+    const second = (await (await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: first.refreshToken })).json()) as typeof first;
+    const third = (await (await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: second.refreshToken })).json()) as typeof first;
+    await problem(await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: first.refreshToken }), 401, 'invalid_refresh_token');
+    await problem(await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: third.refreshToken }), 401, 'invalid_refresh_token');
   });
 
   it.each([

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
 import { createLogger } from '../../src/log.js';
-import type { RedisTokenStore } from '../../src/tokens/store/redis.js';
+import type { RedisSessionStore } from '../../src/tokens/store/redis.js';
 import { BEARER_PROTOCOL_PREFIX } from '../../src/proxy/websocket-protocol.js';
 import { basic, createTokens, echoUpstream, htpasswd, postJson, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
 import { exchangeUntilClosed, openRaw } from '../support/raw-client.js';
@@ -349,7 +349,7 @@ describe('WebSocket on a shared Redis store', () => {
     });
     a = await startGateway(config());
     b = await startGateway(config());
-    await until(() => (a.gateway.store as RedisTokenStore).liveness.enabled && (b.gateway.store as RedisTokenStore).liveness.enabled, 5000);
+    await until(() => (a.gateway.store as RedisSessionStore).liveness.enabled && (b.gateway.store as RedisSessionStore).liveness.enabled, 5000);
   });
   afterAll(async () => {
     await a?.close();

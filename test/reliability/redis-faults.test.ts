@@ -259,7 +259,8 @@ describe('append-only Redis restarted', () => {
     expect(refreshed.status).toBe(200);
     const next = (await refreshed.json()) as { accessToken: string; refreshToken: string };
     expect((await fetch(`${gw.base}/v1/conversations`, bearer(next.accessToken))).status).toBe(200);
-    // Rotation state survived too: the pre-restart refresh token is now a reused one.
+    // Rotation state survived too: the pre-restart refresh token, once its successor has been used, is a reused one.
+    expect((await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: next.refreshToken })).status).toBe(200);
     expect((await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: pair.refreshToken })).status).toBe(401);
   });
 });

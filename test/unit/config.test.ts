@@ -30,7 +30,7 @@ describe('configuration', () => {
     expect(c.server).toEqual({ host: '0.0.0.0', port: 8080, trustProxy: 0, shutdownGraceMs: 10000, headersTimeoutMs: 10000, bodyTimeoutMs: 10000, workers: 1 });
     expect(c.store).toEqual({ kind: 'memory' });
     expect(c.users.htpasswd).toBe('/etc/gw/users.htpasswd');
-    expect(c.tokens).toMatchObject({ issuer: 'auth-gateway', accessTtlSeconds: 5400, refreshTtlSeconds: 5184000, refreshReuseGraceSeconds: 0 });
+    expect(c.tokens).toMatchObject({ issuer: 'auth-gateway', accessTtlSeconds: 5400, refreshTtlSeconds: 5184000, refreshReuseGraceSeconds: 10 });
     expect(c.lockout).toEqual({ maxFailuresPerUser: 10, maxFailuresPerAccount: 100, windowSeconds: 900, addressBurst: 10, addressFailuresPerMinute: 30 });
     expect(c.upstreams.conversations).toEqual({
       url: 'http://127.0.0.1:9001', targets: ['http://127.0.0.1:9001'], balance: 'round-robin', cooldownMs: 10000,
@@ -73,7 +73,7 @@ colour: blue
       'store.kind must be one of memory, redis',
       'users.htpasswd is required',
       'tokens.accessTtlSeconds must be a positive integer',
-      'tokens.refreshReuseGraceSeconds must be a non-negative integer',
+      'tokens.refreshReuseGraceSeconds must be a non-negative integer no greater than 3600',
       'tokens.signing.alg must be one of HS256, RS256, ES256',
       expect.stringMatching(/^tokens\.signing\.secret is required/),
       'lockout.windowSeconds must be a positive integer',
@@ -98,7 +98,7 @@ colour: blue
   it('lets REDIS_URL select the redis store and PORT override the port', () => {
     const c = parseConfig(BASE, '/x/gateway.yaml', { JWT_SECRET: SECRET, REDIS_URL: 'redis://redis:6379', PORT: '9090' });
     expect(c.store).toEqual({
-      kind: 'redis', topology: { mode: 'single', url: 'redis://redis:6379' }, keyPrefix: 'gw:', commandTimeoutMs: 500, connectTimeoutMs: 1000, livenessCacheMs: 2000, waitForReplicas: 0,
+      kind: 'redis', topology: { mode: 'single', url: 'redis://redis:6379' }, keyPrefix: 'gw:', commandTimeoutMs: 500, connectTimeoutMs: 1000, livenessCacheMs: 2000, waitForReplicas: 0, durability: 'available',
     });
     expect(c.server.port).toBe(9090);
     expect(problems(BASE, { JWT_SECRET: SECRET, REDIS_URL: 'http://nope' })).toEqual(['store.url must be a redis: or rediss: URL']);

@@ -34,20 +34,26 @@ describe('OutageLog', () => {
   it('logs one line per outage with its cause, and one when it is over', () => {
     const lines: Array<Record<string, unknown>> = [];
     let now = 0;
-    const log = new OutageLog(createLogger('info', (l) => lines.push(JSON.parse(l) as Record<string, unknown>)), 'redis', () => now);
+    const log = new OutageLog(createLogger('info', (l) => lines.push(JSON.parse(l) as Record<string, unknown>)), 'redis', 'sessions answer 503', () => now);
     log.commandFailed(new Error('refused before the first connection'));
     expect(lines).toEqual([]);
-    log.reconnected();
+    log.connected();
     log.commandFailed(new Error('MOVED 1 127.0.0.1:1'));
     log.failed(new Error('Command timed out'));
     // A reply still in flight when the outage began does not end it...
     now += 10;
     log.answered();
+    // ...nor a reconnect while commands keep failing (a demoted master, a partial Cluster outage)...
+    log.connected();
+    now += 2000;
+    log.commandFailed(new Error('CLUSTERDOWN The cluster is down'));
+    now += 999;
+    log.answered();
     // ...commands answering a while after the last failure do.
-    now += 1000;
+    now += 1;
     log.answered();
     expect(lines.map((l) => [l.level, l.msg, l.cause])).toEqual([
-      ['error', 'redis unavailable; token checks fail closed until it returns', 'MOVED'],
+      ['error', 'redis unavailable (MOVED); sessions answer 503', 'MOVED'],
       ['info', 'redis available again', undefined],
     ]);
   });
@@ -81,14 +87,17 @@ describe('LivenessCache', () => {
 });
 
 describe('readSessionRecord', () => {
-  it('reads creation, last rotation and user, and refuses anything else', () => {
+  it('reads creation, last rotation, generation and user, and refuses anything else (an older format too)', () => {
     const sub = Buffer.from('alice');
     const uv = Buffer.from('v1');
+    const generation = Buffer.alloc(4);
+    generation.writeUInt32BE(7);
     const raw = Buffer.concat([
-      Buffer.from([3]), int48(1_700_000_000_000), int48(1_700_000_000_500), int48(1_700_000_000_000), Buffer.alloc(12, 7),
+      Buffer.from([4]), int48(1_700_000_000_000), int48(1_700_000_000_500), generation,
       u16(sub.length), sub, u16(uv.length), uv,
     ]);
-    expect(readSessionRecord(raw)).toEqual({ createdAtMs: 1_700_000_000_000, refreshedAtMs: 1_700_000_000_500, sub: 'alice' });
+    expect(readSessionRecord(raw)).toEqual({ createdAtMs: 1_700_000_000_000, refreshedAtMs: 1_700_000_000_500, generation: 7, sub: 'alice' });
+    expect(readSessionRecord(Buffer.concat([Buffer.from([3]), raw.subarray(1)]))).toBeUndefined();
     expect(readSessionRecord(null)).toBeUndefined();
     expect(readSessionRecord(Buffer.from('not a session'))).toBeUndefined();
   });

@@ -1,33 +1,27 @@
-import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import type { RedisStoreConfig } from '../../config/types.js';
 import type { Logger } from '../../log.js';
 import { enforceDeadlines, withDeadline } from './deadline.js';
 import { LivenessCache } from './liveness-cache.js';
-import {
-  CREATE_SESSION, HIT_COUNTER, INDEX_ADD, INDEX_TOUCH, PEEK_COUNTER, REVOKE, REVOKE_BY_REFRESH, ROTATE_REFRESH, TAKE_RATE,
-} from './lua.js';
+import { CREATE_SESSION, INDEX_ADD, REVOKE, ROTATE_REFRESH } from './lua.js';
 import { OutageLog } from './outage-log.js';
+import { ReplicaWaits } from './replication.js';
 import { RevocationChannel } from './revocation-channel.js';
 import { RevocationFeed } from './revocations.js';
-import { readSessionRecord, refreshDigest } from './session-record.js';
+import { readSessionRecord } from './session-record.js';
 import { connect } from './topology.js';
+import { userIndexKeys } from './user-index.js';
 import {
-  StoreUnavailableError, type Counter, type NewSession, type RateDecision, type RotateOutcome, type Rotation, type SessionInfo, type TokenStore,
+  StoreUnavailableError, type NewSession, type ReplicationStats, type RotateOutcome, type Rotation, type SessionInfo, type SessionStore,
 } from './types.js';
 
 export type RedisStoreOptions = Omit<RedisStoreConfig, 'kind'>;
 
 interface Scripts {
-  createSession(s: string, digest: Buffer, ttl: number, sub: string, uv: string): Promise<number>;
-  rotateRefresh(s: string, presented: Buffer, next: Buffer, ttl: number, graceMs: number, nowMs: number, channel: string, sid: string): Promise<[number, string?, string?]>;
+  createSession(s: string, ttl: number, sub: string, uv: string): Promise<number>;
+  rotateRefresh(s: string, generation: number, ttl: number, graceMs: number, nowMs: number, channel: string, sid: string): Promise<[number, string?, string?, number?, number?, number?]>;
   revokeSession(s: string, channel: string, sid: string): Promise<number>;
-  revokeByRefresh(s: string, digest: Buffer, channel: string, sid: string): Promise<number>;
   indexAdd(index: string, sid: string, createdAtMs: number, ttl: number): Promise<number>;
-  indexTouch(index: string, ttl: number): Promise<number>;
-  hitCounter(key: string, windowSeconds: number): Promise<[number, number]>;
-  peekCounter(key: string): Promise<[number, number]>;
-  takeRate(key: string, limit: number, windowMs: number): Promise<[number, number, number, number]>;
 }
 
 type Scripted = (Redis | Cluster) & Scripts;
@@ -39,22 +33,16 @@ export const HEARTBEAT_MS = 100;
  * before it answers (see LivenessCache): the price of synchronous revocation, paid by revocations only.
  */
 export const REVOCATION_WAIT_MS = 3 * HEARTBEAT_MS;
-/** Past this many ids in a user's index, each new session checks a few at random and drops dead ones. */
+/** Past this many ids in a copy of a user's index, each new session checks a few at random and drops dead ones. */
 const INDEX_PRUNE_ABOVE = 8;
 const INDEX_PRUNE_SAMPLE = 4;
-const ROTATE_RESULTS = { 0: 'unknown', 2: 'grace', 3: 'reused' } as const;
 const monotonic = () => performance.now();
 
 const SCRIPTS: Array<[keyof Scripts, number, string]> = [
   ['createSession', 1, CREATE_SESSION],
   ['rotateRefresh', 1, ROTATE_REFRESH],
   ['revokeSession', 1, REVOKE],
-  ['revokeByRefresh', 1, REVOKE_BY_REFRESH],
   ['indexAdd', 1, INDEX_ADD],
-  ['indexTouch', 1, INDEX_TOUCH],
-  ['hitCounter', 1, HIT_COUNTER],
-  ['peekCounter', 1, PEEK_COUNTER],
-  ['takeRate', 1, TAKE_RATE],
 ];
 
 function withScripts<T extends Redis | Cluster>(client: T): T & Scripts {
@@ -63,17 +51,18 @@ function withScripts<T extends Redis | Cluster>(client: T): T & Scripts {
 }
 
 /**
- * The shared store on a single node, a Sentinel-managed master or a Redis Cluster: N gateway instances
- * see the same sessions and counters. Every command has a hard deadline (commandTimeoutMs) and fails
- * with StoreUnavailableError; nothing is queued or replayed.
+ * Sessions on a single node, a Sentinel-managed master or a Redis Cluster: N gateway instances see the
+ * same sessions. Every command has a hard deadline (commandTimeoutMs) and fails with
+ * StoreUnavailableError; nothing is queued or replayed. Replica waits (store.waitForReplicas) run on a
+ * connection of their own (ReplicaWaits), never in front of another caller's command.
  */
-export class RedisTokenStore implements TokenStore {
+export class RedisSessionStore implements SessionStore {
   readonly kind = 'redis';
   readonly client: Scripted;
-  /** Session writes that must reach replicas (WAIT) go on their own connection, so a WAIT never holds up reads. */
-  private readonly writer: Scripted;
   readonly liveness: LivenessCache;
   readonly channel: RevocationChannel;
+  private readonly waiter: Redis | undefined;
+  private readonly replicas: ReplicaWaits | undefined;
   private readonly channelName: string;
   private readonly outage: OutageLog;
   private readonly revocationWaitMs: number;
@@ -83,16 +72,18 @@ export class RedisTokenStore implements TokenStore {
     const connections = connect(options.topology, options);
     this.client = withScripts(connections.client);
     enforceDeadlines(this.client, options.commandTimeoutMs);
-    this.writer = this.client;
     if (options.waitForReplicas > 0) {
-      this.writer = withScripts(connections.dedicated());
-      enforceDeadlines(this.writer, options.commandTimeoutMs);
-      this.writer.on('error', () => {});
+      this.waiter = connections.dedicated();
+      enforceDeadlines(this.waiter, options.commandTimeoutMs);
+      this.waiter.on('error', () => {});
+      // Redis's own WAIT timeout well inside the command deadline, so a shortfall is an answer, not a timeout.
+      const waitMs = Math.max(1, Math.floor(options.commandTimeoutMs * 0.8));
+      this.replicas = new ReplicaWaits(this.waiter, options.waitForReplicas, options.durability, waitMs, log);
     }
-    this.outage = new OutageLog(log, 'redis');
+    this.outage = new OutageLog(log, 'redis', 'session operations that need it answer 503 until it returns');
     this.client.on('error', (err: Error) => this.outage.failed(err));
     this.client.on('node error', (err: Error) => this.outage.failed(err));
-    this.client.on('ready', () => this.outage.reconnected());
+    this.client.on('ready', () => this.outage.connected());
 
     this.channelName = `${options.keyPrefix}revoked`;
     this.revocationWaitMs = options.livenessCacheMs > 0 ? REVOCATION_WAIT_MS : 0;
@@ -100,43 +91,58 @@ export class RedisTokenStore implements TokenStore {
     this.channel = new RevocationChannel(connections.listen, this.channelName, this.liveness, HEARTBEAT_MS, options.commandTimeoutMs, monotonic, (sid) => this.revocations.publish(sid));
   }
 
-  /** Resolves when connected (the writer connection too), or after `timeoutMs` with false; never throws. */
+  /** Resolves when connected (the replica-wait connection too), or after `timeoutMs` with false; never throws. */
   async waitUntilReady(timeoutMs: number): Promise<boolean> {
-    const clients = this.writer === this.client ? [this.client] : [this.client, this.writer];
-    const results = await Promise.all(clients.map((c) => readyWithin(c, timeoutMs)));
+    const results = await Promise.all(this.connections().map((c) => readyWithin(c, timeoutMs)));
     return results.every(Boolean);
   }
 
-  /** The index entry first: a session whose create has answered is always found by revokeUser. */
+  /**
+   * The session and both copies of the user's index at once; done when the session and at least one
+   * copy are written (see user-index.ts). A create that fails deletes what it wrote: nobody holds its
+   * tokens, and the client's retry makes another session.
+   */
   createSession(sid: string, session: NewSession, ttlSeconds: number): Promise<void> {
     return this.guard(async () => {
-      const index = userIndexKey(session.sub);
-      const size = await this.writer.indexAdd(index, sid, Date.now(), ttlSeconds);
-      await this.writer.createSession(sessionKey(sid), refreshDigest(session.refreshHash), ttlSeconds, session.sub, session.uv);
-      await this.replicated(true);
+      this.replicas?.admit();
+      const indexes = userIndexKeys(session.sub);
+      const createdAt = Date.now();
+      const [made, ...copies] = await Promise.allSettled([
+        this.client.createSession(sessionKey(sid), ttlSeconds, session.sub, session.uv),
+        ...indexes.map((index) => this.client.indexAdd(index, sid, createdAt, ttlSeconds)),
+      ]);
+      const indexed = copies.filter((c) => c.status === 'fulfilled');
+      if (made.status === 'rejected' || indexed.length === 0) {
+        if (made.status === 'fulfilled') await this.client.del(sessionKey(sid)).catch(() => {});
+        throw made.status === 'rejected' ? made.reason : (copies[0] as PromiseRejectedResult).reason;
+      }
+      await this.replicas?.after();
       // Housekeeping: the session is made, so a failure here must not fail the create.
-      if (size > INDEX_PRUNE_ABOVE) await this.prune(index).catch(() => {});
+      copies.forEach((c, i) => {
+        if (c.status === 'fulfilled' && c.value > INDEX_PRUNE_ABOVE) void this.prune(indexes[i]!).catch(() => {});
+      });
     });
   }
 
   rotateRefresh(sid: string, r: Rotation): Promise<RotateOutcome> {
     return this.guard(async () => {
-      const [code, sub, uv] = await this.writer.rotateRefresh(
-        sessionKey(sid), refreshDigest(r.presentedHash), refreshDigest(r.nextHash), r.ttlSeconds, r.graceMs, r.nowMs, this.channelName, sid,
+      this.replicas?.admit();
+      const [code, sub, uv, generation, retry, createdAt] = await this.client.rotateRefresh(
+        sessionKey(sid), r.generation, r.ttlSeconds, r.graceMs, r.nowMs, this.channelName, sid,
       );
-      // A session from before credential versions has none: it can match no user's version.
       if (code === 1 && typeof sub === 'string') {
-        // The rotation has happened: nothing after it may fail the call, or the client, told 503, would
-        // retry with the token just rotated away and be taken for a thief. So the WAIT (a rotation that
-        // reached no replica still stands) and keeping the user's index alive are best effort.
-        await Promise.all([
-          this.replicated(false).catch(() => {}),
-          this.client.indexTouch(userIndexKey(sub), r.ttlSeconds).catch(() => {}),
-        ]);
-        return { result: 'rotated', sub, uv: typeof uv === 'string' ? uv : '' };
+        // Both copies of the user's index live as long as the session now does, and get the session
+        // back if they missed its create (an outage of their slot): best effort, the rotation stands.
+        await Promise.allSettled(userIndexKeys(sub).map((index) => this.client.indexAdd(index, sid, Number(createdAt), r.ttlSeconds)));
+        // A failure here answers 503 (strict only); the client's retry gets the same successor.
+        await this.replicas?.after();
+        return { result: 'rotated', sub, uv: typeof uv === 'string' ? uv : '', generation: Number(generation), retry: retry === 1 };
       }
-      if (code === 3) await this.revoked([sid], true);
-      return { result: ROTATE_RESULTS[code as 0 | 2 | 3] ?? 'unknown' };
+      if (code === 3) {
+        await this.revoked([sid]);
+        return { result: 'reused' };
+      }
+      return { result: 'unknown' };
     });
   }
 
@@ -152,33 +158,25 @@ export class RedisTokenStore implements TokenStore {
     return true;
   }
 
+  /**
+   * The same steps whether or not the session exists (its answer tells nothing): delete, then the wait
+   * for revocation in force everywhere (another instance may be revoking it right now) and for replicas.
+   */
   revoke(sid: string): Promise<void> {
     this.liveness.invalidate(sid);
     return this.guard(async () => {
-      const deleted = await this.writer.revokeSession(sessionKey(sid), this.channelName, sid);
-      // Also when there was nothing to delete: another instance may be revoking it right now, and this
-      // answer must not come before that revocation is in force everywhere.
-      await this.revoked([sid], deleted === 1);
+      this.replicas?.admit();
+      await this.client.revokeSession(sessionKey(sid), this.channelName, sid);
+      await this.revoked([sid]);
       // Again after: a liveness lookup answered while the script ran must not stay cached.
       this.liveness.invalidate(sid);
-    });
-  }
-
-  revokeByRefresh(sid: string, refreshHash: string): Promise<boolean> {
-    return this.guard(async () => {
-      const code = await this.writer.revokeByRefresh(sessionKey(sid), refreshDigest(refreshHash), this.channelName, sid);
-      // A session found gone may be in the middle of another instance's revocation: wait as for ours.
-      // (A hash that does not match a live session revokes nothing and promises nothing.)
-      if (code !== 0) await this.revoked([sid], code === 1);
-      return code === 1;
     });
   }
 
   /** Index entries of sessions already gone are skipped and dropped. */
   async listSessions(user: string): Promise<SessionInfo[]> {
     return this.guard(async () => {
-      const index = userIndexKey(user);
-      const sids = await this.client.zrange(index, '0', '-1');
+      const { sids, readable } = await this.indexed(user);
       const records = await Promise.all(sids.map((sid) => this.client.getBuffer(sessionKey(sid))));
       const live: SessionInfo[] = [];
       const dead: string[] = [];
@@ -187,110 +185,108 @@ export class RedisTokenStore implements TokenStore {
         if (r && r.sub === user) live.push({ sid, createdAtMs: r.createdAtMs, refreshedAtMs: r.refreshedAtMs });
         else dead.push(sid);
       });
-      if (dead.length > 0) await this.client.zrem(index, ...dead);
+      if (dead.length > 0) await Promise.allSettled(readable.map((index) => this.client.zrem(index, ...dead)));
       return live.sort((a, b) => a.createdAtMs - b.createdAtMs);
     });
   }
 
   /**
-   * Every id in the index is revoked (each on its own slot) and then removed from the index; ids added
-   * meanwhile (sessions created while this ran) stay for the next call.
+   * Every id in either copy of the index is revoked (each on its own slot) and then removed from the
+   * copies; ids added meanwhile (sessions created while this ran) stay for the next call. One copy
+   * unreachable is enough: a session is in every copy that was up when it was made (see user-index.ts).
+   * A session whose own slot is unreachable cannot be revoked now: the others are, and the call fails
+   * (503), so the caller tries again; its id stays in the index for that.
    */
   async revokeUser(user: string): Promise<number> {
     return this.guard(async () => {
-      const index = userIndexKey(user);
-      const sids = await this.client.zrange(index, '0', '-1');
+      this.replicas?.admit();
+      const { sids, readable } = await this.indexed(user);
       for (const sid of sids) this.liveness.invalidate(sid);
-      const deleted = await Promise.all(sids.map((sid) => this.writer.revokeSession(sessionKey(sid), this.channelName, sid)));
-      const count = deleted.filter((d) => d === 1).length;
-      if (sids.length > 0) await this.client.zrem(index, ...sids);
-      if (sids.length > 0) await this.revoked(sids, count > 0);
-      return count;
+      const results = await Promise.allSettled(sids.map((sid) => this.client.revokeSession(sessionKey(sid), this.channelName, sid)));
+      const done = sids.filter((_, i) => results[i]!.status === 'fulfilled');
+      if (done.length > 0) await Promise.allSettled(readable.map((index) => this.client.zrem(index, ...done)));
+      if (done.length > 0) await this.revoked(done);
+      const failed = results.find((r) => r.status === 'rejected');
+      if (failed) throw failed.reason;
+      return results.filter((r) => r.status === 'fulfilled' && r.value === 1).length;
     });
   }
 
-  hit(key: string, windowSeconds: number): Promise<Counter> {
-    return this.guard(async () => toCounter(await this.client.hitCounter(counterKey(key), windowSeconds)));
-  }
-
-  peek(key: string): Promise<Counter> {
-    return this.guard(async () => toCounter(await this.client.peekCounter(counterKey(key))));
-  }
-
-  reset(key: string): Promise<void> {
-    return this.guard(async () => {
-      await this.client.del(counterKey(key));
-    });
-  }
-
-  take(key: string, limit: number, windowSeconds: number): Promise<RateDecision> {
-    return this.guard(async () => {
-      const [allowed, remaining, resetMs, retryMs] = await this.client.takeRate(`r:{${key}}`, limit, windowSeconds * 1000);
-      return { allowed: allowed === 1, remaining, resetSeconds: Math.ceil(resetMs / 1000), retryAfterSeconds: Math.ceil(retryMs / 1000) };
-    });
-  }
-
-  /** Ready means able to serve: a master taking writes, or a cluster whose state is ok. */
   /** Each revoked session id, from this instance at once and from others through the channel. */
   onRevoked(listener: (sid: string) => void): () => void {
     return this.revocations.subscribe(listener);
   }
 
+  replication(): ReplicationStats | undefined {
+    return this.replicas?.stats();
+  }
+
+  /**
+   * Readiness, on the command connection (never behind a replica wait): a master taking writes; in a
+   * Cluster, any master answering with cluster_state ok (a partial outage is every instance's alike, see
+   * SessionStore.ping).
+   */
   ping(): Promise<void> {
     return this.guard(async () => {
       if (this.options.topology.mode === 'cluster') {
-        const info = String(await this.client.call('CLUSTER', 'INFO'));
-        if (!/^cluster_state:ok\s*$/m.test(info)) throw new Error(`CLUSTERDOWN cluster_state is not ok`);
+        const cluster = this.client as Cluster;
+        if (cluster.status !== 'ready') throw new Error(`cluster connection ${cluster.status}`);
+        // Any master that answers and still serves its slots: a dead master leaves the others ok with
+        // cluster-require-full-coverage no (a partial outage); with yes they all refuse, and so does this.
+        await Promise.any(cluster.nodes('master').map(async (node) => {
+          if (!/^cluster_state:ok\s*$/m.test(String(await node.call('CLUSTER', 'INFO')))) throw new Error('CLUSTERDOWN cluster_state is not ok');
+        }));
         return;
       }
-      // A replica (READONLY), a master refusing writes (NOREPLICAS, MISCONF) or none at all fails this.
+      // A replica (READONLY), a master refusing writes (MISCONF) or none at all fails this.
       await this.client.set('ready', '1', 'PX', 10_000);
-      if (this.writer !== this.client) await this.writer.set('ready', '1', 'PX', 10_000);
     });
   }
 
   async close(): Promise<void> {
+    this.replicas?.close();
     await this.channel.close();
-    const clients = this.writer === this.client ? [this.client] : [this.client, this.writer];
-    await Promise.all(clients.map(async (c) => {
+    await Promise.all(this.connections().map(async (c) => {
       if (c.status === 'ready') await c.quit().catch(() => c.disconnect());
       else c.disconnect();
     }));
+  }
+
+  private connections(): Array<Redis | Cluster> {
+    return this.waiter ? [this.client, this.waiter] : [this.client];
+  }
+
+  /** Both copies of the user's index, merged; fails only when neither answers. */
+  private async indexed(user: string): Promise<{ sids: string[]; readable: string[] }> {
+    const indexes = userIndexKeys(user);
+    const copies = await Promise.allSettled(indexes.map((index) => this.client.zrange(index, '0', '-1')));
+    const readable = indexes.filter((_, i) => copies[i]!.status === 'fulfilled');
+    if (readable.length === 0) throw (copies[0] as PromiseRejectedResult).reason;
+    const sids = new Set<string>();
+    for (const c of copies) if (c.status === 'fulfilled') for (const sid of c.value) sids.add(sid);
+    return { sids: [...sids], readable };
   }
 
   /**
    * After a revocation was published: no instance may answer from its cache once this returns. Each
    * instance uses its cache only with a heartbeat confirmation younger than REVOCATION_WAIT_MS, and a
    * confirmation sent after the publish implies the message arrived; so waiting that long suffices.
+   * The wait runs in full even when the replica wait fails: a retry may then answer at once.
    */
-  private async revoked(sids: string[], wrote: boolean): Promise<void> {
+  private async revoked(sids: string[]): Promise<void> {
     for (const sid of sids) {
       this.liveness.invalidate(sid);
       // Holders in this process hear it at once; other instances hear it on the channel.
       this.revocations.publish(sid);
     }
-    // The wait runs in full even when the WAIT for replicas fails: a retry that finds the session gone
-    // may then answer at once.
     const [replication] = await Promise.allSettled([
-      wrote ? this.replicated(true) : Promise.resolve(),
+      this.replicas?.after(),
       new Promise((r) => setTimeout(r, this.revocationWaitMs)),
     ]);
     if (replication.status === 'rejected') throw replication.reason;
   }
 
-  /**
-   * With store.waitForReplicas, a session write is answered only once that many replicas have it, so a
-   * failover does not lose it (or bring a revoked session back). `required`: fewer acks fail the call.
-   */
-  private async replicated(required: boolean): Promise<void> {
-    const wanted = this.options.waitForReplicas;
-    if (wanted === 0) return;
-    // Redis's own WAIT timeout well inside the command deadline, so a shortfall is an answer, not a timeout.
-    const acked = Number(await this.writer.call('WAIT', wanted, Math.max(1, Math.floor(this.options.commandTimeoutMs * 0.8))));
-    if (acked < wanted && required) throw new Error(`NOREPLICAS ${acked} of ${wanted} replicas acknowledged the write`);
-  }
-
-  /** Drops a few ids of sessions already gone, picked at random, from a user's index. */
+  /** Drops a few ids of sessions already gone, picked at random, from a copy of a user's index. */
   private async prune(index: string): Promise<void> {
     const sample = await this.client.zrandmember(index, INDEX_PRUNE_SAMPLE);
     const exists = await Promise.all(sample.map((sid) => this.client.exists(sessionKey(sid))));
@@ -311,7 +307,8 @@ export class RedisTokenStore implements TokenStore {
   }
 }
 
-function readyWithin(client: Redis | Cluster, timeoutMs: number): Promise<boolean> {
+/** Resolves true once the client is ready, false after `timeoutMs`; never throws. */
+export function readyWithin(client: Redis | Cluster, timeoutMs: number): Promise<boolean> {
   if (client.status === 'ready') return Promise.resolve(true);
   return new Promise((resolve) => {
     const done = (ok: boolean) => {
@@ -327,17 +324,4 @@ function readyWithin(client: Redis | Cluster, timeoutMs: number): Promise<boolea
 
 function sessionKey(sid: string): string {
   return `s:{${sid}}`;
-}
-
-/** User names are anyone's input: keyed by digest, which is also the key's hash tag. */
-function userIndexKey(user: string): string {
-  return `u:{${createHash('sha256').update(user).digest('base64url').slice(0, 22)}}`;
-}
-
-function counterKey(key: string): string {
-  return `c:{${key}}`;
-}
-
-function toCounter([count, resetSeconds]: [number, number]): Counter {
-  return { count: Number(count), resetSeconds: Number(resetSeconds) };
 }

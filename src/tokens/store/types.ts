@@ -1,22 +1,21 @@
 /**
- * Where token state lives. Every method either answers or throws StoreUnavailableError;
- * the caller decides whether that fails closed (tokens) or open (counters).
+ * Where sessions live. Every method either answers or throws StoreUnavailableError; token checks fail
+ * closed on it. (Lockout and rate-limit counters are another store: src/counters.)
  */
-export interface TokenStore {
+export interface SessionStore {
   readonly kind: 'memory' | 'redis';
-  /** Starts a session: its subject and the hash of its first refresh token. */
+  /** Starts a session at refresh generation 0. */
   createSession(sid: string, session: NewSession, ttlSeconds: number): Promise<void>;
-  /** Atomically swaps the current refresh hash for a new one (see RotateOutcome). */
+  /** Moves the session to the generation after the presented one, or says why not (see RotateOutcome). */
   rotateRefresh(sid: string, rotation: Rotation): Promise<RotateOutcome>;
   /** True while the session has been neither revoked nor let expire. */
   isLive(sid: string): Promise<boolean>;
   /**
-   * Deletes the session: every token of it stops working at once. When this (or revokeByRefresh,
-   * revokeUser, or a rotation answering 'reused') has answered, no instance accepts the session's tokens.
+   * Deletes the session: every token of it stops working at once. When this (or revokeUser, or a
+   * rotation answering 'reused') has answered, no instance accepts the session's tokens. Takes the same
+   * steps whether or not the session exists.
    */
   revoke(sid: string): Promise<void>;
-  /** Deletes the session if `refreshHash` is its current or an earlier refresh hash; true if it did. */
-  revokeByRefresh(sid: string, refreshHash: string): Promise<boolean>;
   /** The user's live sessions, oldest first. */
   listSessions(user: string): Promise<SessionInfo[]>;
   /**
@@ -24,17 +23,6 @@ export interface TokenStore {
    * A session whose create answered before this was called is among them.
    */
   revokeUser(user: string): Promise<number>;
-  /** Adds one to a counter that lives `windowSeconds` from its first hit. */
-  hit(key: string, windowSeconds: number): Promise<Counter>;
-  /** Reads a counter without changing it. */
-  peek(key: string): Promise<Counter>;
-  /** Forgets a counter. */
-  reset(key: string): Promise<void>;
-  /**
-   * Takes one request from a GCRA bucket of `limit` requests per `windowSeconds` (burst = limit),
-   * judged by the store's clock so every instance agrees.
-   */
-  take(key: string, limit: number, windowSeconds: number): Promise<RateDecision>;
   /**
    * Calls `listener` with the id of each session revoked from now on: here, and (redis) by any
    * instance, through the revocation channel. Returns the unsubscribe function. Best effort: while the
@@ -42,52 +30,53 @@ export interface TokenStore {
    */
   onRevoked(listener: (sid: string) => void): () => void;
   /**
-   * Resolves when the store can serve: a master that accepts writes (single node, Sentinel), a cluster
-   * whose state is ok (Cluster). /readyz asks this.
+   * Readiness (/readyz): resolves while this instance can serve sessions. A master that accepts writes
+   * (single node, Sentinel); a Cluster with at least one reachable master whose cluster_state is ok (a
+   * partial outage fails the sessions of the lost slots, on every instance alike: taking instances out
+   * would help none; with cluster-require-full-coverage yes a lost master stops the whole cluster).
+   * Never waits behind a replica wait.
    */
   ping(): Promise<void>;
+  /** Replication as last seen (redis with store.waitForReplicas); undefined when not waiting for replicas. */
+  replication?(): ReplicationStats | undefined;
   close(): Promise<void>;
 }
 
 export interface NewSession {
   sub: string;
-  refreshHash: string;
   /** The user's credential version when the session began. */
   uv: string;
 }
 
 export interface Rotation {
-  presentedHash: string;
-  nextHash: string;
+  /** The generation of the presented refresh token (its MAC already checked). */
+  generation: number;
   ttlSeconds: number;
-  /** A rotated-away hash presented less than this many ms after its rotation is not treated as reuse (0: never). */
+  /**
+   * The token just rotated away, presented again less than this many ms after its rotation (and before
+   * its successor was used), is a retry: it gets the same successor (0: never).
+   */
   graceMs: number;
   nowMs: number;
 }
 
 export type RotateOutcome =
-  | { result: 'rotated'; sub: string; uv: string }
-  /** No such session, or a hash it never had. */
+  /** `generation`: the successor's. `retry`: the presented token had been rotated already, within grace. */
+  | { result: 'rotated'; sub: string; uv: string; generation: number; retry: boolean }
+  /** No such session. */
   | { result: 'unknown' }
-  /** A rotated-away hash, within the grace period: refused, session kept. */
-  | { result: 'grace' }
-  /** A rotated-away hash past the grace period: the session is now revoked. */
+  /** A rotated-away token past the grace period, or one whose successor was used: the session is revoked. */
   | { result: 'reused' };
 
-export interface Counter {
-  count: number;
-  /** Seconds until the counter resets; 0 when it does not exist. */
-  resetSeconds: number;
-}
+/** How a session write fared with store.waitForReplicas. */
+export type ReplicationOutcome = 'replicated' | 'unreplicated' | 'refused';
 
-export interface RateDecision {
-  allowed: boolean;
-  /** Requests left right now. */
-  remaining: number;
-  /** Seconds until the bucket is full again. */
-  resetSeconds: number;
-  /** When refused: seconds until one request is allowed. */
-  retryAfterSeconds: number;
+export interface ReplicationStats {
+  wanted: number;
+  /** Replicas connected to the master at the last look; undefined before the first. */
+  connected: number | undefined;
+  /** Session writes by outcome since start. */
+  outcomes: Record<ReplicationOutcome, number>;
 }
 
 export class StoreUnavailableError extends Error {
@@ -97,7 +86,7 @@ export class StoreUnavailableError extends Error {
   }
 }
 
-/** What an operator may know about a session: never a token or a hash. */
+/** What an operator may know about a session: never a token. */
 export interface SessionInfo {
   sid: string;
   createdAtMs: number;

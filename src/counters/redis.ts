@@ -1,0 +1,103 @@
+import type { Cluster, Redis } from 'ioredis';
+import type { Logger } from '../log.js';
+import { enforceDeadlines, withDeadline } from '../tokens/store/deadline.js';
+import { OutageLog } from '../tokens/store/outage-log.js';
+import { readyWithin, type RedisStoreOptions } from '../tokens/store/redis.js';
+import { connect } from '../tokens/store/topology.js';
+import { StoreUnavailableError } from '../tokens/store/types.js';
+import { CLEAR_GROUP, HIT_COUNTER, PEEK_COUNTER, TAKE_RATE } from './lua.js';
+import type { Counter, CounterKey, CounterStore, RateDecision } from './types.js';
+
+interface Scripts {
+  hitCounter(key: string, marker: string, windowSeconds: number): Promise<[number, number]>;
+  peekCounter(key: string, marker: string): Promise<[number, number]>;
+  clearGroup(marker: string, windowSeconds: number): Promise<number>;
+  takeRate(key: string, limit: number, windowMs: number): Promise<[number, number, number, number]>;
+}
+
+/**
+ * The counters on the store's Redis (single node, Sentinel or Cluster), on a connection of their own:
+ * a counter outage or a slow counter never holds up a session command. One warning per outage.
+ */
+export class RedisCounters implements CounterStore {
+  readonly kind = 'redis';
+  readonly client: (Redis | Cluster) & Scripts;
+  private readonly outage: OutageLog;
+
+  constructor(private readonly options: RedisStoreOptions, log: Logger) {
+    const client = connect(options.topology, options).client;
+    client.defineCommand('hitCounter', { numberOfKeys: 2, lua: HIT_COUNTER });
+    client.defineCommand('peekCounter', { numberOfKeys: 2, lua: PEEK_COUNTER });
+    client.defineCommand('clearGroup', { numberOfKeys: 1, lua: CLEAR_GROUP });
+    client.defineCommand('takeRate', { numberOfKeys: 1, lua: TAKE_RATE });
+    this.client = client as (Redis | Cluster) & Scripts;
+    enforceDeadlines(this.client, options.commandTimeoutMs);
+    this.outage = new OutageLog(log, 'redis (lockout and rate-limit counters)', 'lockout and rate limits let requests through until it returns');
+    this.client.on('error', (err: Error) => this.outage.failed(err));
+    this.client.on('node error', (err: Error) => this.outage.failed(err));
+    this.client.on('ready', () => this.outage.connected());
+  }
+
+  /** Resolves when connected, or after `timeoutMs` with false; never throws. */
+  waitUntilReady(timeoutMs: number): Promise<boolean> {
+    return readyWithin(this.client, timeoutMs);
+  }
+
+  hit(key: CounterKey, windowSeconds: number): Promise<Counter> {
+    return this.guard(async () => toCounter(await this.client.hitCounter(...redisKeys(key), windowSeconds)));
+  }
+
+  peek(key: CounterKey): Promise<Counter> {
+    return this.guard(async () => toCounter(await this.client.peekCounter(...redisKeys(key))));
+  }
+
+  /** One DEL per key: in a Cluster each counter may live on another slot. */
+  reset(...keys: CounterKey[]): Promise<void> {
+    return this.guard(async () => {
+      await Promise.all(keys.map((key) => this.client.del(redisKeys(key)[0])));
+    });
+  }
+
+  resetGroup(group: string, windowSeconds: number): Promise<void> {
+    return this.guard(async () => {
+      await this.client.clearGroup(groupMarker(group), windowSeconds);
+    });
+  }
+
+  take(key: string, limit: number, windowSeconds: number): Promise<RateDecision> {
+    return this.guard(async () => {
+      const [allowed, remaining, resetMs, retryMs] = await this.client.takeRate(`r:{${key}}`, limit, windowSeconds * 1000);
+      return { allowed: allowed === 1, remaining, resetSeconds: Math.ceil(resetMs / 1000), retryAfterSeconds: Math.ceil(retryMs / 1000) };
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.client.status === 'ready') await this.client.quit().catch(() => this.client.disconnect());
+    else this.client.disconnect();
+  }
+
+  private async guard<T>(op: () => Promise<T>): Promise<T> {
+    try {
+      const result = await withDeadline(op(), 2 * this.options.commandTimeoutMs);
+      this.outage.answered();
+      return result;
+    } catch (err) {
+      this.outage.commandFailed(err);
+      throw new StoreUnavailableError(err);
+    }
+  }
+}
+
+/** The counter and its group's marker, under one hash tag (one Cluster slot). */
+function redisKeys(key: CounterKey): [string, string] {
+  if (typeof key === 'string') return [`c:{${key}}`, `c:{${key}}:cleared`];
+  return [`c:{${key.group}}:${key.key}`, groupMarker(key.group)];
+}
+
+function groupMarker(group: string): string {
+  return `c:{${group}}:cleared`;
+}
+
+function toCounter([count, resetSeconds]: [number, number]): Counter {
+  return { count: Number(count), resetSeconds: Number(resetSeconds) };
+}

@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest';
+import type { CounterStore } from '../../src/counters/types.js';
+import type { StoreHarness } from './session-store.js';
+
+let n = 0;
+const id = () => `key${String(++n).padStart(12, '0')}-${Math.random().toString(36).slice(2, 8)}`;
+
+/** One contract, every counter store (memory; Redis on one node, Sentinel and Cluster). */
+export function counterStoreContract(name: string, h: StoreHarness<CounterStore>): void {
+  describe(`CounterStore contract: ${name}`, () => {
+    it('counts hits in a window, peeks, resets and expires counters', async () => {
+      const key = `k:${id()}`;
+      expect(await h.store().peek(key)).toEqual({ count: 0, resetSeconds: 0 });
+      expect((await h.store().hit(key, 60)).count).toBe(1);
+      const second = await h.store().hit(key, 60);
+      expect(second.count).toBe(2);
+      expect(second.resetSeconds).toBeGreaterThan(55);
+      expect(second.resetSeconds).toBeLessThanOrEqual(60);
+      expect((await h.store().peek(key)).count).toBe(2);
+      await h.store().reset(key);
+      expect((await h.store().peek(key)).count).toBe(0);
+      await h.store().hit(key, 1);
+      await h.fastForward(1100);
+      expect((await h.store().peek(key)).count).toBe(0);
+    });
+
+    it('resets several counters at once, in any slot', async () => {
+      const keys = [`k:${id()}`, `k:${id()}`, `k:${id()}`];
+      for (const key of keys) await h.store().hit(key, 60);
+      await h.store().reset(...keys);
+      for (const key of keys) expect((await h.store().peek(key)).count).toBe(0);
+    });
+
+    it('clears every counter of a group at once, also ones it was never told the name of; not other groups; counting starts again', async () => {
+      const group = `g:${id()}`;
+      const other = `g:${id()}`;
+      const members = [{ group, key: 'a' }, { group, key: 'b' }];
+      for (const key of members) {
+        await h.store().hit(key, 60);
+        await h.store().hit(key, 60);
+      }
+      await h.store().hit({ group: other, key: 'a' }, 60);
+      await h.fastForward(2);
+      await h.store().resetGroup(group, 60);
+      for (const key of members) expect(await h.store().peek(key)).toEqual({ count: 0, resetSeconds: 0 });
+      expect((await h.store().peek({ group: other, key: 'a' })).count).toBe(1);
+      await h.fastForward(2);
+      const again = await h.store().hit(members[0]!, 60);
+      expect(again.count).toBe(1);
+      expect(again.resetSeconds).toBeGreaterThan(55);
+      expect((await h.store().hit(members[0]!, 60)).count).toBe(2);
+      // A single reset of a group member works too.
+      await h.store().reset(members[0]!);
+      expect((await h.store().peek(members[0]!)).count).toBe(0);
+    });
+
+    it('rate-limits with GCRA: a burst of limit, then refusals with Retry-After, then refill', async () => {
+      const key = `r:${id()}`;
+      const taken = [];
+      for (let i = 0; i < 4; i++) taken.push(await h.store().take(key, 3, 60));
+      expect(taken.map((d) => d.allowed)).toEqual([true, true, true, false]);
+      expect(taken.map((d) => d.remaining)).toEqual([2, 1, 0, 0]);
+      expect(taken[3]!.retryAfterSeconds).toBeGreaterThanOrEqual(19);
+      expect(taken[3]!.retryAfterSeconds).toBeLessThanOrEqual(20);
+      expect(taken[2]!.resetSeconds).toBe(60);
+
+      const fast = `r:${id()}`;
+      expect((await h.store().take(fast, 2, 1)).allowed).toBe(true);
+      expect((await h.store().take(fast, 2, 1)).allowed).toBe(true);
+      expect((await h.store().take(fast, 2, 1)).allowed).toBe(false);
+      await h.fastForward(600);
+      expect((await h.store().take(fast, 2, 1)).allowed).toBe(true);
+    });
+
+    it('never lets concurrent takes exceed the limit', async () => {
+      const key = `r:${id()}`;
+      const decisions = await Promise.all(Array.from({ length: 12 }, () => h.store().take(key, 5, 60)));
+      expect(decisions.filter((d) => d.allowed)).toHaveLength(5);
+    });
+  });
+}

@@ -1,0 +1,195 @@
+import { describe, expect, it } from 'vitest';
+import type { SessionStore } from '../../src/tokens/store/types.js';
+
+export interface StoreHarness<S> {
+  store: () => S;
+  /** Moves the store's notion of time forward (the memory store's clock; real time for Redis). */
+  fastForward: (ms: number) => Promise<void>;
+  now: () => number;
+}
+
+let n = 0;
+const sid = () => `sid${String(++n).padStart(19, '0')}`;
+const rotation = (generation: number, nowMs: number, graceMs = 0) => ({ generation, ttlSeconds: 60, graceMs, nowMs });
+const session = (sub: string) => ({ sub, uv: 'v1' });
+const rotated = (generation: number, retry = false) => ({ result: 'rotated', sub: 'alice', uv: 'v1', generation, retry });
+
+/** One contract, every session store (memory; Redis on one node, Sentinel and Cluster). */
+export function sessionStoreContract(name: string, h: StoreHarness<SessionStore>): void {
+  describe(`SessionStore contract: ${name}`, () => {
+    it('creates a live session and revokes it', async () => {
+      const s = sid();
+      await h.store().createSession(s, session('alice'), 60);
+      expect(await h.store().isLive(s)).toBe(true);
+      await h.store().revoke(s);
+      expect(await h.store().isLive(s)).toBe(false);
+      // Revoking what is gone is no error.
+      await h.store().revoke(s);
+      await h.store().revoke(sid());
+    });
+
+    it('rotates generation by generation and returns the subject', async () => {
+      const s = sid();
+      await h.store().createSession(s, session('alice'), 60);
+      expect(await h.store().rotateRefresh(s, rotation(0, h.now()))).toEqual(rotated(1));
+      expect(await h.store().rotateRefresh(s, rotation(1, h.now()))).toEqual(rotated(2));
+      expect(await h.store().isLive(s)).toBe(true);
+    });
+
+    it('treats a rotated-away generation as reuse and revokes the whole session, even in the same millisecond (no grace)', async () => {
+      const s = sid();
+      const t = h.now();
+      await h.store().createSession(s, session('alice'), 60);
+      await h.store().rotateRefresh(s, rotation(0, t));
+      expect(await h.store().rotateRefresh(s, rotation(0, t))).toEqual({ result: 'reused' });
+      expect(await h.store().isLive(s)).toBe(false);
+      expect(await h.store().rotateRefresh(s, rotation(1, h.now()))).toEqual({ result: 'unknown' });
+    });
+
+    it('answers a retry within the grace period with the same successor, and keeps the session', async () => {
+      const s = sid();
+      const t = h.now();
+      await h.store().createSession(s, session('alice'), 60);
+      expect(await h.store().rotateRefresh(s, rotation(0, t, 5000))).toEqual(rotated(1));
+      expect(await h.store().rotateRefresh(s, rotation(0, t + 4999, 5000))).toEqual(rotated(1, true));
+      expect(await h.store().rotateRefresh(s, rotation(0, t + 4999, 5000))).toEqual(rotated(1, true));
+      expect(await h.store().isLive(s)).toBe(true);
+      // The successor, used: the chain goes on from there.
+      expect(await h.store().rotateRefresh(s, rotation(1, t + 4999, 5000))).toEqual(rotated(2));
+      expect(await h.store().isLive(s)).toBe(true);
+    });
+
+    it('revokes on a rotated-away generation past the grace period', async () => {
+      const s = sid();
+      const t = h.now();
+      await h.store().createSession(s, session('alice'), 60);
+      await h.store().rotateRefresh(s, rotation(0, t, 5000));
+      expect(await h.store().rotateRefresh(s, rotation(0, t + 5000, 5000))).toEqual({ result: 'reused' });
+      expect(await h.store().isLive(s)).toBe(false);
+    });
+
+    it('revokes on a rotated-away generation whose successor was used, even within the grace period', async () => {
+      const s = sid();
+      const t = h.now();
+      await h.store().createSession(s, session('alice'), 60);
+      await h.store().rotateRefresh(s, rotation(0, t, 5000));
+      await h.store().rotateRefresh(s, rotation(1, t + 1, 5000));
+      expect(await h.store().rotateRefresh(s, rotation(0, t + 2, 5000))).toEqual({ result: 'reused' });
+      expect(await h.store().isLive(s)).toBe(false);
+    });
+
+    it('takes a generation ahead of its own as a rotation it lost (a failover): the chain goes on from it', async () => {
+      const s = sid();
+      await h.store().createSession(s, session('alice'), 60);
+      expect(await h.store().rotateRefresh(s, rotation(3, h.now()))).toEqual(rotated(4));
+      expect(await h.store().rotateRefresh(s, rotation(2, h.now()))).toEqual({ result: 'reused' });
+    });
+
+    it('judges grace right months after the session began (rotation times are the caller\'s clock)', async () => {
+      const s = sid();
+      const t = h.now();
+      const day = 24 * 3600 * 1000;
+      await h.store().createSession(s, session('alice'), 60);
+      await h.store().rotateRefresh(s, rotation(0, t + 30 * day, 5000));
+      await h.store().rotateRefresh(s, rotation(1, t + 80 * day, 5000));
+      expect(await h.store().rotateRefresh(s, rotation(1, t + 80 * day + 1000, 5000))).toEqual(rotated(2, true));
+      expect(await h.store().rotateRefresh(s, rotation(1, t + 80 * day + 5000, 5000))).toEqual({ result: 'reused' });
+    });
+
+    it('answers unknown for a session it does not have', async () => {
+      expect(await h.store().rotateRefresh(sid(), rotation(0, h.now()))).toEqual({ result: 'unknown' });
+    });
+
+    it('of 20 concurrent rotations of one generation within grace, all end on the same successor and the session lives', async () => {
+      const s = sid();
+      await h.store().createSession(s, session('alice'), 60);
+      const outcomes = await Promise.all(Array.from({ length: 20 }, () => h.store().rotateRefresh(s, rotation(0, h.now(), 5000))));
+      expect(outcomes.filter((o) => o.result === 'rotated' && !o.retry)).toHaveLength(1);
+      expect(outcomes.every((o) => o.result === 'rotated' && o.generation === 1)).toBe(true);
+      expect(await h.store().isLive(s)).toBe(true);
+    });
+
+    it('expires a session after its TTL, and a rotation renews the TTL', async () => {
+      const a = sid();
+      const b = sid();
+      await h.store().createSession(a, session('alice'), 1);
+      await h.store().createSession(b, session('bob'), 1);
+      await h.store().rotateRefresh(b, { ...rotation(0, h.now()), ttlSeconds: 60 });
+      await h.fastForward(1100);
+      expect(await h.store().isLive(a)).toBe(false);
+      expect(await h.store().isLive(b)).toBe(true);
+    });
+
+    it('tells onRevoked listeners each revoked session: by revoke, by user and by reuse, not a rotation', async () => {
+      const heard: string[] = [];
+      const unsubscribe = h.store().onRevoked((s) => heard.push(s));
+      try {
+        const user = `heard-${sid()}`;
+        const [a, b, c, d] = [sid(), sid(), sid(), sid()];
+        for (const s of [a, c, d]) await h.store().createSession(s, session('alice'), 60);
+        await h.store().createSession(b, session(user), 60);
+        await h.store().revoke(a);
+        await h.store().revokeUser(user);
+        await h.store().rotateRefresh(c, rotation(0, h.now()));
+        await h.store().rotateRefresh(c, rotation(0, h.now()));
+        await h.store().rotateRefresh(d, rotation(0, h.now()));
+        // The Redis store may hear its own revocations twice (itself and the channel): wait, then dedupe.
+        await new Promise((r) => setTimeout(r, 100));
+        expect([...new Set(heard)]).toEqual([a, b, c]);
+        unsubscribe();
+        await h.store().revoke(d);
+        await new Promise((r) => setTimeout(r, 100));
+        expect(new Set(heard).has(d)).toBe(false);
+      } finally {
+        unsubscribe();
+      }
+    });
+
+    it('lists a user\'s live sessions, oldest first, without any token', async () => {
+      const user = `user-${sid()}`;
+      const [a, b, c] = [sid(), sid(), sid()];
+      await h.store().createSession(a, session(user), 60);
+      await h.fastForward(5);
+      await h.store().createSession(b, session(user), 1);
+      await h.store().createSession(c, session(`other-${user}`), 60);
+      const rotatedAt = h.now();
+      await h.store().rotateRefresh(a, rotation(0, rotatedAt));
+      const listed = await h.store().listSessions(user);
+      expect(listed.map((s) => s.sid)).toEqual([a, b]);
+      for (const s of listed) expect(Object.keys(s).sort()).toEqual(['createdAtMs', 'refreshedAtMs', 'sid']);
+      expect(listed[0]!.refreshedAtMs).toBe(rotatedAt);
+      expect(listed[1]!.refreshedAtMs).toBe(listed[1]!.createdAtMs);
+      expect(listed[0]!.createdAtMs).toBeLessThanOrEqual(listed[1]!.createdAtMs);
+      // Revoked and expired sessions are not listed.
+      await h.store().revoke(a);
+      await h.fastForward(1100);
+      expect(await h.store().listSessions(user)).toEqual([]);
+      expect(await h.store().listSessions(`nobody-${user}`)).toEqual([]);
+    });
+
+    it('revokes every session of a user, and only theirs, and counts them', async () => {
+      const user = `user-${sid()}`;
+      const mine = [sid(), sid(), sid()];
+      const theirs = sid();
+      for (const s of mine) await h.store().createSession(s, session(user), 60);
+      await h.store().createSession(theirs, session(`other-${user}`), 60);
+      await h.store().rotateRefresh(mine[0]!, rotation(0, h.now()));
+      await h.store().revoke(mine[2]!);
+      expect(await h.store().revokeUser(user)).toBe(2);
+      for (const s of mine) expect(await h.store().isLive(s)).toBe(false);
+      expect(await h.store().rotateRefresh(mine[0]!, rotation(1, h.now()))).toEqual({ result: 'unknown' });
+      expect(await h.store().isLive(theirs)).toBe(true);
+      expect(await h.store().listSessions(user)).toEqual([]);
+      expect(await h.store().revokeUser(user)).toBe(0);
+      // A new session of the user after that is not affected by the old revocation.
+      const later = sid();
+      await h.store().createSession(later, session(user), 60);
+      expect(await h.store().isLive(later)).toBe(true);
+      expect((await h.store().listSessions(user)).map((s) => s.sid)).toEqual([later]);
+    });
+
+    it('pings', async () => {
+      await expect(h.store().ping()).resolves.toBeUndefined();
+    });
+  });
+}
