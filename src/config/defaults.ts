@@ -33,7 +33,7 @@ export const SETTINGS = {
   'server.shutdownGraceMs': { type: 'integer', default: 10_000, min: 0, meaning: 'On SIGTERM/SIGINT, in-flight requests get this long to finish.' },
   'server.headersTimeoutMs': { type: 'integer', default: 10_000, min: 100, meaning: 'The request line and headers must arrive within this; else 408 `request_timeout` and the connection closes.' },
   'server.bodyTimeoutMs': { type: 'integer', default: 10_000, min: 100, meaning: 'A token request\'s whole body (at most 16 KiB) must arrive within this; else 408 `request_timeout`. Proxied bodies have only the route\'s `idleMs`.' },
-  'server.tls': { type: 'mapping', defaultText: 'none (plain HTTP)', meaning: 'Serve HTTPS (TLS 1.2 or newer) on the public port; plain HTTP sent to it gets 400 `http_to_https_port`.' },
+  'server.tls': { type: 'mapping', defaultText: 'none (plain HTTP)', meaning: 'Serve HTTPS (TLS 1.2 or newer) on the public port; plain HTTP sent to it gets a 400 problem saying so.' },
   'server.tls.certFile': { type: 'path', defaultText: 'required with `server.tls`', meaning: 'PEM certificate with its chain, relative to the config file; checked at start against the key.' },
   'server.tls.keyFile': { type: 'path', defaultText: 'required with `server.tls`', meaning: 'PEM private key, relative to the config file.' },
   'server.tls.reloadIntervalMs': { type: 'integer', default: 5000, min: 100, meaning: 'How often the two files are checked for a change; a renewed pair serves new connections without a restart, a broken one is logged and the one in use kept.' },
