@@ -3,7 +3,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { childrenOf, SETTINGS, type Setting } from '../../src/config/defaults.js';
 import { REFERENCE_FILE, renderReference } from '../../src/config/reference.js';
+import { parseConfig } from '../../src/config/load.js';
 import { checkConfig } from '../../src/config/validate.js';
+import { parse } from 'yaml';
 
 const ROOT = join(import.meta.dirname, '../..');
 
@@ -89,5 +91,44 @@ describe('validation takes its defaults and known keys from the table', () => {
     expect(childrenOf('server')).toContain('workers');
     const { problems: p } = checkConfig({ ...minimal, server: { prot: 1 } }, '', '/tmp');
     expect(p).toContain('server.prot is not a known setting; did you mean port?');
+  });
+});
+
+describe('the shipped config/gateway.yaml agrees with the reference', () => {
+  const file = join(ROOT, 'config/gateway.yaml');
+  const text = readFileSync(file, 'utf8');
+
+  /** Every leaf the file sets, as the table's key path (`upstreams.contacts.url` → `upstreams.<name>.url`). */
+  function leaves(value: unknown, key: string, out: Array<[string, unknown]>): Array<[string, unknown]> {
+    if (value && typeof value === 'object' && !Array.isArray(value)) {
+      for (const [k, v] of Object.entries(value)) leaves(v, key ? `${key}.${k}` : k, out);
+    } else if (Array.isArray(value) && key === 'routes') {
+      value.forEach((v) => leaves(v, 'routes[]', out));
+    } else {
+      out.push([key.replace(/^upstreams\.[^.]+/, 'upstreams.<name>'), value]);
+    }
+    return out;
+  }
+
+  it('carries no rate limit (none is the default): a demo or a first load test is not throttled to 429s', () => {
+    const config = parseConfig(text, file, { GATEWAY_JWT_SECRET: 'x'.repeat(48) });
+    expect(config.rateLimit).toBeUndefined();
+  });
+
+  it('sets nothing to a value other than its default, except what must be set and the choices listed here', () => {
+    // What a deployment must choose, and the shipped file's deliberate choices (said in its comments).
+    const chosen = new Set([
+      'users.htpasswd', 'tokens.signing.secret', 'upstreams.<name>.url', 'routes[].path', 'routes[].upstream',
+      'routes[].paging.sortable', 'upstreams.<name>.timeouts.responseMs', 'admin.host', 'admin.port',
+    ]);
+    const differing = leaves(parse(text), '', [])
+      .filter(([key]) => !chosen.has(key))
+      .filter(([key, value]) => {
+        const s = (SETTINGS as Record<string, Setting>)[key];
+        if (!s) return true;
+        const fallback = key === 'server.trustProxy' ? false : s.default;
+        return JSON.stringify(value) !== JSON.stringify(fallback);
+      });
+    expect(differing).toEqual([]);
   });
 });
