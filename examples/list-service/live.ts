@@ -1,6 +1,6 @@
 // GET /v1/conversations/live as a WebSocket (RFC 6455), with node:http and node:crypto only: the server
 // greets with the data set's size, then answers every text message with an echo. Enough to try the
-// gateway's WebSocket proxying against (README: "WebSocket").
+// gateway's WebSocket proxying against (the README's quick start).
 
 import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
