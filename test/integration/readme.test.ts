@@ -45,6 +45,19 @@ function shellBlocks(): string[] {
   return [...README.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
 }
 
+describe('README', () => {
+  it('stays short, keeps the test and demo commands, links only to files of the repository', () => {
+    expect(README.split('\n').length).toBeLessThanOrEqual(300);
+    expect(README).toContain('npm test');
+    expect(README).toContain('npm run demo');
+    expect(README).not.toContain('../shared');
+    for (const doc of ['docs/configuration.md', 'docs/api.md', 'docs/operating.md', 'docs/security.md', 'docs/architecture.md', 'bench/README.md', 'CONTRIBUTING.md']) {
+      expect(README).toContain(`](${doc}`);
+      expect(readFileSync(join(ROOT, doc), 'utf8').length).toBeGreaterThan(0);
+    }
+  });
+});
+
 describe('README quick start', () => {
   it('runs as printed: every variable is set before it is used, and the WebSocket example gets the greeting and its echo', async () => {
     const [start, commands] = shellBlocks();
