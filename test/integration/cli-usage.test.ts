@@ -83,24 +83,23 @@ describe('usage errors: one line, the usage, exit 2, no stack trace', () => {
     expectUsageError(await run(['serve', '--confg', 'x.yaml']), 'unknown option --confg; did you mean --config?', /^usage: auth-gateway serve /m);
   });
 
-  it('an unknown command, and an unknown subcommand with the nearest one', async () => {
-    expectUsageError(await run(['frobnicate']), 'unknown command "frobnicate"');
-    expectUsageError(await run(['config', 'chek']), 'unknown command "config chek"; did you mean "config check"?');
-    expectUsageError(await run([]), 'no command given');
-  });
-
-  it('an option of another command, a missing value, a value for a switch, a missing or extra argument', async () => {
-    expectUsageError(await run(['serve', '--user', 'alice']), '--user is not an option of serve', /^usage: auth-gateway serve /m);
-    expectUsageError(await run(['config', 'check', '--config']), '--config needs a value', /^usage: auth-gateway config check /m);
-    expectUsageError(await run(['config', 'check', '--connect=yes']), '--connect takes no value', /^usage: auth-gateway config check /m);
-    expectUsageError(await run(['users', 'hash']), 'users hash needs NAME', /^usage: auth-gateway users hash /m);
-    expectUsageError(await run(['serve', 'now']), 'serve takes no arguments; unexpected "now"', /^usage: auth-gateway serve /m);
-  });
-
-  it('a missing required option is a usage error, not a configuration error', async () => {
-    expectUsageError(await run(['sessions', 'list']), 'sessions list needs --user NAME', /^usage: auth-gateway sessions list /m);
-    expectUsageError(await run(['lockout', 'clear']), 'lockout clear needs --user NAME, --address IP or both', /^usage: auth-gateway lockout clear /m);
-    expectUsageError(await run(['users', 'hash', 'erin', '--cost', '3'], {}, 'long-enough-pw\n'), '--cost must be an integer from 4 to 31', /^usage: auth-gateway users hash /m);
+  // One process per test: on a loaded machine a start of the program can take seconds.
+  it.each([
+    [['frobnicate'], 'unknown command "frobnicate"', undefined],
+    [['config', 'chek'], 'unknown command "config chek"; did you mean "config check"?', undefined],
+    [[], 'no command given', undefined],
+    [['serve', '--user', 'alice'], '--user is not an option of serve', 'serve'],
+    [['config', 'check', '--config'], '--config needs a value', 'config check'],
+    [['config', 'check', '--connect=yes'], '--connect takes no value', 'config check'],
+    [['users', 'hash'], 'users hash needs NAME', 'users hash'],
+    [['serve', 'now'], 'serve takes no arguments; unexpected "now"', 'serve'],
+    // A missing required option is a usage error, not a configuration error.
+    [['sessions', 'list'], 'sessions list needs --user NAME', 'sessions list'],
+    [['lockout', 'clear'], 'lockout clear needs --user NAME, --address IP or both', 'lockout clear'],
+    [['users', 'hash', 'erin', '--cost', '3'], '--cost must be an integer from 4 to 31', 'users hash'],
+  ] as Array<[string[], string, string | undefined]>)('%j: %s', async (args, line, command) => {
+    const usage = command ? new RegExp(`^usage: auth-gateway ${command} `, 'm') : undefined;
+    expectUsageError(await run(args, {}, 'long-enough-pw\n'), line, usage);
   });
 });
 
@@ -228,11 +227,14 @@ describe('configuration errors', () => {
     expect(r.stderr).toContain('  - store.kind must be one of memory, redis\n');
   });
 
-  it('a YAML error on line 3 is reported at line 3', async () => {
-    for (const text of ['server:\n  port: 8080\n host: x\n', 'a: 1\nb: 2\n c: 3\n', 'server:\n  port: 8080\n  host: "0.0.0.0\n', 'server:\n  port: 8080\n  host: [127.0.0.1\nlog: {}\n']) {
-      const r = await run(['config', 'check', '--config', configFile(text)]);
-      expect(r.status).toBe(2);
-      expect(r.stderr).toMatch(/^auth-gateway: invalid configuration:\n {2}- \S+ is not valid YAML: line 3, column \d+: /);
-    }
+  it.each([
+    ['a line indented under a key that has a value', 'server:\n  port: 8080\n host: x\n'],
+    ['an over-indented key after a scalar', 'a: 1\nb: 2\n c: 3\n'],
+    ['an unclosed quote', 'server:\n  port: 8080\n  host: "0.0.0.0\n'],
+    ['an unclosed flow sequence', 'server:\n  port: 8080\n  host: [127.0.0.1\nlog: {}\n'],
+  ])('a YAML error on line 3 is reported at line 3: %s', async (_name, text) => {
+    const r = await run(['config', 'check', '--config', configFile(text)]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/^auth-gateway: invalid configuration:\n {2}- \S+ is not valid YAML: line 3, column \d+: /);
   });
 });

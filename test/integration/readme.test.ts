@@ -64,14 +64,14 @@ describe('README quick start', () => {
     expect(start).toBe('npm ci && npm run demo\n');
     for (const [, name] of commands!.matchAll(/\$([A-Z_]+)/g)) expect(commands!.indexOf(`${name}=`)).toBeGreaterThanOrEqual(0);
     const script = commands!.replaceAll('127.0.0.1:8080', address);
-    const { stdout } = await promisify(execFile)('sh', ['-e', '-c', script], { cwd: ROOT, env: { PATH: process.env.PATH, HOME: process.env.HOME }, timeout: 20_000 });
+    const { stdout } = await promisify(execFile)('sh', ['-e', '-c', script], { cwd: ROOT, env: { PATH: process.env.PATH, HOME: process.env.HOME }, timeout: 50_000 });
     const lines = stdout.split('\n');
     expect(lines[0]).toMatch(/^\{"accessToken":"[^"]+","refreshToken":"[^"]+","expiresInSeconds":5400\}/);
     const pages = stdout.match(/"content":\[/g) ?? [];
     expect(pages).toHaveLength(2);
     expect(stdout).toContain('{"type":"hello","conversations":50,"contacts":50}');
     expect(stdout).toContain('{"type":"echo","data":"hello through the gateway"}');
-  });
+  }, 60_000); // five processes (curl, node) one after another: seconds each on a loaded machine
 });
 
 describe('the example list service\'s WebSocket endpoint', () => {
