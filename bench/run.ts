@@ -188,7 +188,7 @@ process.on('exit', killAllNow);
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     process.stderr.write(`bench: ${signal}, stopping every child\n`);
-    stopAll().finally(() => {
+    void stopAll().finally(() => {
       if (tempDir) rmSync(tempDir, { recursive: true, force: true });
       process.exit(130);
     });

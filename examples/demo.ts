@@ -59,8 +59,8 @@ function printHowTo(gw: string, listUrl: string): void {
   const json = `-H 'Content-Type: application/json'`;
   process.stdout.write(`
 auth-gateway demo
-  gateway       ${gw}   (memory token store)
-  list service  ${listUrl}   (example upstream: /v1/conversations, /v1/contacts)
+  gateway       ${gw}   (memory token store; access log ${process.env.DEMO_ACCESS_LOG === '1' ? 'on' : 'off: DEMO_ACCESS_LOG=1 turns it on'})
+  list service  ${listUrl}   (example upstream: /v1/conversations, /v1/contacts, WebSocket /v1/conversations/live)
   user          demo / demo-password   (config/users.htpasswd)
 
 Paste these into another terminal (they need curl and node):

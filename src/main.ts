@@ -1,112 +1,102 @@
 #!/usr/bin/env node
-import { parseArgs } from 'node:util';
+import { readFileSync } from 'node:fs';
 import type { ReadStream } from 'node:tty';
 import { clearLockout, listSessions, revokeSessions } from './cli/admin.js';
+import { parseCommandLine } from './cli/args.js';
+import { COMMANDS, commandUsage, usage, type CommandSpec } from './cli/commands.js';
+import { loadChecked, loadSections } from './cli/config.js';
 import { checkConnections } from './cli/connect.js';
+import { CommandError, ConnectionCheckError, PasswordRefusedError, UsageError } from './cli/errors.js';
 import { PromptCancelled, readHidden } from './cli/prompt.js';
-import { DEFAULT_CONFIG_FILE } from './config/load.js';
-import { inspectConfig } from './config/inspect.js';
-import type { Config } from './config/types.js';
 import { ConfigError } from './config/errors.js';
+import { inspectConfig } from './config/inspect.js';
+import { DEFAULT_CONFIG_FILE } from './config/load.js';
 import { hash } from './credentials/bcrypt.js';
 import { acceptablePassword } from './credentials/password-verifier.js';
 import { createLogger, exitAfterFlush, type Logger } from './log.js';
 import { serve } from './run.js';
-
-const USAGE = `usage:
-  auth-gateway serve [--config FILE] [--watch]          run the gateway (default config: ${DEFAULT_CONFIG_FILE});
-                                                        SIGHUP reloads the configuration, --watch also on a change
-  auth-gateway config check [--config FILE] [--connect] validate a configuration (and the files it names) and exit;
-                                                        --connect: also check that the store and each upstream answer
-  auth-gateway users hash NAME [--cost N]               print an htpasswd line; on a terminal the password is asked
-                                                        for twice without echo, otherwise read from stdin
-  auth-gateway sessions list --user NAME [--config FILE] list a user's live sessions (id, created, last refresh)
-  auth-gateway sessions revoke --user NAME [--config FILE]
-                                                        end every session of a user on every instance
-  auth-gateway lockout clear [--user NAME] [--address IP] [--config FILE]
-                                                        lift a brute-force lock in the shared store: the account lock
-                                                        of a user, the throttle of an address, or (both) their pair`;
 
 /** The running gateway's logger: a fatal error is logged in the same ordered stream. */
 let serveLog: Logger | undefined;
 
 /** Below this, bcrypt is cheap enough to guess at offline from a leaked file (OWASP: at least 10). */
 const MIN_RECOMMENDED_COST = 10;
+/** NIST SP 800-63B: memorized secrets of at least 8 characters. */
+export const MIN_PASSWORD_CHARACTERS = 8;
 
+/** Runs one command line; the exit code, or -1 while the gateway serves. */
 async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      config: { type: 'string', short: 'c', default: DEFAULT_CONFIG_FILE },
-      cost: { type: 'string', default: String(MIN_RECOMMENDED_COST) },
-      connect: { type: 'boolean' },
-      watch: { type: 'boolean' },
-      user: { type: 'string' },
-      address: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-  const [command, sub, name] = positionals;
-  if (values.help || !command) return usage(values.help ? 0 : 2);
-  if (command === 'serve') {
-    const config = loadChecked(values.config);
-    serveLog = createLogger(config.log.level);
-    await serve(config, serveLog, { watch: values.watch === true });
-    return -1;
+  const call = parseCommandLine(argv);
+  if (call.kind === 'version') return print(version());
+  if (call.kind === 'help') return print(call.command ? commandUsage(call.command) : usage());
+  const { command, args, options } = call;
+  const file = typeof options.config === 'string' ? options.config : DEFAULT_CONFIG_FILE;
+  const user = typeof options.user === 'string' ? options.user : undefined;
+  const address = typeof options.address === 'string' ? options.address : undefined;
+  switch (command.name) {
+    case 'serve': {
+      const config = loadChecked(file);
+      serveLog = createLogger(config.log.level);
+      await serve(config, serveLog, { watch: options.watch === true });
+      return -1;
+    }
+    case 'config check':
+      return checkConfig(file, options.connect === true);
+    case 'users hash':
+      return hashUser(command, args[0]!, typeof options.cost === 'string' ? options.cost : String(MIN_RECOMMENDED_COST));
+    case 'sessions list':
+    case 'sessions revoke': {
+      if (!user) throw new UsageError(`${command.name} needs --user NAME`, command.name);
+      const config = loadSections(file, ['store']);
+      return print(await (command.name === 'sessions list' ? listSessions(config, user) : revokeSessions(config, user)));
+    }
+    case 'lockout clear': {
+      if (user === undefined && address === undefined) throw new UsageError('lockout clear needs --user NAME, --address IP or both', command.name);
+      return print(await clearLockout(loadSections(file, ['store', 'lockout']), { user, address }));
+    }
+    default:
+      throw new UsageError(`unknown command "${command.name}"`);
   }
-  if (command === 'config' && sub === 'check') return checkConfig(values.config, values.connect === true);
-  if (command === 'users' && sub === 'hash' && name) return hashUser(name, values.cost);
-  if (command === 'sessions' && (sub === 'list' || sub === 'revoke')) {
-    const config = loadChecked(values.config);
-    process.stdout.write(`${await (sub === 'list' ? listSessions(config, values.user) : revokeSessions(config, values.user))}\n`);
-    return 0;
-  }
-  if (command === 'lockout' && sub === 'clear') {
-    process.stdout.write(`${await clearLockout(loadChecked(values.config), { user: values.user, address: values.address })}\n`);
-    return 0;
-  }
-  return usage(2);
-}
-
-/** The configuration, refused with every problem at once (files it names included). */
-function loadChecked(file: string): Config {
-  const { config, problems } = inspectConfig(file);
-  if (!config || problems.length > 0) throw new ConfigError(problems);
-  return config;
 }
 
 async function checkConfig(file: string, connect: boolean): Promise<number> {
   const { config, problems, users } = inspectConfig(file);
+  const unreachable: string[] = [];
   if (config && connect) {
     for (const r of await checkConnections(config)) {
       if (r.ok) process.stdout.write(`${r.what}: ${r.detail}\n`);
-      else problems.push(`${r.what} ${r.detail}`);
+      else unreachable.push(`${r.what} ${r.detail}`);
     }
   }
-  if (!config || problems.length > 0) throw new ConfigError(problems);
-  process.stdout.write(`${config.file}: ok (${config.routes.length} routes, ${Object.keys(config.upstreams).length} upstreams, ${users ?? 0} users, store ${config.store.kind})\n`);
-  return 0;
+  if (!config || problems.length > 0) {
+    // Both kinds, each under its own label; the configuration's problems decide the exit code.
+    if (unreachable.length > 0) report(new ConnectionCheckError(unreachable));
+    throw new ConfigError(problems);
+  }
+  if (unreachable.length > 0) throw new ConnectionCheckError(unreachable);
+  return print(`${config.file}: ok (${config.routes.length} routes, ${Object.keys(config.upstreams).length} upstreams, ${users ?? 0} users, store ${config.store.kind})`);
 }
 
-async function hashUser(name: string, costText: string): Promise<number> {
-  if (name.includes(':')) throw new ConfigError(['a user name must not contain ":"']);
+async function hashUser(command: CommandSpec, name: string, costText: string): Promise<number> {
+  if (name.includes(':')) throw new UsageError('a user name must not contain ":"', command.name);
   const cost = /^\d+$/.test(costText) ? Number(costText) : NaN;
-  if (!(cost >= 4 && cost <= 31)) throw new ConfigError(['--cost must be an integer from 4 to 31']);
+  if (!(cost >= 4 && cost <= 31)) throw new UsageError('--cost must be an integer from 4 to 31', command.name);
   if (cost < MIN_RECOMMENDED_COST) {
     process.stderr.write(`auth-gateway: warning: bcrypt cost ${cost} is below ${MIN_RECOMMENDED_COST}; a leaked hash is that much cheaper to crack (use it for tests only)\n`);
   }
   const password = process.stdin.isTTY ? await askTwice(name) : await readStdin();
-  if (!password || !acceptablePassword(password)) throw new ConfigError(['the password must be 1 to 72 bytes without NUL']);
-  process.stdout.write(`${name}:${await hash(password, { cost })}\n`);
-  return 0;
+  if ([...password].length < MIN_PASSWORD_CHARACTERS) {
+    throw new PasswordRefusedError(`the password must have at least ${MIN_PASSWORD_CHARACTERS} characters (it has ${[...password].length}); nothing was written`);
+  }
+  if (!acceptablePassword(password)) throw new PasswordRefusedError('the password must be at most 72 bytes, without NUL (bcrypt reads no further); nothing was written');
+  return print(`${name}:${await hash(password, { cost })}`);
 }
 
 async function askTwice(name: string): Promise<string> {
   const stdin = process.stdin as ReadStream;
   const first = await readHidden(`Password for ${name}: `, stdin, process.stderr);
   const second = await readHidden('Again: ', stdin, process.stderr);
-  if (first !== second) throw new ConfigError(['the passwords do not match; nothing was written']);
+  if (first !== second) throw new PasswordRefusedError('the passwords do not match; nothing was written');
   return first;
 }
 
@@ -116,28 +106,69 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
 }
 
-function usage(code: number): number {
-  (code === 0 ? process.stdout : process.stderr).write(USAGE + '\n');
-  return code;
+function print(text: string): number {
+  process.stdout.write(`${text}\n`);
+  return 0;
+}
+
+/** The package's version: package.json sits two folders up from dist/src/main.js (one from src/main.ts). */
+function version(): string {
+  for (const up of ['../../package.json', '../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(up, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'auth-gateway' && pkg.version) return `auth-gateway ${pkg.version}`;
+    } catch {
+      // not there; the next
+    }
+  }
+  return 'auth-gateway (version unknown)';
+}
+
+/** An error line that says what kind of error it is; a list when there are several problems. */
+function report(err: ConfigError | CommandError): void {
+  const kind = err instanceof ConfigError ? 'invalid configuration' : err.kind;
+  const lines = err.problems.length === 1 && !(err instanceof ConfigError)
+    ? [`auth-gateway: ${kind}: ${err.problems[0]}`]
+    : [`auth-gateway: ${kind}:`, ...err.problems.map((p) => `  - ${p}`)];
+  if (err instanceof UsageError) {
+    const spec = COMMANDS.find((c) => c.name === err.command);
+    lines.push('', spec ? commandUsage(spec) : usage());
+  }
+  process.stderr.write(`${lines.join('\n')}\n`);
+}
+
+
+/**
+ * A command that is done exits once its output is written: a store client that never connected may
+ * still hold a reconnect timer for seconds, and the operator should not wait for it.
+ */
+function exitWhenWritten(code: number): void {
+  let pending = 2;
+  const done = () => --pending === 0 && process.exit(code);
+  process.stdout.write('', done);
+  process.stderr.write('', done);
 }
 
 main(process.argv.slice(2)).then(
   (code) => {
-    if (code >= 0) process.exitCode = code;
+    if (code >= 0) exitWhenWritten(code);
   },
   async (err: unknown) => {
     if (err instanceof PromptCancelled) {
-      process.exitCode = 130;
+      process.stderr.write('auth-gateway: cancelled; nothing was written\n');
+      exitWhenWritten(130);
       return;
     }
-    if (err instanceof ConfigError) {
-      process.stderr.write(`auth-gateway: ${err.message}\n`);
-      process.exitCode = 2;
+    if (err instanceof ConfigError || err instanceof CommandError) {
+      report(err);
+      exitWhenWritten(err instanceof ConfigError ? 2 : err.exitCode);
       return;
     }
-    // Exit explicitly: a gateway that failed half-way (a port taken) may hold sockets and timers open.
+    // The gateway failed while running (a port taken…): logged as its last line. A Node system error
+    // (with a code) is the operator's to fix and needs no stack; anything else is a defect and keeps it.
     const log = serveLog ?? createLogger('error');
-    log.error('fatal', { error: err instanceof Error ? err.stack ?? err.message : String(err) });
-    await exitAfterFlush(log, 2);
+    const e = err as NodeJS.ErrnoException;
+    log.error('fatal', { error: err instanceof Error ? (e.code ? e.message : e.stack ?? e.message) : String(err), code: e?.code });
+    await exitAfterFlush(log, serveLog ? 2 : 1);
   },
 );

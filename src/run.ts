@@ -58,7 +58,8 @@ export async function runGateway(config: Config, log: Logger = createLogger(conf
   // A worker's primary asks by message; with the same signal also from the terminal, it is still one stop.
   if (cluster.isWorker) process.on('message', (m) => m === STOP_MESSAGE && !stopping && stop('primary'));
 
-  if (gateway.store instanceof RedisSessionStore && !(await gateway.store.waitUntilReady(5000))) {
+  // At most the store's connect timeout: an unreachable store must not hold the listener back for long.
+  if (gateway.store instanceof RedisSessionStore && !(await gateway.store.waitUntilReady(config.store.kind === 'redis' ? config.store.connectTimeoutMs : 0))) {
     log.warn('redis not reachable yet; serving anyway (token requests get 503 and /readyz says so until it is)');
   }
   const port = await gateway.listen();

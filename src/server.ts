@@ -11,7 +11,7 @@ import type { Credentials } from './credentials/credentials.js';
 import type { Lockout } from './credentials/lockout.js';
 import { clientErrorResponder } from './http/client-error.js';
 import { handleExpectations } from './http/expect.js';
-import { readTlsOptions, watchCertificate } from './http/tls.js';
+import { answerPlainHttp, readTlsOptions, watchCertificate } from './http/tls.js';
 import { observe } from './http/observe.js';
 import type { GatewayState } from './http/state.js';
 import { silentLogger, type Logger } from './log.js';
@@ -114,6 +114,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
     requireHostHeader: false,
   };
   const server = tls ? createHttpsServer({ ...serverOptions, ...tlsOptions }, handle) : createServer(serverOptions, handle);
+  if (tls) answerPlainHttp(server as HttpsServer, config.server.headersTimeoutMs);
   const stopWatchingCertificate = tls ? watchCertificate(server as HttpsServer, tls, log) : () => {};
   server.on('clientError', clientErrorResponder(log));
   handleExpectations(server, handle);

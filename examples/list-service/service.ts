@@ -5,6 +5,7 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { DEFAULT_RECORDS, DEFAULT_SEED, generateDataset } from './data.js';
 import type { Contact, Conversation, Dataset } from './data.js';
+import { upgradeLive } from './live.js';
 import { paginate, parsePageRequest, sortRecords } from './paging.js';
 import type { Page } from './paging.js';
 
@@ -146,5 +147,7 @@ function handle(routes: ReadonlyMap<string, RouteHandler>, req: IncomingMessage,
 export function createListService(options: ListServiceOptions = {}): Server {
   const data = generateDataset(options.records ?? DEFAULT_RECORDS, options.seed ?? DEFAULT_SEED);
   const routes = buildRoutes(data);
-  return createServer((req, res) => handle(routes, req, res));
+  const server = createServer((req, res) => handle(routes, req, res));
+  server.on('upgrade', upgradeLive(() => ({ conversations: data.conversations.length, contacts: data.contacts.length })));
+  return server;
 }

@@ -1,5 +1,6 @@
 import { systemClock } from '../clock.js';
 import { ConfigError } from '../config/errors.js';
+import { StoreUnreachableError } from './errors.js';
 import type { Config } from '../config/types.js';
 import { Lockout } from '../credentials/lockout.js';
 import { silentLogger } from '../log.js';
@@ -19,8 +20,8 @@ export async function withSharedStore<T>(config: Config, work: (store: SessionSt
   }
   const store = createStore(config.store, systemClock, silentLogger);
   try {
-    if (store instanceof RedisSessionStore && !(await store.waitUntilReady(config.store.connectTimeoutMs + 2000))) {
-      throw new ConfigError([`the store did not answer within ${config.store.connectTimeoutMs + 2000} ms`]);
+    if (store instanceof RedisSessionStore && !(await store.waitUntilReady(config.store.connectTimeoutMs))) {
+      throw new StoreUnreachableError(`the store did not answer within store.connectTimeoutMs (${config.store.connectTimeoutMs} ms); nothing was changed`);
     }
     return await work(store);
   } finally {

@@ -9,7 +9,7 @@ export interface ConnectResult {
   detail: string;
 }
 
-/** The longest any one check waits: an upstream's own connect timeout, at most this. */
+/** The longest any one check waits: the store's or an upstream's own connect timeout, at most this. */
 const MAX_WAIT_MS = 5000;
 
 /** `config check --connect`: does the store answer PING, does each upstream answer HTTP? All at once. */
@@ -31,11 +31,21 @@ async function checkStore(config: Config): Promise<ConnectResult> {
   const what = `store ${describeTopology(store.topology)}`;
   const started = Date.now();
   const outages: string[] = [];
+  // A single node that refused has answered: no need to wait out the connect timeout for it.
+  let refused: () => void = () => {};
+  const failedFast = new Promise<boolean>((resolve) => (refused = () => resolve(false)));
   // The store logs the cause of an outage once (MOVED, READONLY, refused…): that is the detail to show.
-  const log = { ...silentLogger, error: (_msg: string, fields?: Record<string, unknown>) => void outages.push(String(fields?.cause ?? fields?.error ?? '')) };
-  const client = new RedisSessionStore({ ...store, connectTimeoutMs: Math.min(store.connectTimeoutMs, MAX_WAIT_MS) }, log);
+  const log = {
+    ...silentLogger,
+    error: (_msg: string, fields?: Record<string, unknown>) => {
+      outages.push(String(fields?.cause ?? fields?.error ?? ''));
+      if (store.topology.mode === 'single') refused();
+    },
+  };
+  const waitMs = Math.min(store.connectTimeoutMs, MAX_WAIT_MS);
+  const client = new RedisSessionStore({ ...store, connectTimeoutMs: waitMs }, log);
   try {
-    if (!(await client.waitUntilReady(MAX_WAIT_MS))) throw new Error(outages[0] || 'no connection in time');
+    if (!(await Promise.race([client.waitUntilReady(waitMs), failedFast]))) throw new Error(outages[0] || `no connection within ${waitMs} ms`);
     await client.ping();
     return { what, ok: true, detail: `ready (a writable master${store.topology.mode === 'cluster' ? ', a master answering with cluster_state ok' : ''}) in ${Date.now() - started} ms` };
   } catch (err) {
@@ -51,14 +61,14 @@ function describeTopology(t: RedisTopology): string {
   return `sentinel ${t.name} via ${t.sentinels.join(', ')}`;
 }
 
-/** Any HTTP answer counts: the gateway only needs the upstream to be there (a 404 at its root is fine). */
+/** Any HTTP answer passes: the gateway only needs the upstream to be there (a 404 at its root is fine), and the line says so. */
 async function checkUpstream(name: string, url: string, timeoutMs: number): Promise<ConnectResult> {
   const what = `upstream ${name} ${url}`;
   const started = Date.now();
   try {
     const res = await fetch(url, { redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
     await res.body?.cancel();
-    return { what, ok: true, detail: `answered HTTP ${res.status} in ${Date.now() - started} ms` };
+    return { what, ok: true, detail: `answered HTTP ${res.status} in ${Date.now() - started} ms: reachable, passes (any HTTP status does)` };
   } catch (err) {
     return { what, ok: false, detail: `does not answer: ${reason(err)}` };
   }

@@ -4,6 +4,7 @@ import { parseDocument } from 'yaml';
 import { ConfigError } from './errors.js';
 import type { Config } from './types.js';
 import { checkConfig } from './validate.js';
+import { describeYamlErrors } from './yaml-errors.js';
 
 export const DEFAULT_CONFIG_FILE = 'config/gateway.yaml';
 const VAR = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
@@ -36,10 +37,7 @@ export function inspectConfigText(text: string, path: string, env: NodeJS.Proces
   if (doc.errors.length > 0) {
     return {
       config: undefined,
-      problems: doc.errors.map((e) => {
-        const at = e.linePos?.[0];
-        return `${path} is not valid YAML: ${at ? `line ${at.line}, column ${at.col}: ` : ''}${e.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '')}`;
-      }),
+      problems: describeYamlErrors(doc.errors, text).map((p) => `${path} is not valid YAML: ${p}`),
     };
   }
   const envProblems: string[] = [];
@@ -82,7 +80,9 @@ function applyEnvOverrides(raw: unknown, env: NodeJS.ProcessEnv): void {
   const root = raw as Record<string, unknown>;
   if (env.REDIS_URL) {
     const store = isMapping(root.store) ? root.store : {};
-    root.store = { ...store, kind: 'redis', url: env.REDIS_URL };
+    // Only a valid kind is overridden: a misspelt one (`redsi`) is still reported, not papered over.
+    const kind = store.kind === undefined || store.kind === null || store.kind === 'memory' || store.kind === 'redis' ? 'redis' : store.kind;
+    root.store = { ...store, kind, url: env.REDIS_URL };
   }
   if (env.PORT) root.server = { ...(isMapping(root.server) ? root.server : {}), port: env.PORT };
 }

@@ -3,15 +3,15 @@ import { isAbsolute, resolve } from 'node:path';
 import { OVERRIDE_HEADERS } from '../proxy/headers.js';
 import { checkRouteOverlaps, readAllow, readForwardAuth, readGroupsFile, readIdentity } from './authz.js';
 import { Checker } from './checker.js';
+import { childrenOf, numberDefault, setting, SETTINGS, type Setting, type SettingKey } from './defaults.js';
 import { ConfigError } from './errors.js';
 import type {
   AdminConfig, Config, CorsPolicy, LockoutConfig, PagingRules, RateLimitRule, RedisTopology, RouteConfig, ServerConfig,
   SigningKeyConfig, StoreConfig, Timeouts, TlsConfig, TokensConfig, UpstreamConfig, UsersConfig, VerificationKeyConfig,
 } from './types.js';
 
-export const DEFAULT_PAGE_SIZES = [10, 20, 50, 100, 200];
-const SIXTY_DAYS = 60 * 24 * 3600;
-const ALGS = ['HS256', 'RS256', 'ES256'] as const;
+export const DEFAULT_PAGE_SIZES: number[] = [...SETTINGS['routes[].paging.sizes'].default];
+const ALGS = SETTINGS['tokens.signing.alg'].values;
 const MIN_SECRET_BYTES = 32;
 
 /** Turns parsed YAML into a Config, or throws a ConfigError listing every problem. */
@@ -25,7 +25,7 @@ export function validateConfig(raw: unknown, file: string, baseDir: string): Con
 export function checkConfig(raw: unknown, file: string, baseDir: string): { config: Config; problems: string[] } {
   const c = new Checker();
   const root = c.obj('(root)', raw, true);
-  c.unknownKeys('', root, ['server', 'store', 'users', 'tokens', 'lockout', 'rateLimit', 'upstreams', 'routes', 'log', 'admin', 'forwardAuth', 'identity']);
+  c.unknownKeys('', root, childrenOf(''));
   const at = (p: string) => (isAbsolute(p) ? p : resolve(baseDir, p));
 
   // Read in the order of the file, so problems are listed in that order too.
@@ -52,39 +52,39 @@ export function checkConfig(raw: unknown, file: string, baseDir: string): { conf
 }
 
 function readServer(c: Checker, s: Record<string, unknown>): ServerConfig {
-  c.unknownKeys('server', s, ['host', 'port', 'trustProxy', 'shutdownGraceMs', 'headersTimeoutMs', 'bodyTimeoutMs', 'tls', 'workers']);
+  c.unknownKeys('server', s, childrenOf('server'));
   const trust = s.trustProxy;
   return {
-    host: c.str('server.host', s.host, '0.0.0.0'),
-    port: c.int('server.port', s.port, 8080, 0, 65535),
-    trustProxy: trust === true || trust === 'true' ? 1 : trust === false || trust === 'false' ? 0 : c.int('server.trustProxy', trust, 0, 0, 32),
-    shutdownGraceMs: c.int('server.shutdownGraceMs', s.shutdownGraceMs, 10_000, 0),
-    headersTimeoutMs: c.int('server.headersTimeoutMs', s.headersTimeoutMs, 10_000, 100),
-    bodyTimeoutMs: c.int('server.bodyTimeoutMs', s.bodyTimeoutMs, 10_000, 100),
-    workers: s.workers === 'auto' ? availableParallelism() : c.int('server.workers', s.workers, 1, 1, 256),
+    host: str(c, 'server.host', s.host),
+    port: int(c, 'server.port', s.port),
+    trustProxy: trust === true || trust === 'true' ? 1 : trust === false || trust === 'false' ? 0 : int(c, 'server.trustProxy', trust),
+    shutdownGraceMs: int(c, 'server.shutdownGraceMs', s.shutdownGraceMs),
+    headersTimeoutMs: int(c, 'server.headersTimeoutMs', s.headersTimeoutMs),
+    bodyTimeoutMs: int(c, 'server.bodyTimeoutMs', s.bodyTimeoutMs),
+    workers: s.workers === 'auto' ? availableParallelism() : int(c, 'server.workers', s.workers),
   };
 }
 
 function readStore(c: Checker, s: Record<string, unknown>): StoreConfig {
-  const kind = c.oneOf('store.kind', s.kind, ['memory', 'redis'], 'memory');
+  const kind = oneOf(c, 'store.kind', s.kind) as StoreConfig['kind'];
   if (kind === 'memory') {
     c.unknownKeys('store', s, ['kind']);
     return { kind };
   }
-  c.unknownKeys('store', s, ['kind', 'url', 'cluster', 'sentinel', 'keyPrefix', 'commandTimeoutMs', 'connectTimeoutMs', 'livenessCacheMs', 'waitForReplicas', 'durability']);
+  c.unknownKeys('store', s, childrenOf('store'));
   const topology = readTopology(c, s);
-  const keyPrefix = c.str('store.keyPrefix', s.keyPrefix, 'gw:');
+  const keyPrefix = str(c, 'store.keyPrefix', s.keyPrefix);
   // A hash tag in the prefix would put every key of every session in one cluster slot.
   if (/[{}]/.test(keyPrefix)) c.problem('store.keyPrefix', 'must not contain { or } (a hash tag would put every key in one cluster slot)');
-  const waitForReplicas = c.int('store.waitForReplicas', s.waitForReplicas, topology.mode === 'sentinel' ? 1 : 0, 0, 16);
+  const waitForReplicas = int(c, 'store.waitForReplicas', s.waitForReplicas, topology.mode === 'sentinel' ? 1 : 0);
   if (topology.mode === 'cluster' && waitForReplicas > 0) c.problem('store.waitForReplicas', 'is not supported with store.cluster (WAIT has no key to route by)');
   return {
     kind,
     topology,
     keyPrefix,
-    commandTimeoutMs: c.int('store.commandTimeoutMs', s.commandTimeoutMs, 500),
-    connectTimeoutMs: c.int('store.connectTimeoutMs', s.connectTimeoutMs, 1000),
-    livenessCacheMs: c.int('store.livenessCacheMs', s.livenessCacheMs, 2000, 0, 60_000),
+    commandTimeoutMs: int(c, 'store.commandTimeoutMs', s.commandTimeoutMs),
+    connectTimeoutMs: int(c, 'store.connectTimeoutMs', s.connectTimeoutMs),
+    livenessCacheMs: int(c, 'store.livenessCacheMs', s.livenessCacheMs),
     waitForReplicas,
     durability: c.oneOf('store.durability', s.durability, ['available', 'strict'], 'available'),
   };
@@ -98,14 +98,14 @@ function readTopology(c: Checker, s: Record<string, unknown>): RedisTopology {
   }
   if (given[0] === 'cluster') {
     const cl = c.obj('store.cluster', s.cluster, true);
-    c.unknownKeys('store.cluster', cl, ['nodes']);
+    c.unknownKeys('store.cluster', cl, childrenOf('store.cluster'));
     const nodes = c.list('store.cluster.nodes', cl.nodes).map((n, i) => c.url(`store.cluster.nodes[${i}]`, n, ['redis:', 'rediss:']));
     if (nodes.length === 0) c.problem('store.cluster.nodes', 'must list at least one node URL');
     return { mode: 'cluster', nodes };
   }
   if (given[0] === 'sentinel') {
     const se = c.obj('store.sentinel', s.sentinel, true);
-    c.unknownKeys('store.sentinel', se, ['name', 'sentinels', 'password', 'sentinelPassword', 'tls']);
+    c.unknownKeys('store.sentinel', se, childrenOf('store.sentinel'));
     const sentinels = c.list('store.sentinel.sentinels', se.sentinels).map((n, i) => {
       const addr = c.str(`store.sentinel.sentinels[${i}]`, n);
       if (addr && !/^[^\s:/]+:\d{1,5}$/.test(addr)) c.problem(`store.sentinel.sentinels[${i}]`, 'must be host:port');
@@ -118,20 +118,20 @@ function readTopology(c: Checker, s: Record<string, unknown>): RedisTopology {
       sentinels,
       password: se.password === undefined ? undefined : c.str('store.sentinel.password', se.password),
       sentinelPassword: se.sentinelPassword === undefined ? undefined : c.str('store.sentinel.sentinelPassword', se.sentinelPassword),
-      tls: c.bool('store.sentinel.tls', se.tls, false),
+      tls: bool(c, 'store.sentinel.tls', se.tls),
     };
   }
   return { mode: 'single', url: c.url('store.url', s.url, ['redis:', 'rediss:']) };
 }
 
 function readUsers(c: Checker, u: Record<string, unknown>, at: (p: string) => string): UsersConfig {
-  c.unknownKeys('users', u, ['htpasswd', 'cacheTtlSeconds', 'watch', 'maxPendingVerifications', 'groups']);
+  c.unknownKeys('users', u, childrenOf('users'));
   const file = c.str('users.htpasswd', u.htpasswd);
   const users: UsersConfig = {
     htpasswd: file ? at(file) : '',
-    cacheTtlSeconds: c.int('users.cacheTtlSeconds', u.cacheTtlSeconds, 300, 0),
-    watch: c.bool('users.watch', u.watch, true),
-    maxPendingVerifications: c.int('users.maxPendingVerifications', u.maxPendingVerifications, 64),
+    cacheTtlSeconds: int(c, 'users.cacheTtlSeconds', u.cacheTtlSeconds),
+    watch: bool(c, 'users.watch', u.watch),
+    maxPendingVerifications: int(c, 'users.maxPendingVerifications', u.maxPendingVerifications),
   };
   const groups = readGroupsFile(c, u.groups, at);
   if (groups) users.groups = groups;
@@ -139,13 +139,13 @@ function readUsers(c: Checker, u: Record<string, unknown>, at: (p: string) => st
 }
 
 function readTokens(c: Checker, t: Record<string, unknown>, at: (p: string) => string): TokensConfig {
-  c.unknownKeys('tokens', t, ['issuer', 'audience', 'accessTtlSeconds', 'refreshTtlSeconds', 'refreshReuseGraceSeconds', 'refreshSecret', 'signing', 'verificationKeys', 'cors']);
+  c.unknownKeys('tokens', t, childrenOf('tokens'));
   const tokens: TokensConfig = {
-    issuer: c.str('tokens.issuer', t.issuer, 'auth-gateway'),
-    audience: c.str('tokens.audience', t.audience, 'auth-gateway'),
-    accessTtlSeconds: c.int('tokens.accessTtlSeconds', t.accessTtlSeconds, 5400),
-    refreshTtlSeconds: c.int('tokens.refreshTtlSeconds', t.refreshTtlSeconds, SIXTY_DAYS),
-    refreshReuseGraceSeconds: c.int('tokens.refreshReuseGraceSeconds', t.refreshReuseGraceSeconds, 10, 0, 3600),
+    issuer: str(c, 'tokens.issuer', t.issuer),
+    audience: str(c, 'tokens.audience', t.audience),
+    accessTtlSeconds: int(c, 'tokens.accessTtlSeconds', t.accessTtlSeconds),
+    refreshTtlSeconds: int(c, 'tokens.refreshTtlSeconds', t.refreshTtlSeconds),
+    refreshReuseGraceSeconds: int(c, 'tokens.refreshReuseGraceSeconds', t.refreshReuseGraceSeconds),
     signing: readSigningKey(c, 'tokens.signing', c.obj('tokens.signing', t.signing, true), at),
     verificationKeys: c.list('tokens.verificationKeys', t.verificationKeys).map((k, i) =>
       readVerificationKey(c, `tokens.verificationKeys[${i}]`, c.obj(`tokens.verificationKeys[${i}]`, k, true), at)),
@@ -162,24 +162,25 @@ function readTokens(c: Checker, t: Record<string, unknown>, at: (p: string) => s
 }
 
 function readSigningKey(c: Checker, key: string, k: Record<string, unknown>, at: (p: string) => string): SigningKeyConfig {
-  const p = readKeyParts(c, key, k, 'privateKeyFile', at);
+  const p = readKeyParts(c, key, k, 'tokens.signing', at);
   return p.alg === 'HS256' ? { alg: p.alg, secret: p.value, kid: p.kid } : { alg: p.alg, privateKeyFile: p.value, kid: p.kid };
 }
 
 function readVerificationKey(c: Checker, key: string, k: Record<string, unknown>, at: (p: string) => string): VerificationKeyConfig {
-  const p = readKeyParts(c, key, k, 'publicKeyFile', at);
+  const p = readKeyParts(c, key, k, 'tokens.verificationKeys[]', at);
   return p.alg === 'HS256' ? { alg: p.alg, secret: p.value, kid: p.kid } : { alg: p.alg, publicKeyFile: p.value, kid: p.kid };
 }
 
 /** alg, kid, and the secret (HS256) or the key file (RS256/ES256, named by `fileField`). */
-function readKeyParts(c: Checker, key: string, k: Record<string, unknown>, fileField: string, at: (p: string) => string) {
-  const alg = c.oneOf(`${key}.alg`, k.alg, ALGS, 'HS256');
+function readKeyParts(c: Checker, key: string, k: Record<string, unknown>, path: 'tokens.signing' | 'tokens.verificationKeys[]', at: (p: string) => string) {
+  const alg = c.oneOf(`${key}.alg`, k.alg, ALGS, setting(`${path}.alg`).default as (typeof ALGS)[number]);
   const kid = k.kid === undefined ? undefined : c.str(`${key}.kid`, k.kid);
+  const fileField = path === 'tokens.signing' ? 'privateKeyFile' : 'publicKeyFile';
   if (alg === 'HS256') {
-    c.unknownKeys(key, k, ['alg', 'secret', 'kid']);
+    c.unknownKeys(key, k, childrenOf(path).filter((f) => f !== fileField));
     return { alg, kid, value: readSecret(c, `${key}.secret`, k.secret) };
   }
-  c.unknownKeys(key, k, ['alg', fileField, 'kid']);
+  c.unknownKeys(key, k, childrenOf(path).filter((f) => f !== 'secret'));
   return { alg, kid, value: at(c.str(`${key}.${fileField}`, k[fileField])) };
 }
 
@@ -194,16 +195,16 @@ function readSecret(c: Checker, key: string, value: unknown): string {
 }
 
 function readLockout(c: Checker, l: Record<string, unknown>): LockoutConfig {
-  c.unknownKeys('lockout', l, ['maxFailuresPerUser', 'maxFailuresPerAccount', 'windowSeconds', 'addressBurst', 'addressFailuresPerMinute', 'maxFailuresPerAddress']);
+  c.unknownKeys('lockout', l, childrenOf('lockout'));
   if (l.maxFailuresPerAddress !== undefined) {
     c.problem('lockout.maxFailuresPerAddress', 'is gone: an address is now slowed down, never locked out (use lockout.addressBurst and lockout.addressFailuresPerMinute)');
   }
   return {
-    maxFailuresPerUser: c.int('lockout.maxFailuresPerUser', l.maxFailuresPerUser, 10),
-    maxFailuresPerAccount: c.int('lockout.maxFailuresPerAccount', l.maxFailuresPerAccount, 100),
-    windowSeconds: c.int('lockout.windowSeconds', l.windowSeconds, 900),
-    addressBurst: c.int('lockout.addressBurst', l.addressBurst, 10),
-    addressFailuresPerMinute: c.int('lockout.addressFailuresPerMinute', l.addressFailuresPerMinute, 30, 1, 6000),
+    maxFailuresPerUser: int(c, 'lockout.maxFailuresPerUser', l.maxFailuresPerUser),
+    maxFailuresPerAccount: int(c, 'lockout.maxFailuresPerAccount', l.maxFailuresPerAccount),
+    windowSeconds: int(c, 'lockout.windowSeconds', l.windowSeconds),
+    addressBurst: int(c, 'lockout.addressBurst', l.addressBurst),
+    addressFailuresPerMinute: int(c, 'lockout.addressFailuresPerMinute', l.addressFailuresPerMinute),
   };
 }
 
@@ -213,25 +214,29 @@ function readUpstreams(c: Checker, raw: unknown): Record<string, UpstreamConfig>
   for (const [name, value] of Object.entries(map)) {
     const key = `upstreams.${name}`;
     const u = c.obj(key, value, true);
-    c.unknownKeys(key, u, ['url', 'targets', 'balance', 'cooldownMs', 'healthCheck', 'timeouts', 'timeoutMs', 'preserveHost']);
+    c.unknownKeys(key, u, childrenOf('upstreams.<name>'));
     const targets = readTargets(c, key, u);
     const timeouts = readTimeouts(c, `${key}.timeouts`, c.obj(`${key}.timeouts`, u.timeouts), DEFAULT_TIMEOUTS);
     // The one-number form of earlier releases: the response-headers timeout.
-    if (u.timeoutMs !== undefined) timeouts.responseMs = c.int(`${key}.timeoutMs`, u.timeoutMs, DEFAULT_TIMEOUTS.responseMs);
+    if (u.timeoutMs !== undefined) timeouts.responseMs = int(c, 'upstreams.<name>.timeoutMs', u.timeoutMs, DEFAULT_TIMEOUTS.responseMs, `${key}.timeoutMs`);
     const upstream: UpstreamConfig = {
       url: targets[0] ?? '',
       targets,
-      balance: c.oneOf(`${key}.balance`, u.balance, ['round-robin', 'least-requests'], 'round-robin'),
-      cooldownMs: c.int(`${key}.cooldownMs`, u.cooldownMs, 10_000),
+      balance: oneOf(c, 'upstreams.<name>.balance', u.balance, `${key}.balance`) as UpstreamConfig['balance'],
+      cooldownMs: int(c, 'upstreams.<name>.cooldownMs', u.cooldownMs, undefined, `${key}.cooldownMs`),
       timeouts,
-      preserveHost: c.bool(`${key}.preserveHost`, u.preserveHost, false),
+      preserveHost: bool(c, 'upstreams.<name>.preserveHost', u.preserveHost, `${key}.preserveHost`),
     };
     if (u.healthCheck !== undefined && u.healthCheck !== false) {
       const h = c.obj(`${key}.healthCheck`, u.healthCheck);
-      c.unknownKeys(`${key}.healthCheck`, h, ['path', 'intervalMs', 'timeoutMs']);
+      c.unknownKeys(`${key}.healthCheck`, h, childrenOf('upstreams.<name>.healthCheck'));
       const path = c.str(`${key}.healthCheck.path`, h.path);
       if (path && !path.startsWith('/')) c.problem(`${key}.healthCheck.path`, 'must start with /');
-      upstream.healthCheck = { path, intervalMs: c.int(`${key}.healthCheck.intervalMs`, h.intervalMs, 5000, 100), timeoutMs: c.int(`${key}.healthCheck.timeoutMs`, h.timeoutMs, 2000, 10) };
+      upstream.healthCheck = {
+        path,
+        intervalMs: int(c, 'upstreams.<name>.healthCheck.intervalMs', h.intervalMs, undefined, `${key}.healthCheck.intervalMs`),
+        timeoutMs: int(c, 'upstreams.<name>.healthCheck.timeoutMs', h.timeoutMs, undefined, `${key}.healthCheck.timeoutMs`),
+      };
     }
     out[name] = upstream;
   }
@@ -250,14 +255,19 @@ function readTargets(c: Checker, key: string, u: Record<string, unknown>): strin
   return list.map((t, i) => c.url(`${key}.targets[${i}]`, t, ['http:', 'https:']));
 }
 
-const DEFAULT_TIMEOUTS: Timeouts = { connectMs: 5000, responseMs: 30_000, idleMs: 60_000 };
+const DEFAULT_TIMEOUTS: Timeouts = {
+  connectMs: numberDefault('upstreams.<name>.timeouts.connectMs'),
+  responseMs: numberDefault('upstreams.<name>.timeouts.responseMs'),
+  idleMs: numberDefault('upstreams.<name>.timeouts.idleMs'),
+};
 
+/** An upstream's or a route's timeouts (the route's fall back to its upstream's). */
 function readTimeouts(c: Checker, key: string, t: Record<string, unknown>, defaults: Timeouts): Timeouts {
-  c.unknownKeys(key, t, ['connectMs', 'responseMs', 'idleMs']);
+  c.unknownKeys(key, t, childrenOf('upstreams.<name>.timeouts'));
   return {
-    connectMs: c.int(`${key}.connectMs`, t.connectMs, defaults.connectMs),
-    responseMs: c.int(`${key}.responseMs`, t.responseMs, defaults.responseMs),
-    idleMs: c.int(`${key}.idleMs`, t.idleMs, defaults.idleMs),
+    connectMs: int(c, 'upstreams.<name>.timeouts.connectMs', t.connectMs, defaults.connectMs, `${key}.connectMs`),
+    responseMs: int(c, 'upstreams.<name>.timeouts.responseMs', t.responseMs, defaults.responseMs, `${key}.responseMs`),
+    idleMs: int(c, 'upstreams.<name>.timeouts.idleMs', t.idleMs, defaults.idleMs, `${key}.idleMs`),
   };
 }
 
@@ -267,7 +277,7 @@ function readRoutes(c: Checker, raw: unknown, upstreams: Record<string, Upstream
   return c.list('routes', raw).map((value, i) => {
     const key = `routes[${i}]`;
     const r = c.obj(key, value, true);
-    c.unknownKeys(key, r, ['path', 'upstream', 'forwardAuthorization', 'paging', 'rateLimit', 'stripPrefix', 'timeouts', 'allowHeaders', 'websocket', 'cors', 'allow', 'audience']);
+    c.unknownKeys(key, r, childrenOf('routes[]'));
     const path = c.str(`${key}.path`, r.path);
     if (path && !/^\/(?:[A-Za-z0-9._~-]+\/)*[A-Za-z0-9._~-]+$/.test(path)) {
       c.problem(`${key}.path`, 'must be an absolute path of plain segments without a trailing slash, e.g. /v1/conversations');
@@ -282,8 +292,8 @@ function readRoutes(c: Checker, raw: unknown, upstreams: Record<string, Upstream
     const route: RouteConfig = {
       path,
       upstream,
-      forwardAuthorization: c.bool(`${key}.forwardAuthorization`, r.forwardAuthorization, false),
-      stripPrefix: c.bool(`${key}.stripPrefix`, r.stripPrefix, false),
+      forwardAuthorization: bool(c, 'routes[].forwardAuthorization', r.forwardAuthorization, `${key}.forwardAuthorization`),
+      stripPrefix: bool(c, 'routes[].stripPrefix', r.stripPrefix, `${key}.stripPrefix`),
       timeouts: readTimeouts(c, `${key}.timeouts`, c.obj(`${key}.timeouts`, r.timeouts), (upstream && upstreams[upstream]?.timeouts) || DEFAULT_TIMEOUTS),
       allowHeaders: c.list(`${key}.allowHeaders`, r.allowHeaders).map((h, j) => {
         const name = c.str(`${key}.allowHeaders[${j}]`, h).toLowerCase();
@@ -294,7 +304,7 @@ function readRoutes(c: Checker, raw: unknown, upstreams: Record<string, Upstream
     if (r.paging !== undefined && r.paging !== false) route.paging = readPaging(c, `${key}.paging`, c.obj(`${key}.paging`, r.paging === true ? {} : r.paging));
     if (r.rateLimit === false || r.rateLimit === null) route.rateLimit = null;
     else if (r.rateLimit !== undefined) route.rateLimit = readRateLimit(c, `${key}.rateLimit`, c.obj(`${key}.rateLimit`, r.rateLimit));
-    if (r.websocket !== undefined) route.websocket = c.bool(`${key}.websocket`, r.websocket, true);
+    if (r.websocket !== undefined) route.websocket = bool(c, 'routes[].websocket', r.websocket, `${key}.websocket`);
     if (r.cors !== undefined && r.cors !== null && r.cors !== false) route.cors = readCors(c, `${key}.cors`, r.cors, DEFAULT_CORS_METHODS);
     const allow = readAllow(c, `${key}.allow`, r.allow, groupsFile);
     if (allow) route.allow = allow;
@@ -304,9 +314,9 @@ function readRoutes(c: Checker, raw: unknown, upstreams: Record<string, Upstream
 }
 
 function readPaging(c: Checker, key: string, p: Record<string, unknown>): PagingRules {
-  c.unknownKeys(key, p, ['sizes', 'defaultSize', 'sortable']);
+  c.unknownKeys(key, p, childrenOf('routes[].paging'));
   const sizes = p.sizes === undefined ? DEFAULT_PAGE_SIZES : c.list(`${key}.sizes`, p.sizes).map((s, i) => c.int(`${key}.sizes[${i}]`, s, 0));
-  const defaultSize = c.int(`${key}.defaultSize`, p.defaultSize, 20);
+  const defaultSize = int(c, 'routes[].paging.defaultSize', p.defaultSize, undefined, `${key}.defaultSize`);
   if (!sizes.includes(defaultSize)) c.problem(`${key}.defaultSize`, `must be one of ${key}.sizes (${sizes.join(', ')})`);
   const sortable = c.list(`${key}.sortable`, p.sortable).map((s, i) => {
     const prop = c.str(`${key}.sortable[${i}]`, s);
@@ -317,21 +327,24 @@ function readPaging(c: Checker, key: string, p: Record<string, unknown>): Paging
 }
 
 function readRateLimit(c: Checker, key: string, r: Record<string, unknown>): RateLimitRule {
-  c.unknownKeys(key, r, ['requests', 'windowSeconds']);
+  c.unknownKeys(key, r, childrenOf('rateLimit'));
   if (r.requests === undefined) c.problem(`${key}.requests`, 'is required');
-  return { requests: c.int(`${key}.requests`, r.requests, 1), windowSeconds: c.int(`${key}.windowSeconds`, r.windowSeconds, 60) };
+  return {
+    requests: int(c, 'rateLimit.requests', r.requests, 1, `${key}.requests`),
+    windowSeconds: int(c, 'rateLimit.windowSeconds', r.windowSeconds, undefined, `${key}.windowSeconds`),
+  };
 }
 
-const DEFAULT_CORS_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
-const DEFAULT_CORS_HEADERS = ['authorization', 'content-type', 'x-request-id'];
-const DEFAULT_CORS_EXPOSED = ['X-Request-Id', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After', 'WWW-Authenticate'];
+const DEFAULT_CORS_METHODS: string[] = [...SETTINGS['routes[].cors.methods'].default];
+const DEFAULT_CORS_HEADERS: string[] = [...SETTINGS['routes[].cors.headers'].default];
+const DEFAULT_CORS_EXPOSED: string[] = [...SETTINGS['routes[].cors.exposedHeaders'].default];
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 /** A CORS block: origins are exact (scheme://host[:port], as browsers send them) or '*' without credentials. */
 function readCors(c: Checker, key: string, raw: unknown, defaultMethods: string[]): CorsPolicy {
   const p = c.obj(key, raw);
-  c.unknownKeys(key, p, ['origins', 'methods', 'headers', 'exposedHeaders', 'credentials', 'maxAge']);
-  const credentials = c.bool(`${key}.credentials`, p.credentials, false);
+  c.unknownKeys(key, p, childrenOf('routes[].cors'));
+  const credentials = bool(c, 'routes[].cors.credentials', p.credentials, `${key}.credentials`);
   let origins: string[] | '*';
   if (p.origins === '*' || (Array.isArray(p.origins) && p.origins.length === 1 && p.origins[0] === '*')) {
     origins = '*';
@@ -356,7 +369,7 @@ function readCors(c: Checker, key: string, raw: unknown, defaultMethods: string[
     headers: names('headers', DEFAULT_CORS_HEADERS, (h) => h.toLowerCase()),
     exposedHeaders: names('exposedHeaders', DEFAULT_CORS_EXPOSED, (h) => h),
     credentials,
-    maxAgeSeconds: c.int(`${key}.maxAge`, p.maxAge, 600, 0, 86_400),
+    maxAgeSeconds: int(c, 'routes[].cors.maxAge', p.maxAge, undefined, `${key}.maxAge`),
   };
 }
 
@@ -370,10 +383,10 @@ function isOrigin(value: string): boolean {
 }
 
 function readLog(c: Checker, l: Record<string, unknown>): Config['log'] {
-  c.unknownKeys('log', l, ['level', 'access']);
+  c.unknownKeys('log', l, childrenOf('log'));
   return {
-    level: c.oneOf('log.level', l.level, ['debug', 'info', 'warn', 'error', 'silent'], 'info'),
-    access: c.bool('log.access', l.access, true),
+    level: oneOf(c, 'log.level', l.level) as Config['log']['level'],
+    access: bool(c, 'log.access', l.access),
   };
 }
 
@@ -381,13 +394,13 @@ function readLog(c: Checker, l: Record<string, unknown>): Config['log'] {
 function readTls(c: Checker, raw: unknown, at: (p: string) => string): TlsConfig | undefined {
   if (raw === undefined || raw === null || raw === false) return undefined;
   const t = c.obj('server.tls', raw);
-  c.unknownKeys('server.tls', t, ['certFile', 'keyFile', 'reloadIntervalMs']);
+  c.unknownKeys('server.tls', t, childrenOf('server.tls'));
   const certFile = c.str('server.tls.certFile', t.certFile);
   const keyFile = c.str('server.tls.keyFile', t.keyFile);
   return {
     certFile: certFile ? at(certFile) : '',
     keyFile: keyFile ? at(keyFile) : '',
-    reloadIntervalMs: c.int('server.tls.reloadIntervalMs', t.reloadIntervalMs, 5000, 100),
+    reloadIntervalMs: int(c, 'server.tls.reloadIntervalMs', t.reloadIntervalMs),
   };
 }
 
@@ -395,6 +408,32 @@ function readTls(c: Checker, raw: unknown, at: (p: string) => string): TlsConfig
 function readAdmin(c: Checker, raw: unknown): AdminConfig | false {
   if (raw === false || raw === 'false') return false;
   const a = c.obj('admin', raw);
-  c.unknownKeys('admin', a, ['host', 'port']);
-  return { host: c.str('admin.host', a.host, '127.0.0.1'), port: c.int('admin.port', a.port, 9091, 0, 65535) };
+  c.unknownKeys('admin', a, childrenOf('admin'));
+  return { host: str(c, 'admin.host', a.host), port: int(c, 'admin.port', a.port) };
+}
+
+// Readers of one setting with its default and bounds from the table; `key` is the key as written when it
+// differs from the table's path (an upstream's name, a route's index).
+
+function int(c: Checker, path: SettingKey, value: unknown, fallback?: number, key: string = path): number {
+  const s: Setting = setting(path);
+  return c.int(key, value, fallback ?? numberDefault(path), s.min ?? 1, s.max ?? Number.MAX_SAFE_INTEGER);
+}
+
+function bool(c: Checker, path: SettingKey, value: unknown, key: string = path): boolean {
+  const d = setting(path).default;
+  if (typeof d !== 'boolean') throw new Error(`${path} has no boolean default in the settings table`);
+  return c.bool(key, value, d);
+}
+
+function str(c: Checker, path: SettingKey, value: unknown, key: string = path): string {
+  const d = setting(path).default;
+  if (typeof d !== 'string') throw new Error(`${path} has no string default in the settings table`);
+  return c.str(key, value, d);
+}
+
+function oneOf(c: Checker, path: SettingKey, value: unknown, key: string = path): string {
+  const s: Setting = setting(path);
+  if (!s.values || typeof s.default !== 'string') throw new Error(`${path} has no values and default in the settings table`);
+  return c.oneOf(key, value, s.values, s.default);
 }

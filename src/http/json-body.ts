@@ -5,11 +5,14 @@ import type { GatewayMiddleware } from './state.js';
 
 /**
  * Reads a JSON object body of at most `limitBytes`, arriving within `timeoutMs`, into ctx.state.body:
- * 415 for another content type, 413 past the limit (without reading the rest), 408 when it trickles in
+ * 400 for a missing or empty body, 415 for another content type, 413 past the limit (without reading the rest), 408 when it trickles in
  * too slowly, 400 for malformed JSON or a non-object.
  */
 export function jsonBody(limitBytes: number, timeoutMs: number): GatewayMiddleware {
   return async function readJsonBody(ctx, next) {
+    // No Content-Length and no Transfer-Encoding (curl -X POST without -d): there is no body at all, which
+    // is what to say, whatever the Content-Type (ctx.is answers null for a bodiless request).
+    if (ctx.get('content-length') === '' && ctx.get('transfer-encoding') === '') throw emptyBody();
     if (!ctx.is('application/json')) {
       throw new HttpProblem(415, 'unsupported_media_type', 'the request body must be JSON (Content-Type: application/json)');
     }
@@ -17,6 +20,7 @@ export function jsonBody(limitBytes: number, timeoutMs: number): GatewayMiddlewa
     if (declared > limitBytes) throw tooLarge(limitBytes);
     continueIfExpected(ctx);
     const raw = await readLimited(ctx.req, limitBytes, timeoutMs);
+    if (raw.toString('utf8').trim() === '') throw emptyBody();
     let parsed: unknown;
     try {
       parsed = JSON.parse(raw.toString('utf8'));
@@ -42,6 +46,10 @@ export function requireStrings<K extends string>(body: Record<string, unknown> |
     out[field] = value;
   }
   return out;
+}
+
+function emptyBody(): HttpProblem {
+  return new HttpProblem(400, 'invalid_request', 'the request body is missing or empty: send a JSON object (Content-Type: application/json)');
 }
 
 function tooLarge(limitBytes: number): HttpProblem {

@@ -1,10 +1,12 @@
 import { readFileSync, unwatchFile, watchFile } from 'node:fs';
 import type { Server as HttpsServer } from 'node:https';
+import type { Socket } from 'node:net';
 import { createSecureContext, type SecureContextOptions } from 'node:tls';
 import { X509Certificate } from 'node:crypto';
 import { ConfigError } from '../config/errors.js';
 import type { TlsConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
+import { PROBLEM_CONTENT_TYPE, problemBody } from './problem.js';
 
 /** The oldest protocol the public port speaks. */
 const MIN_TLS_VERSION = 'TLSv1.2';
@@ -72,4 +74,50 @@ export function watchCertificate(server: HttpsServer, tls: TlsConfig, log: Logge
     unwatchFile(tls.certFile, changed);
     unwatchFile(tls.keyFile, changed);
   };
+}
+
+/** A TLS connection opens with a handshake record (0x16); an HTTP/1 request with its method, in capitals. */
+const HTTP_METHOD_START = /^[A-Z]/;
+/** How long the answer to a plain HTTP request may take to leave before the connection is cut. */
+const PLAIN_ANSWER_MS = 2000;
+
+/**
+ * Plain HTTP sent to the HTTPS port is answered, in plain HTTP, with a 400 problem saying so (as nginx
+ * answers "The plain HTTP request was sent to HTTPS port"), instead of a connection closed without a
+ * word. The first bytes of each connection are looked at and put back; a TLS client goes on to the
+ * server's own TLS handling with them. A connection that sends nothing is closed after `firstByteMs`
+ * (the headers timeout), as it would be anyway. Call once, right after creating the server.
+ */
+export function answerPlainHttp(server: HttpsServer, firstByteMs: number): void {
+  const tlsListeners = server.listeners('connection') as Array<(socket: Socket) => void>;
+  server.removeAllListeners('connection');
+  server.on('connection', (socket: Socket) => {
+    const ignore = () => {};
+    const timer = setTimeout(() => socket.destroy(), firstByteMs);
+    socket.on('error', ignore);
+    socket.once('close', () => clearTimeout(timer));
+    socket.once('data', (first: Buffer) => {
+      clearTimeout(timer);
+      socket.pause();
+      if (HTTP_METHOD_START.test(first.toString('latin1', 0, 1))) return answerPlain(socket);
+      socket.unshift(first);
+      socket.off('error', ignore);
+      for (const listener of tlsListeners) listener.call(server, socket);
+    });
+  });
+}
+
+function answerPlain(socket: Socket): void {
+  const body = JSON.stringify(problemBody(400, 'invalid_request', 'The plain HTTP request was sent to HTTPS port: use https://'));
+  // The rest of the request is read and dropped, so closing does not reset the connection under the answer.
+  socket.resume();
+  socket.end([
+    'HTTP/1.1 400 Bad Request',
+    `Content-Type: ${PROBLEM_CONTENT_TYPE}`,
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    'Connection: close',
+    '',
+    body,
+  ].join('\r\n'));
+  setTimeout(() => socket.destroy(), PLAIN_ANSWER_MS).unref();
 }

@@ -201,7 +201,7 @@ describe('users hash', () => {
       ['Again: ', 'another-password\r'],
     ]);
     expect(status).toBe(2);
-    expect(screen).toContain('the passwords do not match');
+    expect(screen).toContain('auth-gateway: password refused: the passwords do not match; nothing was written');
     expect(screen).not.toContain('warning');
     expect(screen).not.toMatch(/erin:\$2/);
     expect(screen).not.toContain('password\r');

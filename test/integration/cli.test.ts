@@ -33,9 +33,9 @@ describe('auth-gateway CLI', () => {
     expect(r.stdout).toMatch(/^erin:\$2b\$04\$[./A-Za-z0-9]{53}\n$/);
   });
 
-  it('prints usage and exits 2 for an unknown command', () => {
+  it('says what is wrong, prints usage and exits 2 for an unknown command', () => {
     const r = run(['frobnicate']);
     expect(r.status).toBe(2);
-    expect(r.stderr).toMatch(/^usage:/);
+    expect(r.stderr).toMatch(/^auth-gateway: usage error: unknown command "frobnicate"\n\nusage:/);
   });
 });

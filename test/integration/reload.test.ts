@@ -96,12 +96,15 @@ describe('SIGHUP and --watch on the running gateway', () => {
   it('SIGHUP during start-up (the store not reachable yet) reloads instead of killing the process', async () => {
     const port = await freePort();
     const file = join(dir, 'startup.yaml');
-    writeFileSync(file, yaml(port, ['/v1/a']));
+    // Start-up waits for the store up to its connect timeout before it listens: 3 s here, so the SIGHUP
+    // surely lands inside the wait however loaded the machine is.
+    writeFileSync(file, yaml(port, ['/v1/a'], 'store: { connectTimeoutMs: 3000 }'));
     const closed = await freePort();
-    // REDIS_URL to a closed port: start-up waits up to 5 s for the store before it listens.
     const child = startNode(CLI, ['serve', '--config', file], { GATEWAY_JWT_SECRET: SECRET, REDIS_URL: `redis://127.0.0.1:${closed}` });
     try {
-      await new Promise((r) => setTimeout(r, 500));
+      // The store's first refusal is logged at once: the process is now in its start-up wait, not listening yet.
+      await expect.poll(() => logLines(child).some((l) => String(l.msg).startsWith('redis unavailable')), { timeout: 10_000 }).toBe(true);
+      expect(await get(port, '/v1/a/x')).toBe(-1);
       child.proc.kill('SIGHUP');
       await expect.poll(() => logLines(child).some((l) => l.msg === 'configuration reloaded'), { timeout: 3000 }).toBe(true);
       expect(child.proc.exitCode).toBeNull();

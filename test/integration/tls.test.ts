@@ -1,4 +1,5 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request, type RequestOptions } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -98,9 +99,22 @@ describe('HTTPS on the public port', () => {
     expect(JSON.parse(created.body)).toHaveProperty('accessToken');
   });
 
-  it('refuses TLS 1.1 and plain HTTP', async () => {
+  it('refuses TLS 1.1', async () => {
     await expect(https('/healthz', { minVersion: 'TLSv1', maxVersion: 'TLSv1.1', ciphers: 'DEFAULT@SECLEVEL=0' })).rejects.toThrow();
-    await expect(fetch(`http://127.0.0.1:${gw.port}/healthz`)).rejects.toThrow();
+  });
+
+  it('answers plain HTTP on the TLS port with a 400 problem saying so (as nginx does), and still serves TLS after it', async () => {
+    for (const body of [undefined, JSON.stringify({ appKey: 'alice', appSecret: 'alice-pw' })]) {
+      const res = await fetch(`http://127.0.0.1:${gw.port}/${body ? 'v1/tokens/create' : 'healthz'}`, body ? { method: 'POST', body, headers: { 'content-type': 'application/json' } } : {});
+      expect(res.status).toBe(400);
+      expect(res.headers.get('content-type')).toBe('application/problem+json');
+      expect(await res.json()).toMatchObject({ status: 400, code: 'invalid_request', detail: 'The plain HTTP request was sent to HTTPS port: use https://' });
+    }
+    // curl, as a person would try it.
+    // Asynchronously: the gateway answers from this process.
+    const curl = await promisify(execFile)('curl', ['-s', '-w', '\\n%{http_code}', `http://127.0.0.1:${gw.port}/healthz`], { encoding: 'utf8', timeout: 10_000 });
+    expect(curl.stdout).toMatch(/plain HTTP request was sent to HTTPS port.*\n400$/s);
+    expect((await https('/healthz')).status).toBe(200);
   });
 
   it('picks up a renewed certificate without a restart, and keeps the one in use when the new pair is broken', async () => {

@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import jwt from 'jsonwebtoken';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
@@ -70,9 +71,29 @@ describe('POST /v1/tokens/create', () => {
     ['malformed JSON', '{"appKey": "alice",', 400, 'malformed_json'],
     ['a JSON array', '["alice"]', 400, 'invalid_request'],
     ['a JSON string', '"alice"', 400, 'invalid_request'],
-    ['an empty body', '', 400, 'malformed_json'],
+    ['an empty body', '', 400, 'invalid_request'],
+    ['a body of blanks', ' \r\n', 400, 'invalid_request'],
   ])('refuses %s', async (_name, body, status, code) => {
     await problem(await postJson(gw.base, '/v1/tokens/create', body), status, code);
+  });
+
+  it('a JSON request without any body (curl -X POST -H "Content-Type: application/json") is a 400 saying so, not a 415', async () => {
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(new URL(gw.base).port), '127.0.0.1', () => {
+        socket.end('POST /v1/tokens/create HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n');
+      });
+      let text = '';
+      socket.on('data', (d: Buffer) => (text += d.toString()));
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+      socket.setTimeout(5000, () => socket.destroy(new Error('no answer')));
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    expect(answer).toContain('application/problem+json');
+    const body = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as { code: string; detail: string };
+    expect(body).toMatchObject({ code: 'invalid_request', detail: 'the request body is missing or empty: send a JSON object (Content-Type: application/json)' });
+    const empty = await problem(await postJson(gw.base, '/v1/tokens/create', ''), 400, 'invalid_request');
+    expect(empty.detail).toBe(body.detail);
   });
 
   it('refuses a non-JSON content type with 415', async () => {

@@ -1,0 +1,82 @@
+import { DEFAULT_CONFIG_FILE } from '../config/load.js';
+
+/** One command of the CLI: how it is called, what it does, the options it takes. */
+export interface CommandSpec {
+  /** `serve`, `config check`, `sessions list`… */
+  name: string;
+  /** The arguments after the name, as shown in the usage. */
+  synopsis: string;
+  summary: string;
+  /** Option names this command accepts (beyond --help). */
+  options: readonly OptionName[];
+  /** Positional arguments after the name (`users hash NAME`: 1). */
+  positionals: number;
+  /** What `<command> --help` adds below the synopsis. */
+  details: string;
+}
+
+export const OPTIONS = {
+  config: { type: 'string', short: 'c', help: `-c, --config FILE   the configuration file (default ${DEFAULT_CONFIG_FILE})` },
+  watch: { type: 'boolean', help: '--watch             also reload when the file changes' },
+  connect: { type: 'boolean', help: '--connect           also check that the store and each upstream answer' },
+  cost: { type: 'string', help: '--cost N            bcrypt cost, 4 to 31 (default 10; below 10 is for tests only)' },
+  user: { type: 'string', help: '--user NAME         the user name' },
+  address: { type: 'string', help: '--address IP        the client address (IPv4 or IPv6)' },
+} as const;
+
+export type OptionName = keyof typeof OPTIONS;
+
+export const COMMANDS: readonly CommandSpec[] = [
+  {
+    name: 'serve', synopsis: '[--config FILE] [--watch]', summary: 'run the gateway', options: ['config', 'watch'], positionals: 0,
+    details: 'Serves until SIGTERM/SIGINT (then drains). SIGHUP reloads the configuration; a broken one is logged and the one in force stays.',
+  },
+  {
+    name: 'config check', synopsis: '[--config FILE] [--connect]', summary: 'validate a configuration (and the files it names) and exit', options: ['config', 'connect'], positionals: 0,
+    details: 'Lists every problem at once. With --connect it also checks that the store is ready as the gateway would use it and that each upstream target answers HTTP (any status passes: the target is reachable).',
+  },
+  {
+    name: 'users hash', synopsis: 'NAME [--cost N]', summary: 'print an htpasswd line for a user', options: ['cost'], positionals: 1,
+    details: 'On a terminal the password is asked for twice without echo; otherwise it is read from stdin. Passwords of fewer than 8 characters or more than 72 bytes are refused.',
+  },
+  {
+    name: 'sessions list', synopsis: '--user NAME [--config FILE]', summary: 'list a user\'s live sessions (id, created, last refresh)', options: ['config', 'user'], positionals: 0,
+    details: 'Needs the shared store (store.kind: redis); reads only the store settings of the file.',
+  },
+  {
+    name: 'sessions revoke', synopsis: '--user NAME [--config FILE]', summary: 'end every session of a user on every instance', options: ['config', 'user'], positionals: 0,
+    details: 'Needs the shared store (store.kind: redis); reads only the store settings of the file.',
+  },
+  {
+    name: 'lockout clear', synopsis: '[--user NAME] [--address IP] [--config FILE]', summary: 'lift a brute-force lock in the shared store', options: ['config', 'user', 'address'], positionals: 0,
+    details: 'At least one of --user and --address. Needs the shared store (store.kind: redis); reads only the store and lockout settings of the file.',
+  },
+];
+
+/** The whole usage: every command on a line or two. */
+export function usage(): string {
+  const width = Math.max(...COMMANDS.map((c) => `${c.name} ${c.synopsis}`.length)) + 2;
+  return [
+    'usage: auth-gateway <command> [options]',
+    '',
+    ...COMMANDS.map((c) => `  auth-gateway ${`${c.name} ${c.synopsis}`.padEnd(width)}${c.summary}`),
+    '',
+    '  auth-gateway --help | <command> --help   this text, or one command\'s',
+    '  auth-gateway --version                   the version',
+    '',
+    'Exit codes: 0 done, 1 the store could not be reached or the gateway failed, 2 a usage, configuration or input error, 130 cancelled.',
+  ].join('\n');
+}
+
+/** One command's usage, for `<command> --help` and after a usage error in it. */
+export function commandUsage(spec: CommandSpec): string {
+  return [
+    `usage: auth-gateway ${spec.name} ${spec.synopsis}`,
+    '',
+    `${spec.summary[0]!.toUpperCase()}${spec.summary.slice(1)}. ${spec.details}`,
+    '',
+    'options:',
+    ...spec.options.map((o) => `  ${OPTIONS[o].help}`),
+    '  -h, --help          this text',
+  ].join('\n');
+}

@@ -1,0 +1,39 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { ConfigError } from '../config/errors.js';
+import { inspectConfig } from '../config/inspect.js';
+import { inspectConfigText } from '../config/load.js';
+import type { Config } from '../config/types.js';
+
+/** The whole configuration, refused with every problem at once (the files it names included). */
+export function loadChecked(file: string): Config {
+  const { config, problems } = inspectConfig(file);
+  if (!config || problems.length > 0) throw new ConfigError(problems);
+  return config;
+}
+
+/**
+ * The configuration as a command that needs only some sections sees it (`sessions list` needs `store`):
+ * problems of other sections (an unset GATEWAY_JWT_SECRET, a missing htpasswd file) are not its concern,
+ * problems of the file itself (YAML) and of those sections are.
+ */
+export function loadSections(file: string, sections: readonly string[]): Config {
+  const path = resolve(file);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError([`${path} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`]);
+  }
+  const { config, problems } = inspectConfigText(text, path);
+  const relevant = problems.filter((p) => concerns(p, path, sections));
+  if (!config || relevant.length > 0) throw new ConfigError(relevant.length > 0 ? relevant : problems);
+  return config;
+}
+
+/** A problem names its key first; one about the file as a whole names the file or `(root)`. */
+function concerns(problem: string, path: string, sections: readonly string[]): boolean {
+  if (problem.startsWith(path) || problem.startsWith('(root)')) return true;
+  const key = problem.split(' ')[0]!;
+  return sections.some((s) => key === s || key.startsWith(`${s}.`) || key.startsWith(`${s}[`));
+}

@@ -1,0 +1,198 @@
+/**
+ * Every setting of the configuration file: its type, its default and what it means, one entry per key
+ * path. Validation (validate.ts) takes defaults, bounds and the known keys from here, and
+ * docs/configuration.md is generated from it (`npm run docs:config`), so the reference cannot drift from
+ * the code. `<name>` stands for any upstream name, `[]` for any list index.
+ *
+ * To add a setting: add its entry here (in the order it should appear in the reference), read it in
+ * validate.ts with the helpers that take this table (`intSetting`, `boolSetting`, …), then run
+ * `npm run docs:config` and commit the regenerated reference.
+ */
+export interface Setting {
+  /** As shown in the reference: `integer`, `string`, `boolean`, `url`, `path`, `list`, `mapping`, or the allowed values. */
+  type: string;
+  /** The value used when the key is absent; undefined: required, or none (see `defaultText`). */
+  default?: string | number | boolean | readonly (string | number)[];
+  /** How the reference shows the default when it is not a plain value (`none`, `required`, `1 with Sentinel, else 0`). */
+  defaultText?: string;
+  /** Bounds of an integer, inclusive. */
+  min?: number;
+  max?: number;
+  /** The allowed values of an enumeration. */
+  values?: readonly string[];
+  /** One line: what it does. */
+  meaning: string;
+}
+
+export const SETTINGS = {
+  // server
+  'server': { type: 'mapping', defaultText: 'all defaults', meaning: 'The public listener.' },
+  'server.host': { type: 'string', default: '0.0.0.0', meaning: 'Listen address.' },
+  'server.port': { type: 'integer', default: 8080, min: 0, max: 65535, meaning: 'Listen port (`PORT` overrides it).' },
+  'server.trustProxy': { type: 'boolean or integer', default: 0, min: 0, max: 32, defaultText: '`false`', meaning: '`false`/`0`: the client address is the TCP peer and client-sent `X-Forwarded-*` are discarded. `true`/`N`: N reverse proxies in front are trusted; the address is the entry the nearest trusted proxy added, and the incoming `X-Forwarded-*` chain is kept and appended to.' },
+  'server.shutdownGraceMs': { type: 'integer', default: 10_000, min: 0, meaning: 'On SIGTERM/SIGINT, in-flight requests get this long to finish.' },
+  'server.headersTimeoutMs': { type: 'integer', default: 10_000, min: 100, meaning: 'The request line and headers must arrive within this; else 408 `request_timeout` and the connection closes.' },
+  'server.bodyTimeoutMs': { type: 'integer', default: 10_000, min: 100, meaning: 'A token request\'s whole body (at most 16 KiB) must arrive within this; else 408 `request_timeout`. Proxied bodies have only the route\'s `idleMs`.' },
+  'server.tls': { type: 'mapping', defaultText: 'none (plain HTTP)', meaning: 'Serve HTTPS (TLS 1.2 or newer) on the public port; plain HTTP sent to it gets a 400 problem saying so.' },
+  'server.tls.certFile': { type: 'path', defaultText: 'required with `server.tls`', meaning: 'PEM certificate with its chain, relative to the config file; checked at start against the key.' },
+  'server.tls.keyFile': { type: 'path', defaultText: 'required with `server.tls`', meaning: 'PEM private key, relative to the config file.' },
+  'server.tls.reloadIntervalMs': { type: 'integer', default: 5000, min: 100, meaning: 'How often the two files are checked for a change; a renewed pair serves new connections without a restart, a broken one is logged and the one in use kept.' },
+  'server.workers': { type: 'integer or `auto`', default: 1, min: 1, max: 256, meaning: 'Worker processes sharing the port (node:cluster; `auto`: one per core). Needs `store.kind: redis`; changing it needs a restart.' },
+
+  // store
+  'store': { type: 'mapping', defaultText: '`{ kind: memory }`', meaning: 'Where sessions, lockout and rate-limit counters live.' },
+  'store.kind': { type: '`memory` or `redis`', default: 'memory', values: ['memory', 'redis'], meaning: '`memory`: one process, sessions die with it (logs a warning). `redis`: shared by every instance (`REDIS_URL` selects it).' },
+  'store.url': { type: 'url', defaultText: 'none', meaning: 'One Redis node, `redis://` or `rediss://` (`REDIS_URL` sets it). Exactly one of `url`, `cluster`, `sentinel`.' },
+  'store.cluster': { type: 'mapping', defaultText: 'none', meaning: 'A Redis Cluster.' },
+  'store.cluster.nodes': { type: 'list of url', defaultText: 'required with `store.cluster`', meaning: 'Seed node URLs; username, password and TLS are taken from the first.' },
+  'store.sentinel': { type: 'mapping', defaultText: 'none', meaning: 'A Sentinel-managed master.' },
+  'store.sentinel.name': { type: 'string', defaultText: 'required with `store.sentinel`', meaning: 'The master\'s name as the sentinels know it.' },
+  'store.sentinel.sentinels': { type: 'list of host:port', defaultText: 'required with `store.sentinel`', meaning: 'The sentinels to ask for the master.' },
+  'store.sentinel.password': { type: 'string', defaultText: 'none', meaning: 'Password of the Redis nodes.' },
+  'store.sentinel.sentinelPassword': { type: 'string', defaultText: 'none', meaning: 'Password of the sentinels.' },
+  'store.sentinel.tls': { type: 'boolean', default: false, meaning: 'Talk TLS to the nodes and the sentinels.' },
+  'store.keyPrefix': { type: 'string', default: 'gw:', meaning: 'Prefix of every Redis key; `{` and `}` are refused (a hash tag would put every key in one cluster slot).' },
+  'store.commandTimeoutMs': { type: 'integer', default: 500, min: 1, meaning: 'A hard deadline per Redis command in every topology; past it the request fails with 503.' },
+  'store.connectTimeoutMs': { type: 'integer', default: 1000, min: 1, meaning: 'Redis connect timeout; also how long `serve` waits for the store at start before serving anyway, and how long `config check --connect` waits for it.' },
+  'store.livenessCacheMs': { type: 'integer', default: 2000, min: 0, max: 60_000, meaning: 'How long an instance may reuse "this session is live" without asking Redis (`0`: ask every time). Revocation stays synchronous (see operating.md).' },
+  'store.waitForReplicas': { type: 'integer', min: 0, max: 16, defaultText: '1 with Sentinel, else 0', meaning: 'A session write is answered only once this many replicas have it (`WAIT`). Not supported with `cluster`.' },
+  'store.durability': { type: '`available` or `strict`', default: 'available', values: ['available', 'strict'], meaning: 'With fewer connected replicas than `waitForReplicas`: `available` acknowledges session writes without them (one warning per shortfall, counted in `auth_gateway_store_session_writes_total{replication="unreplicated"}`); `strict` refuses them with 503 before anything is written.' },
+
+  // users
+  'users': { type: 'mapping', defaultText: 'required', meaning: 'Who may sign in.' },
+  'users.htpasswd': { type: 'path', defaultText: 'required', meaning: 'htpasswd file (bcrypt entries only), relative to the config file; `auth-gateway users hash NAME` writes a line.' },
+  'users.cacheTtlSeconds': { type: 'integer', default: 300, min: 0, meaning: 'How long a verified user:password is remembered in memory (as an HMAC), so steady Basic traffic costs no bcrypt; `0` disables.' },
+  'users.watch': { type: 'boolean', default: true, meaning: 'Reload the file when it changes.' },
+  'users.maxPendingVerifications': { type: 'integer', default: 64, min: 1, meaning: 'bcrypt checks allowed to wait for the thread pool at once; past it, 503 with `Retry-After: 1`.' },
+  'users.groups': { type: 'path', defaultText: 'none', meaning: 'Apache htgroup file (`admins: alice bob`), relative to the config file; watched and reloaded with the users file; read by `routes[].allow.groups`.' },
+
+  // tokens
+  'tokens': { type: 'mapping', defaultText: 'required', meaning: 'The tokens of `POST /v1/tokens/*`.' },
+  'tokens.issuer': { type: 'string', default: 'auth-gateway', meaning: '`iss` of access tokens, checked on verify.' },
+  'tokens.audience': { type: 'string', default: 'auth-gateway', meaning: '`aud` of access tokens, checked on verify.' },
+  'tokens.accessTtlSeconds': { type: 'integer', default: 5400, min: 1, meaning: 'Access token lifetime (`expiresInSeconds`).' },
+  'tokens.refreshTtlSeconds': { type: 'integer', default: 60 * 24 * 3600, min: 1, meaning: 'Refresh token lifetime (60 days), renewed by each refresh; at least `accessTtlSeconds`.' },
+  'tokens.refreshReuseGraceSeconds': { type: 'integer', default: 10, min: 0, max: 3600, meaning: 'The refresh token just rotated away, presented again within this many seconds and before its successor was used, gets the same successor (a retried refresh whose answer was lost, or two tabs); after it, or once the successor was used, reuse revokes the session. `0`: every second use revokes.' },
+  'tokens.refreshSecret': { type: 'secret', defaultText: 'derived from `tokens.signing`', meaning: 'At least 32 bytes; the key refresh tokens are derived with. Set it before rotating signing keys: without it a new signing key ends every session at its next refresh.' },
+  'tokens.signing': { type: 'mapping', defaultText: 'required', meaning: 'The key that signs access tokens.' },
+  'tokens.signing.alg': { type: '`HS256`, `RS256` or `ES256`', default: 'HS256', values: ['HS256', 'RS256', 'ES256'], meaning: 'Signature algorithm.' },
+  'tokens.signing.secret': { type: 'secret', defaultText: 'required with HS256', meaning: 'HS256 secret, at least 32 bytes (e.g. `${GATEWAY_JWT_SECRET}`); there is no built-in default.' },
+  'tokens.signing.privateKeyFile': { type: 'path', defaultText: 'required with RS256/ES256', meaning: 'PEM private key, relative to the config file.' },
+  'tokens.signing.kid': { type: 'string', defaultText: 'derived from the key', meaning: 'Key id written into the token header.' },
+  'tokens.verificationKeys': { type: 'list', default: [], meaning: 'Retired keys that still verify: `{ alg: HS256, secret }` or `{ alg, publicKeyFile }`, optional `kid`. Rotate by moving the old signing key here.' },
+  'tokens.verificationKeys[].alg': { type: '`HS256`, `RS256` or `ES256`', default: 'HS256', values: ['HS256', 'RS256', 'ES256'], meaning: 'Signature algorithm.' },
+  'tokens.verificationKeys[].secret': { type: 'secret', defaultText: 'required with HS256', meaning: 'HS256 secret, at least 32 bytes.' },
+  'tokens.verificationKeys[].publicKeyFile': { type: 'path', defaultText: 'required with RS256/ES256', meaning: 'PEM public key, relative to the config file.' },
+  'tokens.verificationKeys[].kid': { type: 'string', defaultText: 'derived from the key', meaning: 'Key id tokens signed with it carry.' },
+  'tokens.cors': { type: 'mapping', defaultText: 'none', meaning: 'CORS of `POST /v1/tokens/*` for browser apps on other origins: a block as in `routes[].cors`; `methods` defaults to `[POST]`.' },
+
+  // lockout
+  'lockout': { type: 'mapping', defaultText: 'all defaults', meaning: 'The brute-force policy (see security.md).' },
+  'lockout.maxFailuresPerUser': { type: 'integer', default: 10, min: 1, meaning: 'Failed checks of one user name from one address within the window; then that pair gets 429 until the window ends.' },
+  'lockout.maxFailuresPerAccount': { type: 'integer', default: 100, min: 1, meaning: 'Consecutive failed checks of one user name from all addresses; then 429 for every client of that user not verified moments ago, until the window ends or `lockout clear` (NIST SP 800-63B: at most 100).' },
+  'lockout.windowSeconds': { type: 'integer', default: 900, min: 1, meaning: 'The window of both counts, from the first failure.' },
+  'lockout.addressBurst': { type: 'integer', default: 10, min: 1, meaning: 'Failed checks (any user names) an address may make at once before it is slowed down.' },
+  'lockout.addressFailuresPerMinute': { type: 'integer', default: 30, min: 1, max: 6000, meaning: 'After the burst, failed checks an address may make per minute; in between it gets 429 with a short `Retry-After`: slowed, never locked out.' },
+  'lockout.maxFailuresPerAddress': { type: 'removed', defaultText: 'refused', meaning: 'Gone: an address is slowed down, never locked out (use `addressBurst` and `addressFailuresPerMinute`).' },
+
+  // rateLimit
+  'rateLimit': { type: 'mapping or `false`', defaultText: 'none', meaning: 'Per-user limit of proxied requests on each route (GCRA, kept in the store, shared by every instance); past it 429 `rate_limited` with `Retry-After`.' },
+  'rateLimit.requests': { type: 'integer', defaultText: 'required with `rateLimit`', min: 1, meaning: 'Requests each user may make per window (also the burst).' },
+  'rateLimit.windowSeconds': { type: 'integer', default: 60, min: 1, meaning: 'The window.' },
+
+  // upstreams
+  'upstreams': { type: 'mapping of name to upstream', defaultText: 'none', meaning: 'The services requests are forwarded to.' },
+  'upstreams.<name>.url': { type: 'url', defaultText: 'required (or `targets`)', meaning: 'Base URL (`http:` or `https:`); its path is the base the request path is joined onto. Exactly one of `url` and `targets`.' },
+  'upstreams.<name>.targets': { type: 'list of url', defaultText: 'none', meaning: 'A pool of targets, each with its own keep-alive pool.' },
+  'upstreams.<name>.balance': { type: '`round-robin` or `least-requests`', default: 'round-robin', values: ['round-robin', 'least-requests'], meaning: 'How a request picks a target (`least-requests`: fewest in flight; ties round-robin).' },
+  'upstreams.<name>.cooldownMs': { type: 'integer', default: 10_000, min: 1, meaning: 'A target that refused a connection (or did not accept it within `connectMs`) is skipped this long.' },
+  'upstreams.<name>.healthCheck': { type: 'mapping', defaultText: 'none', meaning: 'Probe each target with `GET path`; other than 2xx/3xx (or no answer) takes it out of rotation until it answers again.' },
+  'upstreams.<name>.healthCheck.path': { type: 'string', defaultText: 'required with `healthCheck`', meaning: 'Path probed, starting with `/`.' },
+  'upstreams.<name>.healthCheck.intervalMs': { type: 'integer', default: 5000, min: 100, meaning: 'Time between probes.' },
+  'upstreams.<name>.healthCheck.timeoutMs': { type: 'integer', default: 2000, min: 10, meaning: 'A probe without an answer within this fails.' },
+  'upstreams.<name>.timeouts': { type: 'mapping', defaultText: 'all defaults', meaning: 'What each timeout measures, so a slow upload or a quiet stream is not mistaken for a dead upstream.' },
+  'upstreams.<name>.timeouts.connectMs': { type: 'integer', default: 5000, min: 1, meaning: 'Opening a new connection; past it, 504.' },
+  'upstreams.<name>.timeouts.responseMs': { type: 'integer', default: 30_000, min: 1, meaning: 'Response headers, counted once the request body has been sent in full; past it, 504.' },
+  'upstreams.<name>.timeouts.idleMs': { type: 'integer', default: 60_000, min: 1, meaning: 'No bytes either way while a body streams: a stalled upload gets 408 (or 504), a stalled response is cut.' },
+  'upstreams.<name>.timeoutMs': { type: 'integer', min: 1, defaultText: 'none', meaning: 'The one-number form of earlier releases: sets `timeouts.responseMs`.' },
+  'upstreams.<name>.preserveHost': { type: 'boolean', default: false, meaning: 'Send the client\'s `Host` instead of the upstream\'s own, for backends that build URLs from it.' },
+
+  // routes
+  'routes': { type: 'list of route', default: [], meaning: 'Path prefixes and where they go; matched on segment boundaries, the longest wins.' },
+  'routes[].path': { type: 'string', defaultText: 'required', meaning: 'Path prefix of plain segments, e.g. `/v1/conversations` (never under `/v1/tokens`).' },
+  'routes[].upstream': { type: 'string', defaultText: 'required (optional with `forwardAuth`)', meaning: 'Name of an upstream. Without one (only with `forwardAuth`), the route is matched only for forward-auth answers.' },
+  'routes[].forwardAuthorization': { type: 'boolean', default: false, meaning: 'Pass the client\'s `Authorization` header on.' },
+  'routes[].stripPrefix': { type: 'boolean', default: false, meaning: 'Remove the route\'s path before forwarding and join the rest onto the upstream URL\'s path; redirects map back.' },
+  'routes[].timeouts': { type: 'mapping', defaultText: 'the upstream\'s', meaning: '`{ connectMs, responseMs, idleMs }`, each overriding the upstream\'s for this route.' },
+  'routes[].timeouts.connectMs': { type: 'integer', min: 1, defaultText: 'the upstream\'s', meaning: 'As `upstreams.<name>.timeouts.connectMs`, for this route.' },
+  'routes[].timeouts.responseMs': { type: 'integer', min: 1, defaultText: 'the upstream\'s', meaning: 'As `upstreams.<name>.timeouts.responseMs`, for this route.' },
+  'routes[].timeouts.idleMs': { type: 'integer', min: 1, defaultText: 'the upstream\'s', meaning: 'As `upstreams.<name>.timeouts.idleMs`, for this route.' },
+  'routes[].allowHeaders': { type: 'list of header names', default: [], meaning: 'Request-target and method override headers (`X-HTTP-Method-Override`, `X-Original-URL`, …) this route passes on; every other one is removed.' },
+  'routes[].paging': { type: 'mapping or `true`', defaultText: 'none', meaning: 'Apply the paging rules on GET/HEAD (`true`: the defaults, nothing sortable).' },
+  'routes[].paging.sizes': { type: 'list of integer', default: [10, 20, 50, 100, 200], meaning: 'The page sizes a client may ask for.' },
+  'routes[].paging.defaultSize': { type: 'integer', default: 20, min: 1, meaning: 'The size when none is asked for; one of `sizes`.' },
+  'routes[].paging.sortable': { type: 'list of string', default: [], meaning: 'Properties a client may sort by.' },
+  'routes[].rateLimit': { type: 'mapping or `false`', defaultText: 'the global `rateLimit`', meaning: 'This route\'s own `{ requests, windowSeconds }`, or `false` for none.' },
+  'routes[].websocket': { type: 'boolean', default: true, meaning: 'Proxy WebSocket upgrades on this route; `false`: 403 `websocket_not_allowed`.' },
+  'routes[].cors': { type: 'mapping', defaultText: 'none', meaning: 'This route\'s CORS; none: the gateway adds no CORS headers and passes the upstream\'s.' },
+  'routes[].cors.origins': { type: 'list of origins, or `*`', defaultText: 'required', meaning: 'Exact origins (`https://app.example.com`), or `*` for any (only without credentials).' },
+  'routes[].cors.methods': { type: 'list of methods', default: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'], meaning: 'Methods a preflight may ask for.' },
+  'routes[].cors.headers': { type: 'list of header names', default: ['authorization', 'content-type', 'x-request-id'], meaning: 'Request headers a preflight may ask for.' },
+  'routes[].cors.exposedHeaders': { type: 'list of header names', default: ['X-Request-Id', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After', 'WWW-Authenticate'], meaning: 'Response headers the page may read.' },
+  'routes[].cors.credentials': { type: 'boolean', default: false, meaning: 'The browser may send cookies or its own HTTP authentication (`Access-Control-Allow-Credentials`).' },
+  'routes[].cors.maxAge': { type: 'integer', default: 600, min: 0, max: 86_400, meaning: 'Seconds a browser may cache a preflight\'s answer.' },
+  'routes[].allow': { type: 'mapping', defaultText: 'none (any authenticated user)', meaning: 'Who may use the route; others get 403 `forbidden` after authentication (proxied requests, WebSocket handshakes and forward-auth answers alike).' },
+  'routes[].allow.users': { type: 'list of string', defaultText: 'none', meaning: 'Users allowed by name.' },
+  'routes[].allow.groups': { type: 'list of string', defaultText: 'none', meaning: 'Members of these groups (`users.groups`) are allowed.' },
+  'routes[].allow.methods': { type: 'list of methods', defaultText: 'every method', meaning: 'Methods allowed (upper case; `HEAD` is not implied by `GET`).' },
+  'routes[].audience': { type: 'string', defaultText: 'the upstream\'s name (else the route path)', meaning: '`aud` of the identity assertions sent on this route.' },
+
+  // forwardAuth
+  'forwardAuth': { type: 'mapping', defaultText: 'none', meaning: 'Answer other proxies\' authorization questions (nginx `auth_request`, Caddy `forward_auth`, Traefik ForwardAuth); see authorization.md.' },
+  'forwardAuth.path': { type: 'path', defaultText: 'required with `forwardAuth`', meaning: 'Exact path (any method) answered about the request it describes; must not be one of the gateway\'s own paths or under `/v1/tokens`.' },
+
+  // identity
+  'identity': { type: 'mapping', defaultText: 'all defaults', meaning: 'What upstreams learn about the user.' },
+  'identity.assertion': { type: 'mapping', defaultText: 'none', meaning: 'Sign a short-lived JWT about the user onto every proxied request, WebSocket handshake and forward-auth 200; public keys at `GET /.well-known/jwks.json`.' },
+  'identity.assertion.header': { type: 'header name', default: 'X-Identity-Assertion', meaning: 'The header that carries it; a client-sent one is always removed.' },
+  'identity.assertion.alg': { type: '`ES256`, `RS256` or `EdDSA`', default: 'ES256', values: ['ES256', 'RS256', 'EdDSA'], meaning: 'Signature algorithm; every key in `keyFile` must fit it.' },
+  'identity.assertion.keyFile': { type: 'path', defaultText: 'required with `identity.assertion`', meaning: 'PEM with one or more private keys, relative to the config file: the first signs, all are published (rotation); `kid` is each key\'s thumbprint.' },
+  'identity.assertion.ttlSeconds': { type: 'integer', default: 60, min: 5, max: 86_400, meaning: 'Lifetime of an assertion; one is reused per user, groups and audience until shortly before it expires.' },
+
+  // log
+  'log': { type: 'mapping', defaultText: 'all defaults', meaning: 'JSON lines on stdout.' },
+  'log.level': { type: '`debug`, `info`, `warn`, `error` or `silent`', default: 'info', values: ['debug', 'info', 'warn', 'error', 'silent'], meaning: 'The least severe level written.' },
+  'log.access': { type: 'boolean', default: true, meaning: 'One access line per request after its response.' },
+
+  // admin
+  'admin': { type: 'mapping or `false`', defaultText: '`{ host: 127.0.0.1, port: 9091 }`', meaning: 'The admin listener (plain HTTP, no authentication): `/metrics`, `/healthz`, `/readyz`; `false`: none.' },
+  'admin.host': { type: 'string', default: '127.0.0.1', meaning: 'Its address; keep it on loopback or a private interface.' },
+  'admin.port': { type: 'integer', default: 9091, min: 0, max: 65535, meaning: 'Its port (`0`: any free port, logged).' },
+} as const satisfies Record<string, Setting>;
+
+export type SettingKey = keyof typeof SETTINGS;
+
+/** The entry of a key path. */
+export function setting(key: SettingKey): Setting {
+  return SETTINGS[key];
+}
+
+/** The default of a key whose default is a number (a mistake in the table fails at start, in every test). */
+export function numberDefault(key: SettingKey): number {
+  const d = setting(key).default;
+  if (typeof d !== 'number') throw new Error(`${key} has no numeric default in the settings table`);
+  return d;
+}
+
+/** The keys one level below `prefix` ('' for the top level): what validation accepts there. */
+export function childrenOf(prefix: string): string[] {
+  const start = prefix ? `${prefix}.` : '';
+  const out = new Set<string>();
+  for (const key of Object.keys(SETTINGS)) {
+    if (!key.startsWith(start) || key === prefix) continue;
+    const rest = key.slice(start.length);
+    const child = /^[^.[\]]+/.exec(rest)?.[0];
+    if (child && child !== '<name>') out.add(child);
+  }
+  return [...out];
+}
