@@ -6,7 +6,7 @@ import type { Config } from './config/types.js';
 import { createLogger, exitAfterFlush, type Logger } from './log.js';
 import { createGateway, type Gateway } from './server.js';
 import { RedisTokenStore } from './tokens/store/redis.js';
-import { runPrimary, STOP_MESSAGE } from './workers.js';
+import { runPrimary, STOP_MESSAGE, STOP_NOW_MESSAGE } from './workers.js';
 
 /** `serve`: this process serves, or (server.workers > 1) it is the primary of that many workers. */
 export async function serve(config: Config, log: Logger = createLogger(config.log.level), options: RunOptions = {}): Promise<void> {
@@ -28,7 +28,7 @@ export async function runGateway(config: Config, log: Logger = createLogger(conf
   // Signals first, before anything is awaited: a SIGHUP during start-up (a primary passes one on to a
   // worker still starting) must reload, not kill, and a SIGTERM must drain what little there is.
   let stopping = false;
-  const stop = (signal: string) => {
+  const stop = (signal: string, acceptGrace: boolean) => {
     if (stopping) {
       // A second signal does not wait for in-flight requests.
       log.warn('second signal; stopping at once', { signal });
@@ -36,8 +36,11 @@ export async function runGateway(config: Config, log: Logger = createLogger(conf
       return;
     }
     stopping = true;
-    log.info('shutting down', { signal, graceMs: config.server.shutdownGraceMs });
-    gateway.close().then(
+    // SIGTERM comes from a supervisor (Kubernetes, systemd, docker stop) with a load balancer in front: keep
+    // serving for the accept grace while it notices /readyz; SIGINT is a person at a terminal.
+    const acceptGraceMs = acceptGrace ? gateway.config.server.acceptGraceMs : 0;
+    log.info('shutting down', { signal, acceptGraceMs, graceMs: gateway.config.server.shutdownGraceMs });
+    gateway.close(undefined, acceptGraceMs).then(
       () => {
         log.info('stopped');
         void exitAfterFlush(log, 0);
@@ -48,15 +51,21 @@ export async function runGateway(config: Config, log: Logger = createLogger(conf
       },
     );
   };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM', true));
+  process.on('SIGINT', () => stop('SIGINT', false));
   const reload = (why: string) => {
     if (!stopping) reloadFrom(gateway, config.file, why, log);
   };
   process.on('SIGHUP', () => reload('SIGHUP'));
   if (options.watch && config.file) watchFile(config.file, () => reload('file changed'), log);
   // A worker's primary asks by message; with the same signal also from the terminal, it is still one stop.
-  if (cluster.isWorker) process.on('message', (m) => m === STOP_MESSAGE && !stopping && stop('primary'));
+  if (cluster.isWorker) {
+    process.on('message', (m) => {
+      if (stopping) return;
+      if (m === STOP_MESSAGE) stop('primary', true);
+      else if (m === STOP_NOW_MESSAGE) stop('primary', false);
+    });
+  }
 
   if (gateway.store instanceof RedisTokenStore && !(await gateway.store.waitUntilReady(5000))) {
     log.warn('redis not reachable yet; serving anyway (token requests get 503 and /readyz says so until it is)');

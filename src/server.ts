@@ -1,4 +1,4 @@
-import { createServer, type Server, type ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import Koa from 'koa';
 import { createMetrics, type Metrics } from './admin/metrics.js';
@@ -10,10 +10,12 @@ import type { Config } from './config/types.js';
 import type { Credentials } from './credentials/credentials.js';
 import type { Lockout } from './credentials/lockout.js';
 import { clientErrorResponder } from './http/client-error.js';
+import { Drain } from './http/drain.js';
 import { errorHandler } from './http/errors.js';
 import { handleExpectations } from './http/expect.js';
 import { readTlsOptions, watchCertificate } from './http/tls.js';
 import { observe } from './http/observe.js';
+import { RequestLanes } from './http/pipelining.js';
 import type { GatewayState } from './http/state.js';
 import { silentLogger, type Logger } from './log.js';
 import { WebSocketProxy, type WebSocketDeps } from './proxy/websocket.js';
@@ -54,8 +56,12 @@ export interface Gateway {
   listen(port?: number, host?: string): Promise<number>;
   /** Starts the admin listener on config.admin (or the given port); resolves with the bound port. */
   listenAdmin(port?: number, host?: string): Promise<number>;
-  /** Stops accepting, lets in-flight requests finish within graceMs, then closes everything. */
-  close(graceMs?: number): Promise<void>;
+  /**
+   * Drains (see Drain): /readyz answers 503 at once, connections are still accepted for acceptGraceMs
+   * (default 0), then the listener closes, in-flight requests get graceMs to finish, and every keep-alive
+   * connection closes after its answer. Then everything else is closed.
+   */
+  close(graceMs?: number, acceptGraceMs?: number): Promise<void>;
 }
 
 /** The composition root: the request's path through the gateway, in order. Nothing else wires. */
@@ -71,9 +77,13 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   // What the gateway's parts call: the store with each command timed (gateway.store stays the real one).
   const timedStore = instrumentStore(store, metrics);
   const ping = () => timedStore.ping();
+  // One request at a time per connection; a drain makes /readyz 503 and then closes connections between requests.
+  const lanes = new RequestLanes();
+  const drain = new Drain(lanes);
+  const readiness = drain.readiness(ping);
 
   const shared: Shared = {
-    clock, log, store: timedStore, ping,
+    clock, log, store: timedStore, ping: readiness,
     onUpstreamError: (upstream, kind) => metrics.upstreamErrors.inc({ upstream, kind }),
   };
   let current = buildRuntime(config, shared);
@@ -89,7 +99,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   // The rest of the way is the runtime's, picked up once: a reload mid-request does not change it.
   app.use((ctx, next) => current.chain(ctx, next));
 
-  const handle = app.callback();
+  const handle = lanes.wrap(app.callback());
   const serverOptions = {
     // Headers must arrive in time; bodies are judged by the idle limit of their route (a slow but
     // steady upload passes) or, on token endpoints, by server.bodyTimeoutMs: no total request limit.
@@ -104,7 +114,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   server.on('clientError', clientErrorResponder(log));
   handleExpectations(server, handle);
   metrics.watch({ storePing: ping, bcryptPending: () => current.credentials.verifier.pendingVerifications });
-  const admin = config.admin === false ? undefined : createAdminServer(metrics, ping, log);
+  const admin = config.admin === false ? undefined : createAdminServer(metrics, readiness, log);
   const adminConfig = config.admin;
   const websocketDeps = (rt: Runtime): WebSocketDeps => ({
     server, app, passwords: rt.passwords, tokens: rt.tokens, store: timedStore, routes: rt.routes, log,
@@ -145,9 +155,11 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
       metrics.collectProcessMetrics();
       return listen(admin, port ?? adminConfig.port, host ?? adminConfig.host);
     },
-    close: async (graceMs = current.config.server.shutdownGraceMs) => {
+    close: async (graceMs = current.config.server.shutdownGraceMs, acceptGraceMs = 0) => {
+      await drain.begin(acceptGraceMs);
       stopWatchingCertificate();
-      await Promise.all([closeServer(server, graceMs), admin ? closeServer(admin, graceMs) : undefined, websockets.close(graceMs)]);
+      await Promise.all([drain.stopAccepting(server, graceMs), websockets.close(graceMs)]);
+      if (admin) await closeAdmin(admin);
       current.forwarder.close();
       current.credentials.close();
       if (ownsStore) await store.close();
@@ -166,24 +178,11 @@ function listen(server: Server | HttpsServer, port: number, host: string): Promi
   });
 }
 
-/** Stops accepting; idle keep-alive connections close now, busy ones when done or after graceMs. */
-function closeServer(server: Server | HttpsServer, graceMs: number): Promise<void> {
+/** The admin listener closes at the end of a drain, its scrapes and probes cut (a scrape lost is retried). */
+function closeAdmin(server: Server): Promise<void> {
   if (!server.listening) return Promise.resolve();
   return new Promise((resolve) => {
-    const force = setTimeout(() => server.closeAllConnections(), graceMs);
-    force.unref();
-    // From now on responses say Connection: close (the Forwarder reads res.shouldKeepAlive), and a
-    // connection whose response is done closes at once: keep-alive clients neither hold the shutdown
-    // open nor get cut at its end.
-    server.on('request', (_req, res: ServerResponse) => {
-      res.shouldKeepAlive = false;
-    });
-    const sweep = setInterval(() => server.closeIdleConnections(), 50);
-    server.close(() => {
-      clearTimeout(force);
-      clearInterval(sweep);
-      resolve();
-    });
-    server.closeIdleConnections();
+    server.close(() => resolve());
+    server.closeAllConnections();
   });
 }

@@ -2,8 +2,10 @@ import cluster, { type Worker } from 'node:cluster';
 import type { Config } from './config/types.js';
 import type { Logger } from './log.js';
 
-/** The message a primary sends a worker to drain and stop (see runGateway). */
+/** The message a primary sends a worker to drain and stop, with the accept grace (SIGTERM; see runGateway). */
 export const STOP_MESSAGE = 'auth-gateway:stop';
+/** The same without the accept grace (SIGINT). */
+export const STOP_NOW_MESSAGE = 'auth-gateway:stop-now';
 /** A worker that dies on its own is replaced after this long (not at once: a crash loop must not spin). */
 const RESPAWN_DELAY_MS = 1000;
 
@@ -15,7 +17,7 @@ const RESPAWN_DELAY_MS = 1000;
  * signal, so workers stop at once. SIGHUP is passed on to every worker.
  */
 export function runPrimary(config: Config, log: Logger): void {
-  let stopping = false;
+  let stopping: typeof STOP_MESSAGE | typeof STOP_NOW_MESSAGE | undefined;
   const respawn = new Set<NodeJS.Timeout>();
   const fork = () => cluster.fork();
   for (let i = 0; i < config.server.workers; i++) fork();
@@ -26,7 +28,7 @@ export function runPrimary(config: Config, log: Logger): void {
   const listening = new Set<number>();
   cluster.on('listening', (worker: Worker) => {
     listening.add(worker.id);
-    if (stopping) worker.send(STOP_MESSAGE);
+    if (stopping) worker.send(stopping);
   });
   cluster.on('exit', (worker: Worker, code: number | null, signal: string | null) => {
     listening.delete(worker.id);
@@ -54,11 +56,12 @@ export function runPrimary(config: Config, log: Logger): void {
       for (const w of workers()) w.process.kill(signal);
       return;
     }
-    stopping = true;
+    const message = signal === 'SIGINT' ? STOP_NOW_MESSAGE : STOP_MESSAGE;
+    stopping = message;
     for (const t of respawn) clearTimeout(t);
     log.info('shutting down workers', { signal, workers: workers().length });
     if (workers().length === 0) process.exit(0);
-    for (const w of workers()) if (listening.has(w.id) && w.isConnected()) w.send(STOP_MESSAGE);
+    for (const w of workers()) if (listening.has(w.id) && w.isConnected()) w.send(message);
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));

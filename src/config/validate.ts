@@ -48,13 +48,14 @@ export function checkConfig(raw: unknown, file: string, baseDir: string): { conf
 }
 
 function readServer(c: Checker, s: Record<string, unknown>): ServerConfig {
-  c.unknownKeys('server', s, ['host', 'port', 'trustProxy', 'shutdownGraceMs', 'headersTimeoutMs', 'bodyTimeoutMs', 'tls', 'workers']);
+  c.unknownKeys('server', s, ['host', 'port', 'trustProxy', 'shutdownGraceMs', 'acceptGraceMs', 'headersTimeoutMs', 'bodyTimeoutMs', 'tls', 'workers']);
   const trust = s.trustProxy;
   return {
     host: c.str('server.host', s.host, '0.0.0.0'),
     port: c.int('server.port', s.port, 8080, 0, 65535),
     trustProxy: trust === true || trust === 'true' ? 1 : trust === false || trust === 'false' ? 0 : c.int('server.trustProxy', trust, 0, 0, 32),
     shutdownGraceMs: c.int('server.shutdownGraceMs', s.shutdownGraceMs, 10_000, 0),
+    acceptGraceMs: c.int('server.acceptGraceMs', s.acceptGraceMs, 5000, 0),
     headersTimeoutMs: c.int('server.headersTimeoutMs', s.headersTimeoutMs, 10_000, 100),
     bodyTimeoutMs: c.int('server.bodyTimeoutMs', s.bodyTimeoutMs, 10_000, 100),
     workers: s.workers === 'auto' ? availableParallelism() : c.int('server.workers', s.workers, 1, 1, 256),
@@ -201,7 +202,7 @@ function readUpstreams(c: Checker, raw: unknown): Record<string, UpstreamConfig>
   for (const [name, value] of Object.entries(map)) {
     const key = `upstreams.${name}`;
     const u = c.obj(key, value, true);
-    c.unknownKeys(key, u, ['url', 'targets', 'balance', 'cooldownMs', 'healthCheck', 'timeouts', 'timeoutMs', 'preserveHost']);
+    c.unknownKeys(key, u, ['url', 'targets', 'balance', 'cooldownMs', 'healthCheck', 'timeouts', 'timeoutMs', 'preserveHost', 'maxConnections', 'maxQueued']);
     const targets = readTargets(c, key, u);
     const timeouts = readTimeouts(c, `${key}.timeouts`, c.obj(`${key}.timeouts`, u.timeouts), DEFAULT_TIMEOUTS);
     // The one-number form of earlier releases: the response-headers timeout.
@@ -213,6 +214,8 @@ function readUpstreams(c: Checker, raw: unknown): Record<string, UpstreamConfig>
       cooldownMs: c.int(`${key}.cooldownMs`, u.cooldownMs, 10_000),
       timeouts,
       preserveHost: c.bool(`${key}.preserveHost`, u.preserveHost, false),
+      maxConnections: c.int(`${key}.maxConnections`, u.maxConnections, 256, 1),
+      maxQueued: c.int(`${key}.maxQueued`, u.maxQueued, 1024, 0),
     };
     if (u.healthCheck !== undefined && u.healthCheck !== false) {
       const h = c.obj(`${key}.healthCheck`, u.healthCheck);

@@ -20,7 +20,9 @@ export function health(ping: () => Promise<void>): GatewayMiddleware {
 async function ready(ctx: GatewayContext, ping: () => Promise<void>): Promise<void> {
   try {
     await ping();
-  } catch {
+  } catch (err) {
+    // A check that says why (the gateway is shutting down) is passed on as it is.
+    if (err instanceof HttpProblem) throw err;
     throw new HttpProblem(503, 'service_unavailable', 'the token store is not reachable', { headers: { 'Retry-After': '1' } });
   }
   ctx.body = { status: 'ready' };

@@ -10,6 +10,8 @@ export const PACKAGES = {
   nginx: 'nginx',
   fcgiwrap: 'fcgiwrap',
   ab: 'apache2-utils',
+  wrk: 'wrk',
+  promtool: 'prometheus',
 } as const;
 
 export type Tool = keyof typeof PACKAGES;
