@@ -18,24 +18,36 @@ export class RequestLanes {
     return (req, res) => {
       if (this.closing) res.shouldKeepAlive = false;
       const socket = req.socket as LaneSocket;
-      let lane = socket[LANE];
-      if (!lane) {
-        lane = { socket, current: undefined, waiting: [] };
-        socket[LANE] = lane;
-        this.lanes.add(lane);
-        const own = lane;
-        socket.once('close', () => {
-          own.waiting.length = 0;
-          this.lanes.delete(own);
-        });
-      }
+      const lane = socket[LANE] ?? this.open(socket);
       if (lane.current) {
         lane.waiting.push({ req, res });
-        pause(socket);
+        hold(lane);
         return;
       }
       this.run(lane, handle, req, res);
     };
+  }
+
+  private open(socket: LaneSocket): Lane {
+    const lane: Lane = { socket, current: undefined, waiting: [], held: false };
+    socket[LANE] = lane;
+    this.lanes.add(lane);
+    // Node's own flag for "this connection is not read now": Node sets and clears it for its write
+    // back-pressure (and clears it on every write that leaves little buffered); while requests wait here it
+    // reads true whatever Node set, so neither Node nor a request body being read resumes the socket.
+    let own = socket._paused === true;
+    Object.defineProperty(socket, '_paused', {
+      configurable: true,
+      get: () => own || lane.held,
+      set: (value: boolean) => {
+        own = value;
+      },
+    });
+    socket.once('close', () => {
+      lane.waiting.length = 0;
+      this.lanes.delete(lane);
+    });
+    return lane;
   }
 
   /**
@@ -56,14 +68,20 @@ export class RequestLanes {
     lane.current = res;
     // 'close' comes once the response is done (after 'finish') or its connection is gone.
     res.once('close', () => {
-      lane.current = undefined;
-      const next = lane.waiting.shift();
-      if (next) {
+      if (lane.waiting.length === 0) {
+        lane.current = undefined;
+        release(lane);
+        return;
+      }
+      // The next one after the event loop has polled for I/O: a connection with thousands of requests
+      // queued takes its turn beside the others (one request per loop turn), never ahead of them.
+      setImmediate(() => {
+        lane.current = undefined;
+        const next = lane.waiting.shift();
+        if (!next) return release(lane);
         if (this.closing) next.res.shouldKeepAlive = false;
         this.run(lane, handle, next.req, next.res);
-      } else {
-        resume(lane.socket);
-      }
+      });
     });
     handle(req, res);
   }
@@ -77,23 +95,25 @@ interface Lane {
   current: ServerResponse | undefined;
   /** Requests Node parsed ahead, in order. */
   waiting: Array<{ req: IncomingMessage; res: ServerResponse }>;
+  /** The connection is not read until the lane is idle again. */
+  held: boolean;
 }
 
-/**
- * `_paused` is Node's own flag for "the server stopped reading this connection": with it set, Node pauses
- * its parser after the bytes at hand and reading a request body does not resume the socket behind our back.
- */
 type LaneSocket = Socket & { [LANE]?: Lane; _paused?: boolean; parser?: { pause(): void; resume(): void } | null };
 
-function pause(socket: LaneSocket): void {
-  if (socket._paused) return;
-  socket._paused = true;
-  socket.pause();
+/** Stops reading: Node pauses its parser after the bytes at hand (it sees `_paused`). */
+function hold(lane: Lane): void {
+  if (lane.held) return;
+  lane.held = true;
+  lane.socket.pause();
 }
 
-function resume(socket: LaneSocket): void {
-  if (!socket._paused || socket.destroyed) return;
-  socket._paused = false;
+/** Reads again once nothing is in progress or waiting (unless Node holds it for its own reasons). */
+function release(lane: Lane): void {
+  if (!lane.held) return;
+  lane.held = false;
+  const socket = lane.socket;
+  if (socket.destroyed || socket._paused) return;
   socket.parser?.resume();
   socket.resume();
 }

@@ -2,6 +2,7 @@ import { Agent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { parse as parseUrl, type Url } from 'node:url';
 import type { UpstreamConfig } from '../config/types.js';
+import { HttpProblem } from '../http/problem.js';
 import type { Logger } from '../log.js';
 
 /** Below Node's default server keep-alive timeout (5 s), so a pooled socket is never reused as the upstream closes it. */
@@ -17,7 +18,7 @@ export interface Target {
   /** The URL's own path, without a trailing slash. */
   basePath: string;
   agent: Agent;
-  /** Requests forwarded to it and not finished. */
+  /** Requests forwarded to it and not finished (on a connection or waiting for one). */
   inFlight: number;
   /** Refused a connection: skipped until then (passive health). */
   downUntil: number;
@@ -29,6 +30,9 @@ export interface Target {
  * The targets of one upstream and how a request picks one: round-robin or fewest requests in flight,
  * among those neither cooling down after a refused connection nor failing their health check. When every
  * target is out, the one whose cool-down ends first is tried anyway: a guess beats a certain 502.
+ * Admission: each target has at most `maxConnections` connections (its agent's maxSockets) and
+ * `maxQueued` requests waiting for one; a target with both full takes no more, and when no target can
+ * take a request, pick() says so (the caller answers 503, see busy()).
  */
 export class UpstreamPool {
   readonly targets: Target[];
@@ -39,7 +43,7 @@ export class UpstreamPool {
 
   constructor(readonly name: string, private readonly config: UpstreamConfig, private readonly log: Logger) {
     this.targets = config.targets.map((url) => {
-      const options = { keepAlive: true, timeout: AGENT_IDLE_MS, scheduling: 'lifo' as const };
+      const options = { keepAlive: true, timeout: AGENT_IDLE_MS, scheduling: 'lifo' as const, maxSockets: config.maxConnections };
       const u = new URL(url);
       return {
         url,
@@ -61,12 +65,18 @@ export class UpstreamPool {
     }
   }
 
-  /** A target for the next request, other than `not` (the one that just failed) when there is another. */
-  pick(now: number, not?: Target): Target {
-    const candidates = this.targets.filter((t) => t !== not && !t.unhealthy && t.downUntil <= now);
+  /**
+   * A target for the next request, other than `not` (the one that just failed) when there is another;
+   * undefined when every target that could take it is at its limit.
+   */
+  pick(now: number, not?: Target): Target | undefined {
+    const limit = this.config.maxConnections + this.config.maxQueued;
+    const open = this.targets.filter((t) => t.inFlight < limit);
+    if (open.length === 0) return undefined;
+    const candidates = open.filter((t) => t !== not && !t.unhealthy && t.downUntil <= now);
     if (candidates.length === 0) {
-      const others = this.targets.filter((t) => t !== not);
-      const pool = others.length > 0 ? others : this.targets;
+      const others = open.filter((t) => t !== not);
+      const pool = others.length > 0 ? others : open;
       return pool.reduce((a, b) => (b.downUntil < a.downUntil ? b : a));
     }
     if (candidates.length === 1) return candidates[0]!;
@@ -81,6 +91,14 @@ export class UpstreamPool {
       return best;
     }
     return candidates[this.next++ % candidates.length]!;
+  }
+
+  /** The answer when pick() found no target with room: 503, retry shortly. */
+  busy(): HttpProblem {
+    const { maxConnections, maxQueued } = this.config;
+    return new HttpProblem(503, 'service_unavailable', `the ${this.name} service has as many requests as it may take (${maxConnections + maxQueued} per target); retry shortly`, {
+      headers: { 'Retry-After': '1' },
+    });
   }
 
   /** The target refused (or did not accept) a connection: out of rotation for the cool-down. */
