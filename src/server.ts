@@ -10,7 +10,7 @@ import type { Config } from './config/types.js';
 import type { Credentials } from './credentials/credentials.js';
 import type { Lockout } from './credentials/lockout.js';
 import { clientErrorResponder } from './http/client-error.js';
-import { Drain } from './http/drain.js';
+import { Drain, pacedBy, type DrainPacing } from './http/drain.js';
 import { errorHandler } from './http/errors.js';
 import { handleExpectations } from './http/expect.js';
 import { readTlsOptions, watchCertificate } from './http/tls.js';
@@ -40,6 +40,8 @@ export interface Gateway {
   admin: Server | undefined;
   metrics: Metrics;
   store: TokenStore;
+  /** The /readyz check: resolves when ready, rejects with the 503 it answers (store down, shutting down). */
+  readonly ready: () => Promise<void>;
   /** The parts of the configuration in force (they change with a reload). */
   readonly tokens: TokenService;
   readonly credentials: Credentials;
@@ -58,10 +60,10 @@ export interface Gateway {
   listenAdmin(port?: number, host?: string): Promise<number>;
   /**
    * Drains (see Drain): /readyz answers 503 at once, connections are still accepted for acceptGraceMs
-   * (default 0), then the listener closes, in-flight requests get graceMs to finish, and every keep-alive
-   * connection closes after its answer. Then everything else is closed.
+   * (default 0; or as a worker's primary paces it), then the listener closes, in-flight requests get graceMs
+   * to finish, and every keep-alive connection closes after its answer. Then everything else is closed.
    */
-  close(graceMs?: number, acceptGraceMs?: number): Promise<void>;
+  close(graceMs?: number, accept?: number | DrainPacing): Promise<void>;
 }
 
 /** The composition root: the request's path through the gateway, in order. Nothing else wires. */
@@ -114,7 +116,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   server.on('clientError', clientErrorResponder(log));
   handleExpectations(server, handle);
   metrics.watch({ storePing: ping, bcryptPending: () => current.credentials.verifier.pendingVerifications });
-  const admin = config.admin === false ? undefined : createAdminServer(metrics, readiness, log);
+  const admin = config.admin === false ? undefined : createAdminServer(metrics.registry, readiness, log);
   const adminConfig = config.admin;
   const websocketDeps = (rt: Runtime): WebSocketDeps => ({
     server, app, passwords: rt.passwords, tokens: rt.tokens, store: timedStore, routes: rt.routes, log,
@@ -125,7 +127,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   server.on('upgrade', websockets.upgrade);
 
   return {
-    app, server, admin, metrics, store,
+    app, server, admin, metrics, store, ready: readiness,
     get tokens() {
       return current.tokens;
     },
@@ -155,10 +157,11 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
       metrics.collectProcessMetrics();
       return listen(admin, port ?? adminConfig.port, host ?? adminConfig.host);
     },
-    close: async (graceMs = current.config.server.shutdownGraceMs, acceptGraceMs = 0) => {
-      await drain.begin(acceptGraceMs);
+    close: async (graceMs = current.config.server.shutdownGraceMs, accept: number | DrainPacing = 0) => {
+      const pacing = typeof accept === 'number' ? pacedBy(accept) : accept;
+      await drain.begin(pacing);
       stopWatchingCertificate();
-      await Promise.all([drain.stopAccepting(server, graceMs), websockets.close(graceMs)]);
+      await Promise.all([drain.stopAccepting(server, graceMs, pacing), websockets.close(graceMs)]);
       if (admin) await closeAdmin(admin);
       current.forwarder.close();
       current.credentials.close();

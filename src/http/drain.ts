@@ -31,27 +31,55 @@ export class Drain {
     return () => (this.draining ? Promise.reject(shuttingDown()) : check());
   }
 
-  /** Steps 1 and 2: not ready from now on; resolves after acceptGraceMs, serving as before meanwhile. */
-  async begin(acceptGraceMs: number): Promise<void> {
+  /** Steps 1 and 2: not ready from now on; resolves when the pacing says so, serving as before meanwhile. */
+  async begin(pacing: DrainPacing): Promise<void> {
     this.draining = true;
-    if (acceptGraceMs > 0) await new Promise((r) => setTimeout(r, acceptGraceMs));
+    await pacing.acceptUntil;
   }
 
-  /** Steps 3 and 4: resolves when every connection of `server` has ended, or was cut after graceMs. */
-  stopAccepting(server: Server | HttpsServer, graceMs: number): Promise<void> {
+  /**
+   * Steps 3 and 4: resolves when every connection of `server` has ended, or was cut after graceMs.
+   * Connections are told to close only once the listener is closed (and the pacing agrees): a client told
+   * to reconnect must find the port closed (refused, clean), never a listener about to close, whose
+   * queued connections the kernel resets.
+   */
+  async stopAccepting(server: Server | HttpsServer, graceMs: number, pacing: DrainPacing): Promise<void> {
     this.draining = true;
-    this.lanes.closeAfterResponses();
-    if (!server.listening) return Promise.resolve();
-    return new Promise((resolve) => {
-      const force = setTimeout(() => server.closeAllConnections(), graceMs);
-      // net.Server's close, not http.Server's: that one also closes idle keep-alive connections at once
-      // (Node >= 19), which races a client sending on them. The callback runs when the last one has ended.
-      NetServer.prototype.close.call(server, () => {
-        clearTimeout(force);
-        resolve();
+    let ended: Promise<void> = Promise.resolve();
+    if (server.listening) {
+      ended = new Promise((resolve) => {
+        const force = setTimeout(() => server.closeAllConnections(), graceMs);
+        // net.Server's close, not http.Server's: that one also closes idle keep-alive connections at once
+        // (Node >= 19), which races a client sending on them. The callback runs when the last one has ended.
+        NetServer.prototype.close.call(server, () => {
+          clearTimeout(force);
+          resolve();
+        });
       });
-    });
+    }
+    await pacing.listenerClosed();
+    this.lanes.closeAfterResponses();
+    await ended;
   }
+}
+
+/**
+ * When a drain moves on. One process: after acceptGraceMs, and at once once its listener is closed. Under
+ * server.workers the primary paces every worker together, since the port stays open until the last worker
+ * has closed its listener (see workers.ts).
+ */
+export interface DrainPacing {
+  /** Resolves when the listener is to close. */
+  acceptUntil: Promise<void>;
+  /** Called once this process's listener is closed; connections are told to close when it resolves. */
+  listenerClosed(): Promise<void>;
+}
+
+export function pacedBy(acceptGraceMs: number): DrainPacing {
+  return {
+    acceptUntil: acceptGraceMs > 0 ? new Promise((r) => setTimeout(r, acceptGraceMs)) : Promise.resolve(),
+    listenerClosed: () => Promise.resolve(),
+  };
 }
 
 function shuttingDown(): HttpProblem {
