@@ -19,7 +19,7 @@ export function startNode(script: string, args: string[], env: Record<string, st
     proc,
     output: () => out,
     stop: (signal = 'SIGINT') => new Promise((resolve) => {
-      if (proc.exitCode !== null) return resolve(proc.exitCode);
+      if (proc.exitCode !== null || proc.signalCode !== null) return resolve(proc.exitCode);
       proc.once('exit', (code) => resolve(code));
       proc.kill(signal);
     }),
