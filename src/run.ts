@@ -1,12 +1,14 @@
 import cluster from 'node:cluster';
 import { watch } from 'node:fs';
 import { basename, dirname } from 'node:path';
+import { answerPrimary } from './admin/cluster.js';
 import { inspectConfig } from './config/inspect.js';
+import type { DrainPacing } from './http/drain.js';
 import type { Config } from './config/types.js';
 import { createLogger, exitAfterFlush, type Logger } from './log.js';
 import { createGateway, type Gateway } from './server.js';
 import { RedisSessionStore } from './tokens/store/redis.js';
-import { runPrimary, STOP_MESSAGE } from './workers.js';
+import { pacedByPrimary, runPrimary, STOP_MESSAGE } from './workers.js';
 
 /** `serve`: this process serves, or (server.workers > 1) it is the primary of that many workers. */
 export async function serve(config: Config, log: Logger = createLogger(config.log.level), options: RunOptions = {}): Promise<void> {
@@ -28,7 +30,7 @@ export async function runGateway(config: Config, log: Logger = createLogger(conf
   // Signals first, before anything is awaited: a SIGHUP during start-up (a primary passes one on to a
   // worker still starting) must reload, not kill, and a SIGTERM must drain what little there is.
   let stopping = false;
-  const stop = (signal: string) => {
+  const stop = (signal: string, accept: number | DrainPacing) => {
     if (stopping) {
       // A second signal does not wait for in-flight requests.
       log.warn('second signal; stopping at once', { signal });
@@ -36,8 +38,8 @@ export async function runGateway(config: Config, log: Logger = createLogger(conf
       return;
     }
     stopping = true;
-    log.info('shutting down', { signal, graceMs: config.server.shutdownGraceMs });
-    gateway.close().then(
+    log.info('shutting down', { signal, acceptGraceMs: typeof accept === 'number' ? accept : 'as the primary says', graceMs: gateway.config.server.shutdownGraceMs });
+    gateway.close(undefined, accept).then(
       () => {
         log.info('stopped');
         void exitAfterFlush(log, 0);
@@ -48,15 +50,17 @@ export async function runGateway(config: Config, log: Logger = createLogger(conf
       },
     );
   };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  // SIGTERM comes from a supervisor (Kubernetes, systemd, docker stop) with a load balancer in front: keep
+  // serving for the accept grace while it notices /readyz; SIGINT is a person at a terminal.
+  process.on('SIGTERM', () => stop('SIGTERM', gateway.config.server.acceptGraceMs));
+  process.on('SIGINT', () => stop('SIGINT', 0));
   const reload = (why: string) => {
     if (!stopping) reloadFrom(gateway, config.file, why, log);
   };
   process.on('SIGHUP', () => reload('SIGHUP'));
   if (options.watch && config.file) watchFile(config.file, () => reload('file changed'), log);
   // A worker's primary asks by message; with the same signal also from the terminal, it is still one stop.
-  if (cluster.isWorker) process.on('message', (m) => m === STOP_MESSAGE && !stopping && stop('primary'));
+  if (cluster.isWorker) process.on('message', (m) => m === STOP_MESSAGE && !stopping && stop('primary', pacedByPrimary()));
 
   // At most the store's connect timeout: an unreachable store must not hold the listener back for long.
   if (gateway.store instanceof RedisSessionStore && !(await gateway.store.waitUntilReady(config.store.kind === 'redis' ? config.store.connectTimeoutMs : 0))) {
@@ -64,7 +68,11 @@ export async function runGateway(config: Config, log: Logger = createLogger(conf
   }
   const port = await gateway.listen();
   log.info('auth-gateway listening', { host: config.server.host, port, tls: config.server.tls !== undefined, store: config.store.kind, routes: config.routes.map((r) => r.path) });
-  if (config.admin !== false) {
+  if (cluster.isWorker) {
+    // The primary serves the admin listener and asks each worker (one scrape, all workers).
+    gateway.metrics.collectProcessMetrics();
+    answerPrimary(gateway.metrics.registry, gateway.ready);
+  } else if (config.admin !== false) {
     const adminPort = await gateway.listenAdmin();
     log.info('admin listening', { host: config.admin.host, port: adminPort, serves: ['/metrics', '/healthz', '/readyz'] });
   }

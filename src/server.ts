@@ -1,4 +1,4 @@
-import { createServer, type Server, type ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import Koa from 'koa';
 import { createMetrics, type Metrics } from './admin/metrics.js';
@@ -10,9 +10,11 @@ import type { Config } from './config/types.js';
 import type { Credentials } from './credentials/credentials.js';
 import type { Lockout } from './credentials/lockout.js';
 import { clientErrorResponder } from './http/client-error.js';
+import { Drain, pacedBy, type DrainPacing } from './http/drain.js';
 import { handleExpectations } from './http/expect.js';
 import { answerPlainHttp, readTlsOptions, watchCertificate } from './http/tls.js';
 import { observe } from './http/observe.js';
+import { RequestLanes } from './http/pipelining.js';
 import type { GatewayState } from './http/state.js';
 import { silentLogger, type Logger } from './log.js';
 import { Tunnels } from './proxy/tunnels.js';
@@ -44,6 +46,8 @@ export interface Gateway {
   metrics: Metrics;
   store: SessionStore;
   counters: CounterStore;
+  /** The /readyz check: resolves when ready, rejects with the 503 it answers (store down, shutting down). */
+  readonly ready: () => Promise<void>;
   /** The parts of the configuration in force (they change with a reload). */
   readonly tokens: TokenService;
   readonly credentials: Credentials;
@@ -60,8 +64,12 @@ export interface Gateway {
   listen(port?: number, host?: string): Promise<number>;
   /** Starts the admin listener on config.admin (or the given port); resolves with the bound port. */
   listenAdmin(port?: number, host?: string): Promise<number>;
-  /** Stops accepting, lets in-flight requests finish within graceMs, then closes everything. */
-  close(graceMs?: number): Promise<void>;
+  /**
+   * Drains (see Drain): /readyz answers 503 at once, connections are still accepted for acceptGraceMs
+   * (default 0; or as a worker's primary paces it), then the listener closes, in-flight requests get graceMs
+   * to finish, and every keep-alive connection closes after its answer. Then everything else is closed.
+   */
+  close(graceMs?: number, accept?: number | DrainPacing): Promise<void>;
 }
 
 /** The composition root: the request's path through the gateway, in order. Nothing else wires. */
@@ -79,6 +87,10 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   // What the gateway's parts call: the store with each command timed (gateway.store stays the real one).
   const timedStore = instrumentStore(store, metrics);
   const ping = () => timedStore.ping();
+  // One request at a time per connection; a drain makes /readyz 503 and then closes connections between requests.
+  const lanes = new RequestLanes();
+  const drain = new Drain(lanes);
+  const readiness = drain.readiness(ping);
 
   // Open WebSocket tunnels outlive a reload; what ends them is read from the runtime in force.
   const tunnels = new Tunnels({
@@ -89,7 +101,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
     counted: (upstream, delta) => metrics.webSocketTunnels.inc({ upstream }, delta),
   }, log, config.log.access);
   const shared: Shared = {
-    clock, log, store: timedStore, counters: instrumentStore(counters, metrics), ping, tunnels,
+    clock, log, store: timedStore, counters: instrumentStore(counters, metrics), ping: readiness, tunnels,
     onUpstreamError: (upstream, kind) => metrics.upstreamErrors.inc({ upstream, kind }),
   };
   let current = buildRuntime(config, shared);
@@ -103,7 +115,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
     accessLog: () => current.config.log.access,
   }, (ctx) => current.handle(ctx)));
 
-  const handle = app.callback();
+  const handle = lanes.wrap(app.callback());
   const serverOptions = {
     // Headers must arrive in time; bodies are judged by the idle limit of their route (a slow but
     // steady upload passes) or, on token endpoints, by server.bodyTimeoutMs: no total request limit.
@@ -119,13 +131,13 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   server.on('clientError', clientErrorResponder(log));
   handleExpectations(server, handle);
   metrics.watch({ storePing: ping, bcryptPending: () => current.credentials.verifier.pendingVerifications, storeReplication: () => store.replication?.() });
-  const admin = config.admin === false ? undefined : createAdminServer(metrics, ping, log);
+  const admin = config.admin === false ? undefined : createAdminServer(metrics.registry, readiness, log);
   const adminConfig = config.admin;
   // Upgrade requests (WebSocket handshakes, h2c offers) take the same way as any request.
   server.on('upgrade', acceptUpgrades(server));
 
   return {
-    app, server, admin, metrics, store, counters,
+    app, server, admin, metrics, store, counters, ready: readiness,
     get tokens() {
       return current.tokens;
     },
@@ -156,9 +168,12 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
       metrics.collectProcessMetrics();
       return listen(admin, port ?? adminConfig.port, host ?? adminConfig.host);
     },
-    close: async (graceMs = current.config.server.shutdownGraceMs) => {
+    close: async (graceMs = current.config.server.shutdownGraceMs, accept: number | DrainPacing = 0) => {
+      const pacing = typeof accept === 'number' ? pacedBy(accept) : accept;
+      await drain.begin(pacing);
       stopWatchingCertificate();
-      await Promise.all([closeServer(server, graceMs), admin ? closeServer(admin, graceMs) : undefined, closeTunnels(tunnels, graceMs)]);
+      await Promise.all([drain.stopAccepting(server, graceMs, pacing), closeTunnels(tunnels, graceMs)]);
+      if (admin) await closeAdmin(admin);
       current.forwarder.close();
       current.credentials.close();
       if (ownsStore) await store.close();
@@ -184,24 +199,11 @@ function listen(server: Server | HttpsServer, port: number, host: string): Promi
   });
 }
 
-/** Stops accepting; idle keep-alive connections close now, busy ones when done or after graceMs. */
-function closeServer(server: Server | HttpsServer, graceMs: number): Promise<void> {
+/** The admin listener closes at the end of a drain, its scrapes and probes cut (a scrape lost is retried). */
+function closeAdmin(server: Server): Promise<void> {
   if (!server.listening) return Promise.resolve();
   return new Promise((resolve) => {
-    const force = setTimeout(() => server.closeAllConnections(), graceMs);
-    force.unref();
-    // From now on responses say Connection: close (the Forwarder reads res.shouldKeepAlive), and a
-    // connection whose response is done closes at once: keep-alive clients neither hold the shutdown
-    // open nor get cut at its end.
-    server.on('request', (_req, res: ServerResponse) => {
-      res.shouldKeepAlive = false;
-    });
-    const sweep = setInterval(() => server.closeIdleConnections(), 50);
-    server.close(() => {
-      clearTimeout(force);
-      clearInterval(sweep);
-      resolve();
-    });
-    server.closeIdleConnections();
+    server.close(() => resolve());
+    server.closeAllConnections();
   });
 }

@@ -1,9 +1,47 @@
 import cluster, { type Worker } from 'node:cluster';
+import { Registry } from 'prom-client';
+import { WorkerQuestions } from './admin/cluster.js';
+import { createAdminServer } from './admin/server.js';
 import type { Config } from './config/types.js';
+import { HttpProblem } from './http/problem.js';
+import type { DrainPacing } from './http/drain.js';
 import type { Logger } from './log.js';
 
-/** The message a primary sends a worker to drain and stop (see runGateway). */
+/**
+ * A drain under workers, paced by the primary so that every worker moves together (see Drain): the port
+ * stays open until the last worker has closed its listener, so a worker that told its clients to reconnect
+ * while another still listened would send them into a listener about to close, whose queued connections
+ * the kernel resets. primary → worker: STOP (not ready; keep serving), STOP_ACCEPTING (after the accept
+ * grace: close the listener); worker → primary: ACCEPT_STOPPED; primary → worker, once every worker has
+ * closed (the port is closed now): CLOSE_CONNECTIONS (answers say Connection: close; finish and exit).
+ */
 export const STOP_MESSAGE = 'auth-gateway:stop';
+const STOP_ACCEPTING = 'auth-gateway:stop-accepting';
+const ACCEPT_STOPPED = 'auth-gateway:accept-stopped';
+const CLOSE_CONNECTIONS = 'auth-gateway:close-connections';
+/** A worker that has not closed its listener by then is not waited for. */
+const ACCEPT_STOP_TIMEOUT_MS = 2000;
+
+/** In a worker, on STOP: the drain's pacing as the primary sets it. */
+export function pacedByPrimary(): DrainPacing {
+  const next = (message: string) => new Promise<void>((resolve) => {
+    const on = (m: unknown) => {
+      if (m !== message) return;
+      process.off('message', on);
+      resolve();
+    };
+    process.on('message', on);
+  });
+  const acceptUntil = next(STOP_ACCEPTING);
+  const closeConnections = next(CLOSE_CONNECTIONS);
+  return {
+    acceptUntil,
+    listenerClosed: () => {
+      if (process.connected) process.send?.(ACCEPT_STOPPED);
+      return closeConnections;
+    },
+  };
+}
 /** A worker that dies on its own is replaced after this long (not at once: a crash loop must not spin). */
 const RESPAWN_DELAY_MS = 1000;
 
@@ -12,9 +50,13 @@ const RESPAWN_DELAY_MS = 1000;
  * the store, all state), replaces one that dies, and owns the signals. SIGTERM/SIGINT: every worker is
  * told to drain (a message, not a signal, so a worker that also got the signal from the terminal's process
  * group does not count it twice) and the primary exits when they have; a second signal is passed on as a
- * signal, so workers stop at once. SIGHUP is passed on to every worker.
+ * signal, so workers stop at once. SIGHUP is passed on to every worker. The admin listener is the
+ * primary's: /metrics sums the workers' series, /readyz is ready when every worker is (503 from the first
+ * signal on), so one scrape or probe speaks for all of them.
  */
 export function runPrimary(config: Config, log: Logger): void {
+  /** The drain's messages sent so far (a worker that starts listening late gets them all). */
+  const sent: string[] = [];
   let stopping = false;
   const respawn = new Set<NodeJS.Timeout>();
   const fork = () => cluster.fork();
@@ -26,7 +68,7 @@ export function runPrimary(config: Config, log: Logger): void {
   const listening = new Set<number>();
   cluster.on('listening', (worker: Worker) => {
     listening.add(worker.id);
-    if (stopping) worker.send(STOP_MESSAGE);
+    for (const m of sent) worker.send(m);
   });
   cluster.on('exit', (worker: Worker, code: number | null, signal: string | null) => {
     listening.delete(worker.id);
@@ -48,6 +90,20 @@ export function runPrimary(config: Config, log: Logger): void {
   });
 
   const workers = () => Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
+  if (config.admin !== false) {
+    const questions = new WorkerQuestions(() => workers().filter((w) => listening.has(w.id)));
+    const ready = () => (stopping ? Promise.reject(new HttpProblem(503, 'service_unavailable', 'the gateway is shutting down', { headers: { 'Retry-After': '1' } })) : questions.ready());
+    const admin = createAdminServer({ contentType: Registry.PROMETHEUS_CONTENT_TYPE, metrics: () => questions.metrics() }, ready, log);
+    const { host, port } = config.admin;
+    admin.once('error', (err) => {
+      log.error('admin listener failed', { host, port, error: err.message });
+      process.exit(1);
+    });
+    admin.listen(port, host, () => {
+      const address = admin.address();
+      log.info('admin listening', { host, port: typeof address === 'object' && address ? address.port : port, serves: ['/metrics', '/healthz', '/readyz'], workers: config.server.workers });
+    });
+  }
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) {
       log.warn('second signal; workers stop at once', { signal });
@@ -56,9 +112,39 @@ export function runPrimary(config: Config, log: Logger): void {
     }
     stopping = true;
     for (const t of respawn) clearTimeout(t);
-    log.info('shutting down workers', { signal, workers: workers().length });
+    // SIGINT is a person at a terminal: no accept grace (see runGateway).
+    const acceptGraceMs = signal === 'SIGINT' ? 0 : config.server.acceptGraceMs;
+    log.info('shutting down workers', { signal, workers: workers().length, acceptGraceMs });
     if (workers().length === 0) process.exit(0);
-    for (const w of workers()) if (listening.has(w.id) && w.isConnected()) w.send(STOP_MESSAGE);
+    const broadcast = (m: string) => {
+      sent.push(m);
+      for (const w of workers()) if (listening.has(w.id) && w.isConnected()) w.send(m);
+    };
+    broadcast(STOP_MESSAGE);
+    setTimeout(() => {
+      const waiting = new Set(workers().filter((w) => listening.has(w.id) && w.isConnected()).map((w) => w.id));
+      let done = false;
+      const closeConnections = () => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        cluster.off('message', onMessage);
+        broadcast(CLOSE_CONNECTIONS);
+      };
+      const onMessage = (w: Worker, m: unknown) => {
+        if (m !== ACCEPT_STOPPED) return;
+        waiting.delete(w.id);
+        if (waiting.size === 0) closeConnections();
+      };
+      const timer = setTimeout(closeConnections, ACCEPT_STOP_TIMEOUT_MS);
+      cluster.on('message', onMessage);
+      cluster.on('exit', (w) => {
+        waiting.delete(w.id);
+        if (waiting.size === 0) closeConnections();
+      });
+      broadcast(STOP_ACCEPTING);
+      if (waiting.size === 0) closeConnections();
+    }, acceptGraceMs);
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));

@@ -64,6 +64,8 @@ export function createMetrics(): Metrics {
     name: `${METRIC_PREFIX}store_up`,
     help: '1 when the token store answered a ping at scrape time, else 0',
     registers,
+    // Over server.workers: 1 only when every worker reached the store.
+    aggregator: 'min',
     async collect() {
       this.set(sources.storePing ? await answers(sources.storePing) : 0);
     },
@@ -169,6 +171,11 @@ export function createMetrics(): Metrics {
       if (processMetrics) return;
       processMetrics = true;
       collectDefaultMetrics({ register: registry, prefix: METRIC_PREFIX });
+      // Gauges named like counters (`promtool check metrics` refuses them); each is the sum of the series
+      // of the same name without `_total`, labelled by type: sum(auth_gateway_nodejs_active_handles).
+      for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {
+        registry.removeSingleMetric(`${METRIC_PREFIX}${name}`);
+      }
     },
   };
 }

@@ -5,14 +5,19 @@ import { health } from '../http/health.js';
 import { HttpProblem } from '../http/problem.js';
 import type { GatewayState } from '../http/state.js';
 import type { Logger } from '../log.js';
-import type { Metrics } from './metrics.js';
 
 /**
  * The admin listener: /metrics (Prometheus text), /healthz and /readyz, on an address of its own
  * (loopback by default), never on the public port. Plain HTTP and unauthenticated, so it belongs on a
  * private interface; it answers nothing else.
  */
-export function createAdminServer(metrics: Metrics, ping: () => Promise<void>, log: Logger): Server {
+/** What /metrics serves: a registry, or (server.workers) the sum over the workers. */
+export interface MetricsText {
+  readonly contentType: string;
+  metrics(): Promise<string>;
+}
+
+export function createAdminServer(metrics: MetricsText, ping: () => Promise<void>, log: Logger): Server {
   const app = new Koa<GatewayState>();
   app.silent = true;
   app.use(errorHandler(log));
@@ -27,8 +32,9 @@ export function createAdminServer(metrics: Metrics, ping: () => Promise<void>, l
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
       throw new HttpProblem(405, 'method_not_allowed', `${ctx.method} is not allowed here; use GET`, { headers: { Allow: 'GET, HEAD' } });
     }
-    ctx.type = metrics.registry.contentType;
-    ctx.body = await metrics.registry.metrics();
+    const text = await metrics.metrics();
+    ctx.type = metrics.contentType;
+    ctx.body = text;
   });
   return createServer(app.callback());
 }

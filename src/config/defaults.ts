@@ -31,6 +31,7 @@ export const SETTINGS = {
   'server.port': { type: 'integer', default: 8080, min: 0, max: 65535, meaning: 'Listen port (`PORT` overrides it).' },
   'server.trustProxy': { type: 'boolean or integer', default: 0, min: 0, max: 32, defaultText: '`false`', meaning: '`false`/`0`: the client address is the TCP peer and client-sent `X-Forwarded-*` are discarded. `true`/`N`: N reverse proxies in front are trusted; the address is the entry the nearest trusted proxy added, and the incoming `X-Forwarded-*` chain is kept and appended to.' },
   'server.shutdownGraceMs': { type: 'integer', default: 10_000, min: 0, meaning: 'On SIGTERM/SIGINT, in-flight requests get this long to finish.' },
+  'server.acceptGraceMs': { type: 'integer', default: 5000, min: 0, meaning: 'After SIGTERM, `/readyz` answers 503 at once and new connections are still served this long (set it to your load balancer\'s health-check interval times its unhealthy threshold); then the listener closes and in-flight requests get `shutdownGraceMs`. SIGINT skips it.' },
   'server.headersTimeoutMs': { type: 'integer', default: 10_000, min: 100, meaning: 'The request line and headers must arrive within this; else 408 `request_timeout` and the connection closes.' },
   'server.bodyTimeoutMs': { type: 'integer', default: 10_000, min: 100, meaning: 'A token request\'s whole body (at most 16 KiB) must arrive within this; else 408 `request_timeout`. Proxied bodies have only the route\'s `idleMs`.' },
   'server.tls': { type: 'mapping', defaultText: 'none (plain HTTP)', meaning: 'Serve HTTPS (TLS 1.2 or newer) on the public port; plain HTTP sent to it gets a 400 problem saying so.' },
@@ -116,6 +117,8 @@ export const SETTINGS = {
   'upstreams.<name>.timeouts.idleMs': { type: 'integer', default: 60_000, min: 1, meaning: 'No bytes either way while a body streams: a stalled upload gets 408 (or 504), a stalled response is cut.' },
   'upstreams.<name>.timeoutMs': { type: 'integer', min: 1, defaultText: 'none', meaning: 'The one-number form of earlier releases: sets `timeouts.responseMs`.' },
   'upstreams.<name>.preserveHost': { type: 'boolean', default: false, meaning: 'Send the client\'s `Host` instead of the upstream\'s own, for backends that build URLs from it.' },
+  'upstreams.<name>.maxConnections': { type: 'integer', default: 256, min: 1, meaning: 'Connections to each target at most (the keep-alive agent\'s `maxSockets`).' },
+  'upstreams.<name>.maxQueued': { type: 'integer', default: 1024, min: 0, meaning: 'Requests per target that may wait for one of those connections; past both, 503 `service_unavailable` with `Retry-After: 1`.' },
 
   // routes
   'routes': { type: 'list of route', default: [], meaning: 'Path prefixes and where they go; matched on segment boundaries, the longest wins.' },

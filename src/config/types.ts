@@ -58,8 +58,14 @@ export interface ServerConfig {
   port: number;
   /** Reverse proxies in front of the gateway whose X-Forwarded-For entries are trusted (0 = none). */
   trustProxy: number;
-  /** In-flight requests get this long to finish on SIGTERM/SIGINT. */
+  /** In-flight requests get this long to finish on SIGTERM/SIGINT, once new connections are refused. */
   shutdownGraceMs: number;
+  /**
+   * On SIGTERM /readyz answers 503 at once, and connections are still accepted (and served) this long
+   * before the listener closes: a load balancer's health checks need that long to take the instance out.
+   * SIGINT (Ctrl-C at a terminal) skips it.
+   */
+  acceptGraceMs: number;
   /** The request line and headers must arrive within this (Node's headersTimeout). */
   headersTimeoutMs: number;
   /** A token request's whole body must arrive within this; proxied bodies have an idle limit instead. */
@@ -165,6 +171,10 @@ export interface UpstreamConfig {
   timeouts: Timeouts;
   /** Send the client's Host header instead of the upstream's own (for backends that build URLs from it). */
   preserveHost: boolean;
+  /** Connections the gateway opens to each target at most (its agent's maxSockets). */
+  maxConnections: number;
+  /** Requests that may wait for one of those connections, per target; past it, 503 service_unavailable. */
+  maxQueued: number;
 }
 
 /** What each timeout measures, so a slow upload or a quiet stream is never mistaken for a dead upstream. */

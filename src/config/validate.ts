@@ -59,6 +59,7 @@ function readServer(c: Checker, s: Record<string, unknown>): ServerConfig {
     port: int(c, 'server.port', s.port),
     trustProxy: trust === true || trust === 'true' ? 1 : trust === false || trust === 'false' ? 0 : int(c, 'server.trustProxy', trust),
     shutdownGraceMs: int(c, 'server.shutdownGraceMs', s.shutdownGraceMs),
+    acceptGraceMs: int(c, 'server.acceptGraceMs', s.acceptGraceMs),
     headersTimeoutMs: int(c, 'server.headersTimeoutMs', s.headersTimeoutMs),
     bodyTimeoutMs: int(c, 'server.bodyTimeoutMs', s.bodyTimeoutMs),
     workers: s.workers === 'auto' ? availableParallelism() : int(c, 'server.workers', s.workers),
@@ -226,6 +227,8 @@ function readUpstreams(c: Checker, raw: unknown): Record<string, UpstreamConfig>
       cooldownMs: int(c, 'upstreams.<name>.cooldownMs', u.cooldownMs, undefined, `${key}.cooldownMs`),
       timeouts,
       preserveHost: bool(c, 'upstreams.<name>.preserveHost', u.preserveHost, `${key}.preserveHost`),
+      maxConnections: int(c, 'upstreams.<name>.maxConnections', u.maxConnections, undefined, `${key}.maxConnections`),
+      maxQueued: int(c, 'upstreams.<name>.maxQueued', u.maxQueued, undefined, `${key}.maxQueued`),
     };
     if (u.healthCheck !== undefined && u.healthCheck !== false) {
       const h = c.obj(`${key}.healthCheck`, u.healthCheck);

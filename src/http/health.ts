@@ -11,7 +11,9 @@ export function readyz(ping: () => Promise<void>): (ctx: GatewayContext) => Prom
   return async function ready(ctx) {
     try {
       await ping();
-    } catch {
+    } catch (err) {
+      // A check that says why (the gateway is shutting down) is passed on as it is.
+      if (err instanceof HttpProblem) throw err;
       throw new HttpProblem(503, 'service_unavailable', 'the token store is not reachable', { headers: { 'Retry-After': '1' } });
     }
     ctx.body = { status: 'ready' };

@@ -115,6 +115,7 @@ export class Forwarder {
   forward(req: IncomingMessage, res: ServerResponse, options: ForwardOptions): Promise<ForwardOutcome> {
     const upstream = this.upstreams.get(options.upstream)!;
     const target = upstream.pool.pick(Date.now());
+    if (!target) throw upstream.pool.busy();
     return new Promise((resolve) => {
       let over = false;
       const exchange: Exchange = {
@@ -181,7 +182,7 @@ export class Forwarder {
     const next = exchange.upstream.pool.pick(Date.now(), exchange.target);
     // A target that refused will refuse again at once; a reset (a pooled socket the target had just
     // closed) is worth another try on the same one.
-    if (refused && next === exchange.target) return false;
+    if (!next || (refused && next === exchange.target)) return false;
     exchange.retried = true;
     exchange.target.inFlight--;
     exchange.target = next;

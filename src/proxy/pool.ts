@@ -2,6 +2,7 @@ import { Agent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { parse as parseUrl, type Url } from 'node:url';
 import type { UpstreamConfig } from '../config/types.js';
+import { HttpProblem } from '../http/problem.js';
 import type { Logger } from '../log.js';
 
 /** Below Node's default server keep-alive timeout (5 s), so a pooled socket is never reused as the upstream closes it. */
@@ -17,7 +18,7 @@ export interface Target {
   /** The URL's own path, without a trailing slash. */
   basePath: string;
   agent: Agent;
-  /** Requests forwarded to it and not finished. */
+  /** Requests forwarded to it and not finished (on a connection or waiting for one). */
   inFlight: number;
   /** Refused a connection: skipped until then (passive health). */
   downUntil: number;
@@ -29,17 +30,23 @@ export interface Target {
  * The targets of one upstream and how a request picks one: round-robin or fewest requests in flight,
  * among those neither cooling down after a refused connection nor failing their health check. When every
  * target is out, the one whose cool-down ends first is tried anyway: a guess beats a certain 502.
+ * Admission: each target has at most `maxConnections` connections (its agent's maxSockets) and
+ * `maxQueued` requests waiting for one; a target with both full takes no more, and when no target can
+ * take a request, pick() says so (the caller answers 503, see busy()).
  */
 export class UpstreamPool {
   readonly targets: Target[];
   /** Every target's origin (a redirect to any of them is a redirect to this upstream). */
   readonly origins: string[];
   private next = 0;
+  /** Requests a target may hold: in use plus waiting for a connection. */
+  private readonly limit: number;
   private readonly checker: NodeJS.Timeout | undefined;
 
   constructor(readonly name: string, private readonly config: UpstreamConfig, private readonly log: Logger) {
+    this.limit = config.maxConnections + config.maxQueued;
     this.targets = config.targets.map((url) => {
-      const options = { keepAlive: true, timeout: AGENT_IDLE_MS, scheduling: 'lifo' as const };
+      const options = { keepAlive: true, timeout: AGENT_IDLE_MS, scheduling: 'lifo' as const, maxSockets: config.maxConnections };
       const u = new URL(url);
       return {
         url,
@@ -61,24 +68,30 @@ export class UpstreamPool {
     }
   }
 
-  /** A target for the next request, other than `not` (the one that just failed) when there is another. */
-  pick(now: number, not?: Target): Target {
+  /**
+   * A target for the next request, other than `not` (the one that just failed) when there is another;
+   * undefined when every target is at its limit (maxConnections in use and maxQueued waiting).
+   * No array is made per request.
+   */
+  pick(now: number, not?: Target): Target | undefined {
     const targets = this.targets;
-    // The common case, one target, and any pick: no array is made per request.
-    if (targets.length === 1) return targets[0]!;
+    const limit = this.limit;
+    // The common case, one target.
+    if (targets.length === 1) return targets[0]!.inFlight < limit ? targets[0] : undefined;
+    const usableTarget = (t: Target) => t !== not && t.inFlight < limit && !t.unhealthy && t.downUntil <= now;
     let usable = 0;
-    for (const t of targets) if (t !== not && !t.unhealthy && t.downUntil <= now) usable++;
+    for (const t of targets) if (usableTarget(t)) usable++;
     if (usable === 0) {
-      // Every target is out: the one whose cool-down ends first (not the one that just failed, if another).
+      // Every target with room is out: the one whose cool-down ends first (not the one that just failed, if another).
       let best: Target | undefined;
-      for (const t of targets) if (t !== not && (!best || t.downUntil < best.downUntil)) best = t;
-      return best ?? targets[0]!;
+      for (const t of targets) if (t !== not && t.inFlight < limit && (!best || t.downUntil < best.downUntil)) best = t;
+      return best ?? (not && not.inFlight < limit ? not : undefined);
     }
     const start = this.next++ % usable;
     let seen = 0;
     let chosen: Target | undefined;
     for (const t of targets) {
-      if (t === not || t.unhealthy || t.downUntil > now) continue;
+      if (!usableTarget(t)) continue;
       if (seen++ === start) {
         chosen = t;
         break;
@@ -90,10 +103,17 @@ export class UpstreamPool {
     let best = chosen!;
     for (let k = 1; k < targets.length; k++) {
       const t = targets[(from + k) % targets.length]!;
-      if (t === not || t.unhealthy || t.downUntil > now) continue;
-      if (t.inFlight < best.inFlight) best = t;
+      if (usableTarget(t) && t.inFlight < best.inFlight) best = t;
     }
     return best;
+  }
+
+  /** The answer when pick() found no target with room: 503, retry shortly. */
+  busy(): HttpProblem {
+    const { maxConnections, maxQueued } = this.config;
+    return new HttpProblem(503, 'service_unavailable', `the ${this.name} service has as many requests as it may take (${maxConnections + maxQueued} per target); retry shortly`, {
+      headers: { 'Retry-After': '1' },
+    });
   }
 
   /** The target refused (or did not accept) a connection: out of rotation for the cool-down. */

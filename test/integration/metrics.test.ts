@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basic, createTokens, gatewayFixture, postJson, startGateway, testConfig, type RunningGateway } from '../support/fixtures.js';
+import { requireTool, run } from '../e2e/support/tools.js';
 import { freePort } from '../support/process.js';
 import { parsePrometheus, sampleValue, type Sample } from '../support/prometheus.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
@@ -162,6 +163,24 @@ describe('request series', () => {
     gw.gateway.metrics.webSocketTunnels.inc({ upstream: 'up' });
     expect(sampleValue(await scrape(), 'auth_gateway_websocket_tunnels', { upstream: 'up' })).toBe(1);
     gw.gateway.metrics.webSocketTunnels.dec({ upstream: 'up' });
+  });
+});
+
+describe('promtool', () => {
+  it('`promtool check metrics` passes a real scrape taken after traffic (no gauge named like a counter)', async () => {
+    const promtool = requireTool('promtool');
+    const { accessToken } = await createTokens(gw.base, 'alice', 'alice-pw');
+    await fetch(`${gw.base}/v1/items?size=10`, { headers: { authorization: `Bearer ${accessToken}` } });
+    await fetch(`${gw.base}/v1/items`, { headers: { authorization: basic('alice', 'alice-pw') } });
+    await fetch(`${gw.base}/v1/gone`, { headers: { authorization: basic('alice', 'alice-pw') } });
+    await fetch(`${gw.base}/v1/items`);
+    const text = await (await fetch(`${admin}/metrics`)).text();
+    expect(text).toContain('auth_gateway_request_duration_seconds_bucket');
+    const checked = await run(promtool, ['check', 'metrics'], { input: text, timeoutMs: 10_000 });
+    expect(`${checked.stdout}${checked.stderr}`).toBe('');
+    expect(checked.code).toBe(0);
+    // What the three removed gauges said is the sum of these.
+    expect(text).toMatch(/^auth_gateway_nodejs_active_handles\{type="[A-Za-z]+"\} \d+$/m);
   });
 });
 

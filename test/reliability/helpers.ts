@@ -190,9 +190,13 @@ export interface GatewayProcessOptions {
   dir: string;
   port: number;
   usersFile: string;
-  upstreams: Record<string, { url: string; timeoutMs?: number }>;
+  upstreams: Record<string, { url: string; timeoutMs?: number; maxConnections?: number; maxQueued?: number }>;
   routes: Array<{ path: string; upstream: string }>;
   shutdownGraceMs?: number;
+  /** server.acceptGraceMs (default: the shipped default). */
+  acceptGraceMs?: number;
+  /** The admin listener's port (default 0: any). */
+  adminPort?: number;
   logLevel?: 'debug' | 'info' | 'warn' | 'error';
   /** server.workers (default 1: no workers). */
   workers?: number;
@@ -204,14 +208,18 @@ export interface GatewayProcessOptions {
 export function startGatewayProcess(o: GatewayProcessOptions): Child {
   const file = join(o.dir, 'gateway.yaml');
   writeFileSync(file, stringify({
-    server: { host: '127.0.0.1', port: o.port, shutdownGraceMs: o.shutdownGraceMs ?? 2000, ...(o.workers ? { workers: o.workers } : {}) },
+    server: {
+      host: '127.0.0.1', port: o.port, shutdownGraceMs: o.shutdownGraceMs ?? 2000,
+      ...(o.acceptGraceMs !== undefined ? { acceptGraceMs: o.acceptGraceMs } : {}),
+      ...(o.workers ? { workers: o.workers } : {}),
+    },
     store: o.store ?? { kind: 'memory' },
     users: { htpasswd: o.usersFile, watch: false },
     tokens: { signing: { alg: 'HS256', secret: '${GATEWAY_JWT_SECRET}' } },
     upstreams: o.upstreams,
     routes: o.routes,
     log: { level: o.logLevel ?? 'info', access: false },
-    admin: { host: '127.0.0.1', port: 0 },
+    admin: { host: '127.0.0.1', port: o.adminPort ?? 0 },
   }));
   return startNode(CLI, ['serve', '--config', file], { GATEWAY_JWT_SECRET: JWT_SECRET });
 }

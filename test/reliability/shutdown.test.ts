@@ -1,19 +1,22 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent } from 'node:http';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { basic, htpasswd, type Users } from '../support/fixtures.js';
 import { freePort, waitForHttp, type Child } from '../support/process.js';
+import { wrk } from './wrk.js';
 import {
-  eventually, exited, killIfRunning, refused, requireBuiltCli, scriptedUpstream, send, sleep, startGatewayProcess,
+  eventually, expectProblem, exited, killIfRunning, refused, requireBuiltCli, scriptedUpstream, send, sleep, startGatewayProcess,
   type ScriptedUpstream,
 } from './helpers.js';
 
 /**
- * SIGTERM with requests in flight, against the built CLI as operators run it: in-flight requests
- * finish within the grace, new connections are refused at once, the process exits 0 and says "stopped";
- * a request longer than the grace does not keep the process alive.
+ * SIGTERM with requests in flight, against the built CLI as operators run it: /readyz answers 503 at once,
+ * connections are still accepted for server.acceptGraceMs (0 in most tests here: then the listener closes
+ * at once), in-flight requests finish within the grace, the process exits 0 and says "stopped"; a request
+ * longer than the grace does not keep the process alive. Under wrk's keep-alive load no request is reset.
  */
 
 const ALICE = { authorization: basic('alice', 'alice-pw') };
@@ -52,10 +55,10 @@ function answerAfter(ms: number): void {
   });
 }
 
-async function startGateway(shutdownGraceMs: number): Promise<Child> {
+async function startGateway(shutdownGraceMs: number, more: { acceptGraceMs?: number; adminPort?: number } = {}): Promise<Child> {
   gatewayPort = await freePort();
   child = startGatewayProcess({
-    dir, port: gatewayPort, usersFile: users.file, shutdownGraceMs,
+    dir, port: gatewayPort, usersFile: users.file, shutdownGraceMs, acceptGraceMs: more.acceptGraceMs ?? 0, adminPort: more.adminPort,
     upstreams: { slow: { url: upstream.url, timeoutMs: 10_000 } },
     routes: [{ path: '/v1/slow', upstream: 'slow' }],
   });
@@ -167,18 +170,49 @@ describe('SIGTERM while a keep-alive client sends requests back to back (grace 5
       expect(exitedAfter, `exited ${exitedAfter} ms after SIGTERM (grace 5000 ms): ${report}`).toBeLessThan(2000);
       // Every request the upstream worked on reached the client as a 200: none was cut mid-flight.
       expect(upstream.hits - hitsBefore, report).toBe(outcomes.filter((o) => o.status === 200).length);
-      // Refused (the listener is gone) is a clean answer a client retries elsewhere. A reset can only be the
-      // unavoidable HTTP/1.1 race of a server closing an idle keep-alive connection just as the client reuses
-      // it (RFC 9112 section 9.6: the request was never read; see the count above): once at most.
+      // Refused (the listener is gone) is a clean answer a client retries elsewhere. No reset: the drain never
+      // closes an idle keep-alive connection the client may be reusing at that instant (the keep-alive race).
       const errors = outcomes.filter((o) => o.error);
-      expect(errors.every((o) => o.error === 'ECONNREFUSED' || o.error === 'ECONNRESET'), report).toBe(true);
-      expect(errors.filter((o) => o.error === 'ECONNRESET').length, report).toBeLessThanOrEqual(1);
+      expect(errors.every((o) => o.error === 'ECONNREFUSED'), report).toBe(true);
       // After the signal the gateway tells the client to stop reusing the connection.
       expect(after.filter((o) => o.status === 200).every((o) => o.connection === 'close'), report).toBe(true);
     } finally {
       running = false;
       await loop;
       agent.destroy();
+    }
+  });
+});
+
+describe('SIGTERM with an idle keep-alive connection (grace 5 s)', () => {
+  it('leaves it open: the next request on it is answered, with Connection: close, and then it closes', async () => {
+    const gw = await startGateway(5000);
+    upstream.handler = (_req, res) => res.end('{}');
+    const socket = connect(gatewayPort, '127.0.0.1');
+    let received = '';
+    let closed = false;
+    socket.setEncoding('latin1');
+    socket.on('data', (d: string) => (received += d));
+    socket.on('error', () => {});
+    socket.on('close', () => (closed = true));
+    const request = `GET /v1/slow HTTP/1.1\r\nHost: gw\r\nAuthorization: ${ALICE.authorization}\r\n\r\n`;
+    try {
+      socket.write(request);
+      expect(await eventually(() => received.includes('{}'), 3000, 5)).toBe(true);
+      expect(received).toMatch(/^HTTP\/1\.1 200 .*\r\nConnection: keep-alive\r\n/s);
+      received = '';
+      const exit = exited(gw, 8000);
+      gw.proc.kill('SIGTERM');
+      // The listener closes at once (acceptGraceMs 0); the idle connection stays.
+      expect(await eventually(() => refused(gatewayPort), 1000, 10)).toBe(true);
+      await sleep(200);
+      expect(closed).toBe(false);
+      socket.write(request);
+      expect(await eventually(() => closed, 3000, 5), received).toBe(true);
+      expect(received).toMatch(/^HTTP\/1\.1 200 .*\r\nConnection: close\r\n.*\{\}/s);
+      expect((await exit).code).toBe(0);
+    } finally {
+      socket.destroy();
     }
   });
 });
@@ -228,3 +262,52 @@ async function fetchWith(agent: Agent, port: number, path: string): Promise<{ st
     req.end();
   });
 }
+
+describe('SIGTERM under keep-alive load from wrk (accept grace 1 s, grace 5 s)', () => {
+  it('/readyz answers 503 at once on both listeners, new connections are served through the accept grace and refused after it; wrk sees 0 resets and 0 errors; exit 0', async () => {
+    const adminPort = await freePort();
+    const gw = await startGateway(5000, { acceptGraceMs: 1000, adminPort });
+    expect((await send(adminPort, '/readyz')).status).toBe(200);
+    upstream.handler = (_req, res) => upstream.later(2, () => res.end('{}'));
+    const load = wrk(`http://127.0.0.1:${gatewayPort}/v1/slow`, { connections: 16, durationS: 8, headers: { Authorization: ALICE.authorization } });
+    await sleep(800);
+
+    const signalled = Date.now();
+    const exit = exited(gw, 10_000);
+    gw.proc.kill('SIGTERM');
+    // Not ready at once, on the public port and on the admin listener; still serving.
+    expect(await eventually(async () => (await send(gatewayPort, '/readyz')).status === 503, 600, 5)).toBe(true);
+    const publicReady = await send(gatewayPort, '/readyz');
+    expectProblem(publicReady, 503, 'service_unavailable');
+    expect(publicReady.headers['retry-after']).toBe('1');
+    expectProblem(await send(adminPort, '/readyz'), 503, 'service_unavailable');
+    expect(Date.now() - signalled).toBeLessThan(700);
+    // A new connection in the accept grace is served as usual.
+    await sleep(300);
+    const during = await send(gatewayPort, '/v1/slow', { headers: ALICE });
+    expect(during.status).toBe(200);
+    // After the grace the listener is gone.
+    expect(await eventually(() => refused(gatewayPort), 3000, 20)).toBe(true);
+    const refusedAfter = Date.now() - signalled;
+    expect(refusedAfter).toBeGreaterThanOrEqual(950);
+
+    // The port is closed: wrk's reconnections are refused from now on; stop it (see wrk.ts).
+    await sleep(100);
+    load.stop();
+    const result = await load.result;
+    const report = `refused after ${refusedAfter} ms; wrk: ${result.output}`;
+    // wrk ran through the signal and the listener's close. A reset (or a connection closed before its
+    // answer) is a read error in wrk: none. wrk reports a refused reconnection (after the listener closed,
+    // each connection told `Connection: close` reconnects at once, in a loop) as a write error, since its
+    // non-blocking connect fails on the first write: those are not counted here. The old gateway: read 16.
+    expect(result.requests, report).toBeGreaterThan(200);
+    expect(result.read, report).toBe(0);
+    expect(result.timeout, report).toBe(0);
+    expect(result.non2xx, report).toBe(0);
+    const { code, signal } = await exit;
+    expect(signal).toBeNull();
+    expect(code).toBe(0);
+    expect(Date.now() - signalled, report).toBeLessThan(4000);
+    expect(gw.output()).toMatch(/"acceptGraceMs":1000.*"msg":"shutting down"/);
+  });
+});

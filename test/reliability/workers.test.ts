@@ -6,12 +6,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basic, htpasswd, type Users } from '../support/fixtures.js';
 import { freePort, waitForHttp, type Child } from '../support/process.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
-import { eventually, exited, killIfRunning, refused, requireBuiltCli, scriptedUpstream, send, startGatewayProcess, type ScriptedUpstream } from './helpers.js';
+import { requireTool, run } from '../e2e/support/tools.js';
+import { parsePrometheus, sampleValue } from '../support/prometheus.js';
+import {
+  eventually, expectProblem, exited, killIfRunning, refused, requireBuiltCli, scriptedUpstream, send, sleep, startGatewayProcess,
+  type ScriptedUpstream,
+} from './helpers.js';
+import { wrk } from './wrk.js';
 
 /**
  * server.workers: 2 against the built CLI: two worker processes share the port (and a Redis), a worker
  * that dies is replaced, and SIGTERM to the primary drains every worker (in-flight requests finish) and
- * exits 0.
+ * exits 0. The primary serves the admin listener: one scrape sums every worker's series, /readyz speaks
+ * for all of them, and wrk's keep-alive load runs through SIGTERM without a reset.
  */
 
 const ALICE = { authorization: basic('alice', 'alice-pw') };
@@ -50,12 +57,12 @@ describe('server.workers: 2', () => {
   it('serves from two processes, replaces a dead one, and drains both on SIGTERM', async () => {
     const port = await freePort();
     child = startGatewayProcess({
-      dir, port, usersFile: users.file, shutdownGraceMs: 5000, workers: 2, store: { kind: 'redis', url: redis.url },
+      dir, port, usersFile: users.file, shutdownGraceMs: 5000, acceptGraceMs: 0, workers: 2, store: { kind: 'redis', url: redis.url },
       upstreams: { slow: { url: upstream.url, timeoutMs: 10_000 } },
       routes: [{ path: '/v1/slow', upstream: 'slow' }],
     });
     const primary = child.proc.pid!;
-    await waitForHttp(`http://127.0.0.1:${port}/healthz`, child);
+    await waitForHttp(`http://127.0.0.1:${port}/healthz`, child, 20_000);
     expect(await eventually(() => workerPids(primary).length === 2, 5000, 50)).toBe(true);
     expect((await send(port, '/v1/slow', { headers: ALICE })).status).toBe(200);
     // A token made by one worker is good on the other (fresh connections go round the workers).
@@ -73,7 +80,7 @@ describe('server.workers: 2', () => {
     expect(await eventually(() => child!.output().includes('"msg":"worker died; starting another"'), 3000, 10)).toBe(true);
     expect((await send(port, '/v1/slow', { headers: ALICE })).status).toBe(200);
     expect(await eventually(() => workerPids(primary).length === 2 && !workerPids(primary).includes(victim!), 5000, 50)).toBe(true);
-    await waitForHttp(`http://127.0.0.1:${port}/healthz`, child);
+    await waitForHttp(`http://127.0.0.1:${port}/healthz`, child, 20_000);
 
     // Requests in flight on both workers (fresh connections spread over them), then SIGTERM to the primary.
     upstream.handler = (_req, res) => upstream.later(800, () => res.end('{"slow":true}'));
@@ -90,5 +97,70 @@ describe('server.workers: 2', () => {
     for (const pid of workers) expect(() => process.kill(pid, 0)).toThrow();
     expect(child.output()).toContain('"msg":"all workers stopped"');
     expect(child.output().match(/"msg":"stopped"/g)).toHaveLength(2);
-  }, 30_000);
+  }, 45_000);
+});
+
+describe('server.workers: 2, the admin listener and the drain', () => {
+  it('one /metrics scrape sums both workers (promtool passes it); SIGTERM (accept grace 2 s): /readyz 503 on both listeners, wrk through the signal sees no reset', async () => {
+    const port = await freePort();
+    const adminPort = await freePort();
+    child = startGatewayProcess({
+      dir, port, adminPort, usersFile: users.file, shutdownGraceMs: 5000, acceptGraceMs: 2000, workers: 2, store: { kind: 'redis', url: redis.url },
+      upstreams: { slow: { url: upstream.url, timeoutMs: 10_000 } },
+      routes: [{ path: '/v1/slow', upstream: 'slow' }],
+    });
+    const primary = child.proc.pid!;
+    await waitForHttp(`http://127.0.0.1:${port}/healthz`, child, 20_000);
+    await waitForHttp(`http://127.0.0.1:${adminPort}/readyz`, child, 20_000);
+    expect(await eventually(() => workerPids(primary).length === 2, 5000, 50)).toBe(true);
+    upstream.handler = (_req, res) => res.end('{}');
+
+    // 200 requests on fresh connections: the primary hands them round the workers.
+    const answers: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      answers.push(...(await Promise.all(Array.from({ length: 10 }, () => send(port, '/v1/slow', { headers: ALICE })))).map((a) => a.status));
+    }
+    expect(answers.filter((s) => s === 200)).toHaveLength(200);
+    const series = { route: '/v1/slow', method: 'GET', status_class: '2xx', auth: 'basic' };
+    for (let i = 0; i < 3; i++) {
+      const text = (await send(adminPort, '/metrics')).body.toString();
+      // Every scrape the same sum: both workers' counts, whichever connection the scrape came on.
+      expect(sampleValue(parsePrometheus(text), 'auth_gateway_requests_total', series), text).toBe(200);
+      expect(sampleValue(parsePrometheus(text), 'auth_gateway_store_up')).toBe(1);
+      if (i === 0) {
+        const checked = await run(requireTool('promtool'), ['check', 'metrics'], { input: text, timeoutMs: 10_000 });
+        expect(`${checked.stdout}${checked.stderr}`).toBe('');
+        expect(checked.code).toBe(0);
+      }
+    }
+    expect((await send(adminPort, '/readyz')).status).toBe(200);
+
+    const load = wrk(`http://127.0.0.1:${port}/v1/slow`, { connections: 16, durationS: 8, headers: { Authorization: ALICE.authorization } });
+    await sleep(800);
+    const signalled = Date.now();
+    const exit = exited(child, 12_000);
+    child.proc.kill('SIGTERM');
+    expect(await eventually(async () => (await send(adminPort, '/readyz')).status === 503, 500, 10)).toBe(true);
+    expectProblem(await send(adminPort, '/readyz'), 503, 'service_unavailable');
+    // Each worker hears it from the primary.
+    expect(await eventually(async () => {
+      const answers = await Promise.all([send(port, '/readyz'), send(port, '/readyz'), send(port, '/readyz'), send(port, '/readyz')]);
+      return answers.every((a) => a.status === 503);
+    }, 500, 10)).toBe(true);
+    // At once: long before the end of the accept grace.
+    expect(Date.now() - signalled).toBeLessThan(1200);
+    expect((await send(port, '/v1/slow', { headers: ALICE })).status).toBe(200);
+    expect(await eventually(() => refused(port), 4000, 20)).toBe(true);
+    expect(Date.now() - signalled).toBeGreaterThanOrEqual(1950);
+    // The port is closed: wrk's reconnections are refused from now on; stop it (see wrk.ts).
+    await sleep(100);
+    load.stop();
+    const result = await load.result;
+    // A reset is a read error in wrk; a refused reconnection after the close counts as a write error (see shutdown.test.ts).
+    expect(result.requests, result.output).toBeGreaterThan(200);
+    expect(result.read, result.output).toBe(0);
+    expect(result.timeout, result.output).toBe(0);
+    expect(result.non2xx, result.output).toBe(0);
+    expect(await exit).toEqual({ code: 0, signal: null });
+  }, 45_000);
 });

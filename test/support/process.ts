@@ -1,10 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { get } from 'node:http';
 import { createServer } from 'node:net';
 
 export interface Child {
   proc: ChildProcess;
   output(): string;
-  /** Sends a signal and resolves with the exit code. */
+  /** Sends a signal (default SIGINT: SIGTERM waits server.acceptGraceMs first) and resolves with the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
@@ -17,8 +18,8 @@ export function startNode(script: string, args: string[], env: Record<string, st
   return {
     proc,
     output: () => out,
-    stop: (signal = 'SIGTERM') => new Promise((resolve) => {
-      if (proc.exitCode !== null) return resolve(proc.exitCode);
+    stop: (signal = 'SIGINT') => new Promise((resolve) => {
+      if (proc.exitCode !== null || proc.signalCode !== null) return resolve(proc.exitCode);
       proc.once('exit', (code) => resolve(code));
       proc.kill(signal);
     }),
@@ -41,12 +42,22 @@ export async function waitForHttp(url: string, child?: Child, timeoutMs = 10_000
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child && child.proc.exitCode !== null) throw new Error(`process exited early:\n${child.output()}`);
-    try {
-      if ((await fetch(url)).status === status) return;
-    } catch {
-      // not listening yet
-    }
+    // A fresh connection closed after the answer, as a health check makes it: an idle pooled one would
+    // keep a draining gateway waiting for its keep-alive timeout.
+    if ((await probe(url)) === status) return;
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`${url} did not answer ${status} in time${child ? `:\n${child.output()}` : ''}`);
+}
+
+/** The status of a GET on a fresh connection, or undefined when none came within a second. */
+function probe(url: string): Promise<number | undefined> {
+  return new Promise((resolve) => {
+    const req = get(url, { agent: false, timeout: 1000 }, (res) => {
+      res.resume();
+      resolve(res.statusCode);
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(undefined));
+  });
 }

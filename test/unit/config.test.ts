@@ -27,14 +27,14 @@ function problems(yaml: string, env: Record<string, string> = { JWT_SECRET: SECR
 describe('configuration', () => {
   it('applies the documented defaults', () => {
     const c = parseConfig(BASE, '/etc/gw/gateway.yaml', { JWT_SECRET: SECRET });
-    expect(c.server).toEqual({ host: '0.0.0.0', port: 8080, trustProxy: 0, shutdownGraceMs: 10000, headersTimeoutMs: 10000, bodyTimeoutMs: 10000, workers: 1 });
+    expect(c.server).toEqual({ host: '0.0.0.0', port: 8080, trustProxy: 0, shutdownGraceMs: 10000, acceptGraceMs: 5000, headersTimeoutMs: 10000, bodyTimeoutMs: 10000, workers: 1 });
     expect(c.store).toEqual({ kind: 'memory' });
     expect(c.users.htpasswd).toBe('/etc/gw/users.htpasswd');
     expect(c.tokens).toMatchObject({ issuer: 'auth-gateway', accessTtlSeconds: 5400, refreshTtlSeconds: 5184000, refreshReuseGraceSeconds: 10 });
     expect(c.lockout).toEqual({ maxFailuresPerUser: 10, maxFailuresPerAccount: 100, windowSeconds: 900, addressBurst: 10, addressFailuresPerMinute: 30 });
     expect(c.upstreams.conversations).toEqual({
       url: 'http://127.0.0.1:9001', targets: ['http://127.0.0.1:9001'], balance: 'round-robin', cooldownMs: 10000,
-      preserveHost: false, timeouts: { connectMs: 5000, responseMs: 30000, idleMs: 60000 },
+      preserveHost: false, maxConnections: 256, maxQueued: 1024, timeouts: { connectMs: 5000, responseMs: 30000, idleMs: 60000 },
     });
     expect(c.routes[0]).toEqual({
       path: '/v1/conversations', upstream: 'conversations', forwardAuthorization: false, stripPrefix: false, allowHeaders: [],

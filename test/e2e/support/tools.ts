@@ -11,6 +11,8 @@ export const PACKAGES = {
   fcgiwrap: 'fcgiwrap',
   ab: 'apache2-utils',
   caddy: 'caddy',
+  wrk: 'wrk',
+  promtool: 'prometheus',
 } as const;
 
 export type Tool = keyof typeof PACKAGES;

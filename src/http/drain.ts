@@ -1,0 +1,87 @@
+import type { Server } from 'node:http';
+import type { Server as HttpsServer } from 'node:https';
+import { Server as NetServer } from 'node:net';
+import { HttpProblem } from './problem.js';
+import type { RequestLanes } from './pipelining.js';
+
+/**
+ * Shutting down the way load balancers expect, without resetting a request:
+ *  1. `/readyz` answers 503 at once (on the public and the admin listener);
+ *  2. for `acceptGraceMs` everything is served as before, new connections too, while the load balancer's
+ *     health checks notice and move traffic away;
+ *  3. the listener closes (new connections are refused); every response from now on, and those of requests
+ *     in progress, says `Connection: close`, so each keep-alive connection closes right after an answer;
+ *  4. the process waits for the connections to end, at most `graceMs`, then cuts what is left.
+ * An idle keep-alive connection is never closed by the drain itself: its client may be sending on it at
+ * that instant (the keep-alive race), and that request would be reset. It gets `Connection: close` on its
+ * next answer, or Node's keep-alive timeout ends it as it always does, or the grace does.
+ */
+export class Drain {
+  private draining = false;
+
+  constructor(private readonly lanes: RequestLanes) {}
+
+  /** True from the start of a drain. */
+  get started(): boolean {
+    return this.draining;
+  }
+
+  /** What `/readyz` checks: the 503 once a drain has begun, else `check`. */
+  readiness(check: () => Promise<void>): () => Promise<void> {
+    return () => (this.draining ? Promise.reject(shuttingDown()) : check());
+  }
+
+  /** Steps 1 and 2: not ready from now on; resolves when the pacing says so, serving as before meanwhile. */
+  async begin(pacing: DrainPacing): Promise<void> {
+    this.draining = true;
+    await pacing.acceptUntil;
+  }
+
+  /**
+   * Steps 3 and 4: resolves when every connection of `server` has ended, or was cut after graceMs.
+   * Connections are told to close only once the listener is closed (and the pacing agrees): a client told
+   * to reconnect must find the port closed (refused, clean), never a listener about to close, whose
+   * queued connections the kernel resets.
+   */
+  async stopAccepting(server: Server | HttpsServer, graceMs: number, pacing: DrainPacing): Promise<void> {
+    this.draining = true;
+    let ended: Promise<void> = Promise.resolve();
+    if (server.listening) {
+      ended = new Promise((resolve) => {
+        const force = setTimeout(() => server.closeAllConnections(), graceMs);
+        // net.Server's close, not http.Server's: that one also closes idle keep-alive connections at once
+        // (Node >= 19), which races a client sending on them. The callback runs when the last one has ended.
+        NetServer.prototype.close.call(server, () => {
+          clearTimeout(force);
+          resolve();
+        });
+      });
+    }
+    await pacing.listenerClosed();
+    this.lanes.closeAfterResponses();
+    await ended;
+  }
+}
+
+/**
+ * When a drain moves on. One process: after acceptGraceMs, and at once once its listener is closed. Under
+ * server.workers the primary paces every worker together, since the port stays open until the last worker
+ * has closed its listener (see workers.ts).
+ */
+export interface DrainPacing {
+  /** Resolves when the listener is to close. */
+  acceptUntil: Promise<void>;
+  /** Called once this process's listener is closed; connections are told to close when it resolves. */
+  listenerClosed(): Promise<void>;
+}
+
+export function pacedBy(acceptGraceMs: number): DrainPacing {
+  return {
+    acceptUntil: acceptGraceMs > 0 ? new Promise((r) => setTimeout(r, acceptGraceMs)) : Promise.resolve(),
+    listenerClosed: () => Promise.resolve(),
+  };
+}
+
+function shuttingDown(): HttpProblem {
+  return new HttpProblem(503, 'service_unavailable', 'the gateway is shutting down', { headers: { 'Retry-After': '1' } });
+}

@@ -1,0 +1,119 @@
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+
+/**
+ * One request at a time per connection, as nginx handles HTTP/1.1 pipelining. Node's server parses
+ * pipelined requests ahead and emits each while earlier responses are still pending, so one connection
+ * writing thousands of requests without reading would have thousands handled (and forwarded) at once.
+ * Here a request that arrives while another on its connection is in progress waits, and the connection
+ * stops being read until the waiting ones are done: a pipelining client gets its answers in order, one by
+ * one, at the pace of its own requests. Also knows what each connection has in progress, for a drain.
+ */
+export class RequestLanes {
+  private readonly lanes = new Set<Lane>();
+  private closing = false;
+
+  /** The request listener that runs `handle` one request at a time per connection. */
+  wrap(handle: RequestListener): RequestListener {
+    return (req, res) => {
+      if (this.closing) res.shouldKeepAlive = false;
+      const socket = req.socket as LaneSocket;
+      const lane = socket[LANE] ?? this.open(socket);
+      if (lane.current) {
+        lane.waiting.push({ req, res });
+        hold(lane);
+        return;
+      }
+      this.run(lane, handle, req, res);
+    };
+  }
+
+  private open(socket: LaneSocket): Lane {
+    const lane: Lane = { socket, current: undefined, waiting: [], held: false };
+    socket[LANE] = lane;
+    this.lanes.add(lane);
+    // Node's own flag for "this connection is not read now": Node sets and clears it for its write
+    // back-pressure (and clears it on every write that leaves little buffered); while requests wait here it
+    // reads true whatever Node set, so neither Node nor a request body being read resumes the socket.
+    let own = socket._paused === true;
+    Object.defineProperty(socket, '_paused', {
+      configurable: true,
+      get: () => own || lane.held,
+      set: (value: boolean) => {
+        own = value;
+      },
+    });
+    socket.once('close', () => {
+      lane.waiting.length = 0;
+      this.lanes.delete(lane);
+    });
+    return lane;
+  }
+
+  /**
+   * From now on every response says `Connection: close` (and its connection closes after it), including
+   * those of requests in progress whose headers are not out yet. Idle connections are left alone: one
+   * closed just as its client sends on it would reset that request.
+   */
+  closeAfterResponses(): void {
+    this.closing = true;
+    for (const lane of this.lanes) {
+      for (const res of [lane.current, ...lane.waiting.map((w) => w.res)]) {
+        if (res && !res.headersSent) res.shouldKeepAlive = false;
+      }
+    }
+  }
+
+  private run(lane: Lane, handle: RequestListener, req: IncomingMessage, res: ServerResponse): void {
+    lane.current = res;
+    // 'close' comes once the response is done (after 'finish') or its connection is gone.
+    res.once('close', () => {
+      if (lane.waiting.length === 0) {
+        lane.current = undefined;
+        release(lane);
+        return;
+      }
+      // The next one after the event loop has polled for I/O: a connection with thousands of requests
+      // queued takes its turn beside the others (one request per loop turn), never ahead of them.
+      setImmediate(() => {
+        lane.current = undefined;
+        const next = lane.waiting.shift();
+        if (!next) return release(lane);
+        if (this.closing) next.res.shouldKeepAlive = false;
+        this.run(lane, handle, next.req, next.res);
+      });
+    });
+    handle(req, res);
+  }
+}
+
+const LANE = Symbol('requestLane');
+
+interface Lane {
+  socket: LaneSocket;
+  /** The response in progress on this connection. */
+  current: ServerResponse | undefined;
+  /** Requests Node parsed ahead, in order. */
+  waiting: Array<{ req: IncomingMessage; res: ServerResponse }>;
+  /** The connection is not read until the lane is idle again. */
+  held: boolean;
+}
+
+type LaneSocket = Socket & { [LANE]?: Lane; _paused?: boolean; parser?: { pause(): void; resume(): void } | null };
+
+/** Stops reading: Node pauses its parser after the bytes at hand (it sees `_paused`). */
+function hold(lane: Lane): void {
+  if (lane.held) return;
+  lane.held = true;
+  lane.socket.pause();
+}
+
+/** Reads again once nothing is in progress or waiting (unless Node holds it for its own reasons). */
+function release(lane: Lane): void {
+  if (!lane.held) return;
+  lane.held = false;
+  const socket = lane.socket;
+  if (socket.destroyed || socket._paused) return;
+  socket.parser?.resume();
+  socket.resume();
+}
