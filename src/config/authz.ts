@@ -1,5 +1,6 @@
 import { JWKS_PATH } from '../identity/jwks.js';
 import type { Checker } from './checker.js';
+import { childrenOf, numberDefault, setting } from './defaults.js';
 import type { AllowConfig, AssertionConfig, ForwardAuthConfig, IdentityConfig, RouteConfig } from './types.js';
 
 /** The authorization settings (issue 18): forwardAuth, identity, users.groups, routes[].allow/audience. */
@@ -20,7 +21,7 @@ export const ASSERTION_ALGS = ['ES256', 'RS256', 'EdDSA'] as const;
 export function readForwardAuth(c: Checker, raw: unknown): ForwardAuthConfig | undefined {
   if (raw === undefined || raw === null || raw === false) return undefined;
   const f = c.obj('forwardAuth', raw);
-  c.unknownKeys('forwardAuth', f, ['path']);
+  c.unknownKeys('forwardAuth', f, childrenOf('forwardAuth'));
   const path = c.str('forwardAuth.path', f.path);
   if (path && !PLAIN_PATH.test(path)) c.problem('forwardAuth.path', 'must be an absolute path of plain segments without a trailing slash, e.g. /auth/verify');
   else if (/^\/v1\/tokens(?:\/|$)/i.test(path)) c.problem('forwardAuth.path', 'must not be under /v1/tokens (served by the gateway itself)');
@@ -31,19 +32,19 @@ export function readForwardAuth(c: Checker, raw: unknown): ForwardAuthConfig | u
 /** `identity`: `assertion` absent, null or false for none. */
 export function readIdentity(c: Checker, raw: unknown, at: (p: string) => string): IdentityConfig {
   const i = c.obj('identity', raw);
-  c.unknownKeys('identity', i, ['assertion']);
+  c.unknownKeys('identity', i, childrenOf('identity'));
   if (i.assertion === undefined || i.assertion === null || i.assertion === false) return { assertion: undefined };
   const a = c.obj('identity.assertion', i.assertion === true ? {} : i.assertion);
-  c.unknownKeys('identity.assertion', a, ['header', 'alg', 'keyFile', 'ttlSeconds']);
-  const header = c.str('identity.assertion.header', a.header, 'X-Identity-Assertion');
+  c.unknownKeys('identity.assertion', a, childrenOf('identity.assertion'));
+  const header = c.str('identity.assertion.header', a.header, String(setting('identity.assertion.header').default));
   if (!TOKEN.test(header)) c.problem('identity.assertion.header', 'must be a header name');
   else if (RESERVED_HEADERS.has(header.toLowerCase())) c.problem('identity.assertion.header', `must not be ${header} (the gateway sets or removes it for another purpose)`);
   const keyFile = c.str('identity.assertion.keyFile', a.keyFile);
   const assertion: AssertionConfig = {
     header,
-    alg: c.oneOf('identity.assertion.alg', a.alg, ASSERTION_ALGS, 'ES256'),
+    alg: c.oneOf('identity.assertion.alg', a.alg, ASSERTION_ALGS, setting('identity.assertion.alg').default as AssertionConfig['alg']),
     keyFile: keyFile ? at(keyFile) : '',
-    ttlSeconds: c.int('identity.assertion.ttlSeconds', a.ttlSeconds, 60, 5, 86_400),
+    ttlSeconds: c.int('identity.assertion.ttlSeconds', a.ttlSeconds, numberDefault('identity.assertion.ttlSeconds'), setting('identity.assertion.ttlSeconds').min, setting('identity.assertion.ttlSeconds').max),
   };
   return { assertion };
 }

@@ -87,7 +87,7 @@ function readStore(c: Checker, s: Record<string, unknown>): StoreConfig {
     connectTimeoutMs: int(c, 'store.connectTimeoutMs', s.connectTimeoutMs),
     livenessCacheMs: int(c, 'store.livenessCacheMs', s.livenessCacheMs),
     waitForReplicas,
-    durability: c.oneOf('store.durability', s.durability, ['available', 'strict'], 'available'),
+    durability: oneOf(c, 'store.durability', s.durability) as 'available' | 'strict',
   };
 }
 

@@ -32,6 +32,7 @@ describe('validation takes its defaults and known keys from the table', () => {
   };
   const { config, problems } = checkConfig(minimal, '', '/tmp');
   const withRedis = checkConfig({ ...minimal, store: { kind: 'redis', url: 'redis://127.0.0.1:6379' } }, '', '/tmp');
+  const withIdentity = checkConfig({ ...minimal, identity: { assertion: { keyFile: 'assertion.pem' } } }, '', '/tmp');
   const redis = withRedis.config.store.kind === 'redis' ? withRedis.config.store : undefined;
 
   /** Every table key with a plain default, read back from the validated configuration. */
@@ -39,6 +40,11 @@ describe('validation takes its defaults and known keys from the table', () => {
     'server.host': config.server.host, 'server.port': config.server.port, 'server.shutdownGraceMs': config.server.shutdownGraceMs,
     'server.headersTimeoutMs': config.server.headersTimeoutMs, 'server.bodyTimeoutMs': config.server.bodyTimeoutMs,
     'server.trustProxy': config.server.trustProxy, 'server.workers': config.server.workers,
+    'server.acceptGraceMs': config.server.acceptGraceMs, 'store.durability': redis?.durability,
+    'upstreams.<name>.maxConnections': config.upstreams.up!.maxConnections, 'upstreams.<name>.maxQueued': config.upstreams.up!.maxQueued,
+    'identity.assertion.header': withIdentity.config.identity.assertion?.header,
+    'identity.assertion.alg': withIdentity.config.identity.assertion?.alg,
+    'identity.assertion.ttlSeconds': withIdentity.config.identity.assertion?.ttlSeconds,
     'server.tls.reloadIntervalMs': config.server.tls?.reloadIntervalMs,
     'store.kind': config.store.kind,
     'store.keyPrefix': redis?.keyPrefix, 'store.commandTimeoutMs': redis?.commandTimeoutMs,
@@ -72,7 +78,7 @@ describe('validation takes its defaults and known keys from the table', () => {
   };
 
   it.each(Object.entries(read))('%s is the table\'s default', (key, value) => {
-    expect([...problems, ...withRedis.problems]).toEqual([]);
+    expect([...problems, ...withRedis.problems, ...withIdentity.problems]).toEqual([]);
     expect(value).toEqual((SETTINGS as Record<string, Setting>)[key]!.default);
   });
 
