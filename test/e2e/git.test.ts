@@ -2,8 +2,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTokens, htpasswd, startGateway, testConfig, type RunningGateway, type Users } from '../support/fixtures.js';
+import { describe, expect, it } from 'vitest';
+import { createTokens, gatewayFixture } from '../support/fixtures.js';
 import { startFcgiwrap, startNginx, type Nginx } from './support/nginx.js';
 import { requireTool, run, type RunResult } from './support/tools.js';
 
@@ -13,69 +13,67 @@ import { requireTool, run, type RunResult } from './support/tools.js';
  */
 
 let work: string;
-let users: Users;
 let fcgi: { socket: string; stop(): Promise<void> };
 let upstream: Nginx;
-let gw: RunningGateway;
 let git: string;
 let env: Record<string, string>;
 
-beforeAll(async () => {
-  git = requireTool('git');
-  work = mkdtempSync(join(tmpdir(), 'gw-e2e-git-'));
-  const home = join(work, 'home');
-  mkdirSync(home);
-  // A clean git: no system or user configuration of this machine, no prompts, no stored credentials.
-  env = { HOME: home, GIT_CONFIG_NOSYSTEM: '1', GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: '', SSH_ASKPASS: '' };
-  writeFileSync(join(home, '.gitconfig'), '[user]\n\tname = E2E\n\temail = e2e@example.invalid\n[init]\n\tdefaultBranch = main\n');
+const gw = gatewayFixture({
+  users: { alice: 'alice-pw', bob: 'bob-pw' },
+  echo: false,
+  setupTimeoutMs: 30_000,
+  before: async () => {
+    git = requireTool('git');
+    work = mkdtempSync(join(tmpdir(), 'gw-e2e-git-'));
+    const home = join(work, 'home');
+    mkdirSync(home);
+    // A clean git: no system or user configuration of this machine, no prompts, no stored credentials.
+    env = { HOME: home, GIT_CONFIG_NOSYSTEM: '1', GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: '', SSH_ASKPASS: '' };
+    writeFileSync(join(home, '.gitconfig'), '[user]\n\tname = E2E\n\temail = e2e@example.invalid\n[init]\n\tdefaultBranch = main\n');
 
-  const repos = join(work, 'repos');
-  mkdirSync(repos);
-  await ok(run(git, ['init', '--bare', '-q', join(repos, 'project.git')], { env }));
-  const seed = join(work, 'seed');
-  await ok(run(git, ['init', '-q', seed], { env }));
-  writeFileSync(join(seed, 'README'), 'hello through the gateway\n');
-  await ok(run(git, ['add', 'README'], { env, cwd: seed }));
-  await ok(run(git, ['commit', '-q', '-m', 'seed'], { env, cwd: seed }));
-  await ok(run(git, ['push', '-q', join(repos, 'project.git'), 'main'], { env, cwd: seed }));
+    const repos = join(work, 'repos');
+    mkdirSync(repos);
+    await ok(run(git, ['init', '--bare', '-q', join(repos, 'project.git')], { env }));
+    const seed = join(work, 'seed');
+    await ok(run(git, ['init', '-q', seed], { env }));
+    writeFileSync(join(seed, 'README'), 'hello through the gateway\n');
+    await ok(run(git, ['add', 'README'], { env, cwd: seed }));
+    await ok(run(git, ['commit', '-q', '-m', 'seed'], { env, cwd: seed }));
+    await ok(run(git, ['push', '-q', join(repos, 'project.git'), 'main'], { env, cwd: seed }));
 
-  const backend = join((await ok(run(git, ['--exec-path'], { env }))).stdout.trim(), 'git-http-backend');
-  fcgi = await startFcgiwrap(work);
-  upstream = await startNginx((port) => `
-  server {
-    listen 127.0.0.1:${port};
-    client_max_body_size 0;
-    location ~ ^/git(/.*)$ {
-      fastcgi_pass unix:${fcgi.socket};
-      fastcgi_param SCRIPT_FILENAME ${backend};
-      fastcgi_param GIT_PROJECT_ROOT ${repos};
-      fastcgi_param GIT_HTTP_EXPORT_ALL "";
-      fastcgi_param PATH_INFO $1;
-      fastcgi_param QUERY_STRING $query_string;
-      fastcgi_param REQUEST_METHOD $request_method;
-      fastcgi_param CONTENT_TYPE $content_type;
-      fastcgi_param CONTENT_LENGTH $content_length;
-      fastcgi_param SERVER_PROTOCOL $server_protocol;
-      fastcgi_param GATEWAY_INTERFACE CGI/1.1;
-      fastcgi_param REMOTE_ADDR $remote_addr;
-      # http-backend allows a push only with an authenticated user: the one the gateway vouches for.
-      fastcgi_param REMOTE_USER $http_x_authenticated_user;
-    }
-  }`);
-
-  users = htpasswd({ alice: 'alice-pw', bob: 'bob-pw' });
-  gw = await startGateway(testConfig(users.file, {
+    const backend = join((await ok(run(git, ['--exec-path'], { env }))).stdout.trim(), 'git-http-backend');
+    fcgi = await startFcgiwrap(work);
+    upstream = await startNginx((port) => `
+    server {
+      listen 127.0.0.1:${port};
+      client_max_body_size 0;
+      location ~ ^/git(/.*)$ {
+        fastcgi_pass unix:${fcgi.socket};
+        fastcgi_param SCRIPT_FILENAME ${backend};
+        fastcgi_param GIT_PROJECT_ROOT ${repos};
+        fastcgi_param GIT_HTTP_EXPORT_ALL "";
+        fastcgi_param PATH_INFO $1;
+        fastcgi_param QUERY_STRING $query_string;
+        fastcgi_param REQUEST_METHOD $request_method;
+        fastcgi_param CONTENT_TYPE $content_type;
+        fastcgi_param CONTENT_LENGTH $content_length;
+        fastcgi_param SERVER_PROTOCOL $server_protocol;
+        fastcgi_param GATEWAY_INTERFACE CGI/1.1;
+        fastcgi_param REMOTE_ADDR $remote_addr;
+        # http-backend allows a push only with an authenticated user: the one the gateway vouches for.
+        fastcgi_param REMOTE_USER $http_x_authenticated_user;
+      }
+    }`);
+  },
+  config: () => ({
     upstreams: { git: { url: `http://127.0.0.1:${upstream.port}` } },
     routes: [{ path: '/git', upstream: 'git' }],
-  }));
-}, 30_000);
-
-afterAll(async () => {
-  await gw?.close();
-  await upstream?.stop();
-  await fcgi?.stop();
-  users?.remove();
-  if (work) rmSync(work, { recursive: true, force: true });
+  }),
+  after: async () => {
+    await upstream?.stop();
+    await fcgi?.stop();
+    if (work) rmSync(work, { recursive: true, force: true });
+  },
 });
 
 async function ok(p: Promise<RunResult>): Promise<RunResult> {

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
-import { echoUpstream, htpasswd, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
+import { gatewayFixture } from '../support/fixtures.js';
 import { startNginx, type Nginx } from './support/nginx.js';
 import { requireTool, run } from './support/tools.js';
 
@@ -11,31 +11,38 @@ import { requireTool, run } from './support/tools.js';
  * nginx reports and the gateway's TCP peer differ: the tests can tell which one the gateway uses.
  */
 
-let users: Users;
-let echo: EchoUpstream;
-let gw: RunningGateway;
 let front: Nginx;
 let curl: string;
 let wsServer: Server;
 const wsHandshakes: IncomingMessage[] = [];
 
-beforeAll(async () => {
-  curl = requireTool('curl');
-  users = htpasswd({ alice: 'alice-pw', carol: 'carol-pw' });
-  echo = await echoUpstream();
-  wsServer = createServer();
-  new WebSocketServer({ server: wsServer }).on('connection', (ws, req) => {
-    wsHandshakes.push(req);
-    ws.on('message', (d) => ws.send(`echo:${d.toString()}`));
-  });
-  await new Promise<void>((resolve) => wsServer.listen(0, '127.0.0.1', resolve));
-  gw = await startGateway(testConfig(users.file, {
+const gw = gatewayFixture({
+  users: { alice: 'alice-pw', carol: 'carol-pw' },
+  setupTimeoutMs: 30_000,
+  before: async () => {
+    curl = requireTool('curl');
+    wsServer = createServer();
+    new WebSocketServer({ server: wsServer }).on('connection', (ws, req) => {
+      wsHandshakes.push(req);
+      ws.on('message', (d) => ws.send(`echo:${d.toString()}`));
+    });
+    await new Promise<void>((resolve) => wsServer.listen(0, '127.0.0.1', resolve));
+  },
+  config: (f) => ({
     server: { host: '127.0.0.1', port: 0, trustProxy: 1 },
     // An address bursts 3 failures, then one check a minute: slowed for the rest of this test.
     lockout: { maxFailuresPerUser: 100, addressBurst: 3, addressFailuresPerMinute: 1, windowSeconds: 60 },
-    upstreams: { echo: { url: echo.url }, live: { url: `http://127.0.0.1:${(wsServer.address() as { port: number }).port}` } },
+    upstreams: { echo: { url: f.echo.url }, live: { url: `http://127.0.0.1:${(wsServer.address() as { port: number }).port}` } },
     routes: [{ path: '/v1/echo', upstream: 'echo' }, { path: '/v1/live', upstream: 'live' }],
-  }));
+  }),
+  after: async () => {
+    wsServer?.closeAllConnections();
+    await new Promise((resolve) => wsServer?.close(resolve));
+  },
+});
+
+// nginx in front, once the gateway listens (stopped before it: after-hooks run in reverse order).
+beforeAll(async () => {
   // The usual nginx front-proxy block: the client's Host, X-Forwarded-For with the client appended,
   // and the WebSocket upgrade passed on (nginx's documented map-less form).
   front = await startNginx((port) => `
@@ -64,11 +71,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await front?.stop();
-  await gw?.close();
-  wsServer?.closeAllConnections();
-  await new Promise((resolve) => wsServer?.close(resolve));
-  await echo?.close();
-  users?.remove();
 });
 
 /** One request through nginx; `via` is the address the client connects to nginx on. */
@@ -84,7 +86,7 @@ describe('nginx in front of the gateway (trustProxy: 1)', () => {
   it('the upstream receives the chain nginx built, the client-sent part kept on the left, and nginx appended on the right', async () => {
     const r = await viaNginx('::1', '/v1/echo', ['-u', 'alice:alice-pw', '-H', 'X-Forwarded-For: 203.0.113.9']);
     expect(r.status).toBe(200);
-    const h = echo.received.at(-1)!.headers;
+    const h = gw.echo.received.at(-1)!.headers;
     // 203.0.113.9: what the client claimed; ::1: the client as nginx saw it; 127.0.0.1: nginx as the gateway saw it.
     expect(h['x-forwarded-for']).toBe('203.0.113.9, ::1, 127.0.0.1');
     expect(h['x-forwarded-proto']).toBe('http');
@@ -92,7 +94,7 @@ describe('nginx in front of the gateway (trustProxy: 1)', () => {
     expect(h['x-authenticated-user']).toBe('alice');
 
     await viaNginx('127.0.0.1', '/v1/echo', ['-u', 'alice:alice-pw']);
-    expect(echo.received.at(-1)!.headers['x-forwarded-for']).toBe('127.0.0.1, 127.0.0.1');
+    expect(gw.echo.received.at(-1)!.headers['x-forwarded-for']).toBe('127.0.0.1, 127.0.0.1');
   });
 
   it('a WebSocket through nginx: authenticated at the gateway, the upstream gets the address nginx reported', async () => {

@@ -1,18 +1,16 @@
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import { rewriteLocation } from '../../src/proxy/location.js';
-import { basic, htpasswd, startGateway, testConfig, type RunningGateway, type Users } from '../support/fixtures.js';
+import { basic, gatewayFixture } from '../support/fixtures.js';
 import { openRaw } from '../support/raw-client.js';
 
 // Real traffic shapes through the front door: uploads slower than the response timeout, quiet
 // streams, redirects to the upstream's own address, prefixes, Host, HTTP/1.0 keep-alive.
 
 const ALICE = basic('alice', 'alice-pw');
-let users: Users;
 let upstream: Server;
 let upstreamUrl: string;
-let gw: RunningGateway;
 const logLines: string[] = [];
 const seen: Array<{ url: string; host: string | undefined; body: string }> = [];
 
@@ -50,20 +48,22 @@ function behave(req: IncomingMessage, res: ServerResponse, body: string): void {
   }
 }
 
-beforeAll(async () => {
-  users = htpasswd({ alice: 'alice-pw' });
-  upstream = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks).toString();
-      seen.push({ url: req.url!, host: req.headers.host, body });
-      behave(req, res, body);
+const gw = gatewayFixture({
+  echo: false,
+  before: async () => {
+    upstream = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks).toString();
+        seen.push({ url: req.url!, host: req.headers.host, body });
+        behave(req, res, body);
+      });
     });
-  });
-  await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
-  upstreamUrl = `http://127.0.0.1:${(upstream.address() as { port: number }).port}`;
-  gw = await startGateway(testConfig(users.file, {
+    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+    upstreamUrl = `http://127.0.0.1:${(upstream.address() as { port: number }).port}`;
+  },
+  config: () => ({
     upstreams: {
       up: { url: upstreamUrl, timeouts: { responseMs: 500, idleMs: 1000 } },
       based: { url: `${upstreamUrl}/base`, timeouts: { responseMs: 500, idleMs: 1000 } },
@@ -75,14 +75,12 @@ beforeAll(async () => {
       { path: '/kept', upstream: 'host' },
     ],
     log: { level: 'info', access: true },
-  }), { log: createLogger('info', (line) => logLines.push(line)) });
-});
-
-afterAll(async () => {
-  await gw?.close();
-  upstream.closeAllConnections();
-  await new Promise((r) => upstream.close(r));
-  users?.remove();
+  }),
+  deps: () => ({ log: createLogger('info', (line) => logLines.push(line)) }),
+  after: async () => {
+    upstream?.closeAllConnections();
+    await new Promise((r) => upstream?.close(r));
+  },
 });
 
 interface Answer {

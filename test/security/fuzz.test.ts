@@ -1,15 +1,12 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parseAuthorization } from '../../src/auth/authorization-header.js';
 import { DEFAULT_PAGE_SIZES } from '../../src/config/validate.js';
 import { normalizePath } from '../../src/http/path.js';
 import { HttpProblem } from '../../src/http/problem.js';
 import type { PagingRules } from '../../src/config/types.js';
 import { normalizePaging } from '../../src/paging/normalize.js';
-import {
-  basic, createTokens, echoUpstream, htpasswd, startGateway, testConfig,
-  type EchoUpstream, type RunningGateway, type Users,
-} from '../support/fixtures.js';
+import { basic, createTokens, gatewayFixture } from '../support/fixtures.js';
 import { exchange } from '../support/raw-client.js';
 
 // Property-based fuzzing of the three parsers that stand between a client and an upstream, then
@@ -258,29 +255,19 @@ function checkReply(r: RawReply, what: string): void {
   }
 }
 
-let users: Users;
-let echo: EchoUpstream;
-let gw: RunningGateway;
 let token: string;
-
-beforeAll(async () => {
-  users = htpasswd({ alice: 'alice-pw' });
-  echo = await echoUpstream();
-  gw = await startGateway(testConfig(users.file, {
+const gw = gatewayFixture({
+  config: (f) => ({
     lockout: { maxFailuresPerUser: 100_000, addressBurst: 100_000, addressFailuresPerMinute: 6000, windowSeconds: 60 },
-    upstreams: { up: { url: echo.url, timeoutMs: 2000 } },
+    upstreams: { up: { url: f.echo.url, timeoutMs: 2000 } },
     routes: [
       { path: '/v1/conversations', upstream: 'up', paging: { sortable: ['campaignId', 'createdAt'] } },
       { path: '/v1/contacts', upstream: 'up' },
     ],
-  }));
-  token = (await createTokens(gw.base, 'alice', 'alice-pw')).accessToken;
+  }),
 });
-
-afterAll(async () => {
-  await gw?.close();
-  await echo?.close();
-  users?.remove();
+beforeAll(async () => {
+  token = (await createTokens(gw.base, 'alice', 'alice-pw')).accessToken;
 });
 
 /** Header bytes: anything but CR and LF (which would end the header rather than fill it). */
@@ -322,12 +309,12 @@ describe('fuzz: through the running gateway', () => {
   }, 60_000);
 
   it(`${GATEWAY_RUNS} random raw paths and queries (valid Basic) → never a 5xx; upstream only sees paths inside a route`, async () => {
-    const before = echo.received.length;
+    const before = gw.echo.received.length;
     await fc.assert(fc.asyncProperty(target, async (t) => {
       const head = Buffer.from(`GET ${t} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${basic('alice', 'alice-pw')}\r\nConnection: close\r\n\r\n`, 'utf8');
       checkReply(await rawRequest(gw.port, head), `GET ${t}`);
     }), { numRuns: GATEWAY_RUNS });
-    const bad = echo.received.slice(before).map((r) => [r.url, escaped(r.url)]).filter(([, why]) => why !== undefined);
+    const bad = gw.echo.received.slice(before).map((r) => [r.url, escaped(r.url)]).filter(([, why]) => why !== undefined);
     expect(bad).toEqual([]);
   }, 60_000);
 
