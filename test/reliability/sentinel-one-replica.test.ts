@@ -46,7 +46,18 @@ async function scrape(): Promise<string> {
 
 describe('Sentinel, master and one replica: the master dies', () => {
   it('keeps signing in after the promotion (acknowledged without a replica), /readyz steady, one warning', async () => {
-    const before = await createTokens(gw.base, 'alice', 'alice-pw');
+    // A session the replica acknowledged before the kill (its survival is checked at the end). Right
+    // after start-up a replica that reports online may still miss WAIT's deadline (the write is then
+    // acknowledged without it, as store.durability available says): sign in until one write is replicated.
+    const replicated = () => gw.gateway.store.replication?.()?.outcomes.replicated ?? 0;
+    let before: Awaited<ReturnType<typeof createTokens>> | undefined;
+    for (let i = 0; i < 20 && !before; i++) {
+      const count = replicated();
+      const pair = await createTokens(gw.base, 'alice', 'alice-pw');
+      if (replicated() > count) before = pair;
+      else await sleep(200);
+    }
+    if (!before) throw new Error(`no sign-in was replicated: ${JSON.stringify(gw.gateway.store.replication?.())}`);
     const samples: Array<{ at: number; what: 'create' | 'ready'; status: number }> = [];
     let running = true;
     const creators = Array.from({ length: 4 }, async () => {
@@ -73,7 +84,7 @@ describe('Sentinel, master and one replica: the master dies', () => {
       expect(await eventually(async () => (await pair.masterPort()) !== oldPort, 15_000, 50)).toBe(true);
       promotedAt = Date.now();
       // Sign-ins are back within a few seconds of the promotion, and stay back.
-      expect(await eventually(() => samples.some((s) => s.what === 'create' && s.status === 200 && s.at > promotedAt), 5000, 20)).toBe(true);
+      expect(await eventually(() => samples.some((s) => s.what === 'create' && s.status === 200 && s.at > promotedAt), 8000, 20)).toBe(true);
       await sleep(3000);
     } finally {
       running = false;
@@ -86,7 +97,8 @@ describe('Sentinel, master and one replica: the master dies', () => {
     expect(settled.length, summary).toBeGreaterThan(20);
     expect(settled.every((s) => s.status === 200), summary).toBe(true);
     // /readyz: 200 once the new master is there, whatever the creates do.
-    expect(samples.filter((s) => s.what === 'ready' && s.at > backAt && s.status !== 200), summary).toEqual([]);
+    // (a second to settle: a readiness probe already on its way to the old master when the first create got through)
+    expect(samples.filter((s) => s.what === 'ready' && s.at > backAt + 1000 && s.status !== 200), summary).toEqual([]);
     // One warning that says what is happening; no "available again" while it is not.
     const warnings = lines.filter((l) => l.msg.includes('fewer replicas than store.waitForReplicas'));
     expect(warnings.map((l) => l.msg), JSON.stringify(lines)).toEqual([
