@@ -19,6 +19,8 @@ export class RequestLanes {
       if (this.closing) res.shouldKeepAlive = false;
       const socket = req.socket as LaneSocket;
       const lane = socket[LANE] ?? this.open(socket);
+      // Parsed after an answer that ended the connection: nobody will read its answer.
+      if (lane.ended) return;
       if (lane.current) {
         lane.waiting.push({ req, res });
         hold(lane);
@@ -29,7 +31,7 @@ export class RequestLanes {
   }
 
   private open(socket: LaneSocket): Lane {
-    const lane: Lane = { socket, current: undefined, waiting: [], held: false };
+    const lane: Lane = { socket, current: undefined, waiting: [], held: false, ended: false };
     socket[LANE] = lane;
     this.lanes.add(lane);
     // Node's own flag for "this connection is not read now": Node sets and clears it for its write
@@ -68,6 +70,14 @@ export class RequestLanes {
     lane.current = res;
     // 'close' comes once the response is done (after 'finish') or its connection is gone.
     res.once('close', () => {
+      // An answer that ended its connection (Connection: close, or the client is gone): Node gives the
+      // requests it parsed behind it no connection to answer on, so none of them may run.
+      if (!res.shouldKeepAlive || lane.socket.destroyed || !lane.socket.writable) {
+        lane.ended = true;
+        lane.waiting.length = 0;
+        lane.current = undefined;
+        return;
+      }
       if (lane.waiting.length === 0) {
         lane.current = undefined;
         release(lane);
@@ -79,6 +89,10 @@ export class RequestLanes {
         lane.current = undefined;
         const next = lane.waiting.shift();
         if (!next) return release(lane);
+        if (lane.socket.destroyed) {
+          lane.waiting.length = 0;
+          return;
+        }
         if (this.closing) next.res.shouldKeepAlive = false;
         this.run(lane, handle, next.req, next.res);
       });
@@ -97,6 +111,8 @@ interface Lane {
   waiting: Array<{ req: IncomingMessage; res: ServerResponse }>;
   /** The connection is not read until the lane is idle again. */
   held: boolean;
+  /** An answer ended the connection: what Node parses behind it is never handled. */
+  ended: boolean;
 }
 
 type LaneSocket = Socket & { [LANE]?: Lane; _paused?: boolean; parser?: { pause(): void; resume(): void } | null };

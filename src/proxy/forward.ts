@@ -118,20 +118,8 @@ export class Forwarder {
     if (!target) throw upstream.pool.busy();
     return new Promise((resolve) => {
       let over = false;
-      const exchange: Exchange = {
-        upstream, target, options, res, phase: Phase.Sending, connected: false, retried: false, outcome: {},
-        done: () => {
-          if (over) return;
-          over = true;
-          exchange.target.inFlight--;
-          if (--this.inFlight === 0 && this.retired) this.close();
-          resolve(exchange.outcome);
-        },
-      };
-      (req as Tagged)[EXCHANGE] = exchange;
-      target.inFlight++;
-      this.inFlight++;
-      res.once('close', () => {
+      const socket = req.socket;
+      const gone = () => {
         if (over) return;
         // The client left (or was cut) before the response finished: stop the upstream working for nobody.
         if (!res.writableFinished) {
@@ -144,7 +132,25 @@ export class Forwarder {
           exchange.proxyReq.destroy();
         }
         exchange.done();
-      });
+      };
+      const exchange: Exchange = {
+        upstream, target, options, res, phase: Phase.Sending, connected: false, retried: false, outcome: {},
+        done: () => {
+          if (over) return;
+          over = true;
+          socket.off('close', gone);
+          exchange.target.inFlight--;
+          if (--this.inFlight === 0 && this.retired) this.close();
+          resolve(exchange.outcome);
+        },
+      };
+      (req as Tagged)[EXCHANGE] = exchange;
+      target.inFlight++;
+      this.inFlight++;
+      res.once('close', gone);
+      // A response Node never gave the connection (an earlier answer on it closed it) never closes
+      // itself: the connection's end settles the exchange, so no admission slot is held for ever.
+      socket.once('close', gone);
       this.send(req, exchange);
     });
   }

@@ -229,3 +229,38 @@ describe('floods of pipelining connections that never read', () => {
     }
   });
 });
+
+describe('requests parsed behind an answer that closes the connection', () => {
+  it('never run and hold no admission slot: 12 × (413 Connection: close + a pipelined Bearer GET) with maxConnections 2, maxQueued 2, then a GET still gets 200', async () => {
+    await start({ maxConnections: 2, maxQueued: 2 });
+    const token = await bearer();
+    let reached = 0;
+    upstream.handler = (_req, res) => {
+      reached++;
+      res.setHeader('content-type', 'application/json');
+      res.end('{}');
+    };
+    // The token endpoint refuses a body over its limit with 413 and Connection: close before reading it;
+    // the GET behind it in the same packet was already parsed by Node.
+    const big = 'x'.repeat(20_000);
+    const packet = `POST /v1/tokens/create HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: ${big.length}\r\n\r\n${big}` +
+      `GET /v1/list HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer ${token}\r\n\r\n`;
+    for (let i = 0; i < 12; i++) {
+      const socket = connect(port, '127.0.0.1');
+      socket.on('error', () => {});
+      let text = '';
+      socket.setEncoding('latin1');
+      socket.on('data', (d: string) => (text += d));
+      socket.write(packet);
+      expect(await eventually(() => socket.destroyed || socket.readableEnded || /HTTP\/1\.1 413 /.test(text), 5000, 10)).toBe(true);
+      await sleep(50);
+      socket.destroy();
+      // One answer per connection, the 413; the GET parsed behind it is never answered, nor forwarded.
+      expect(text.match(/HTTP\/1\.1 \d{3} /g), text.slice(0, 200)).toEqual(['HTTP/1.1 413 ']);
+    }
+    expect(reached).toBe(0);
+    // Each leaked slot would have stayed taken: with 4 per target, the 5th leak made every request a 503.
+    const after = await send(port, '/v1/list', { headers: { authorization: `Bearer ${token}` } });
+    expect(after.status).toBe(200);
+  });
+});
