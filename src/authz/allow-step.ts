@@ -25,11 +25,12 @@ export function allowRules(groups: Groups): (ctx: GatewayContext) => void {
 
 /**
  * Whether an open tunnel's owner may still use the route of `path` under the routes and groups in force
- * now (a tunnel is a GET handshake that stays open): a user removed from a group, or a rule changed by a
- * reload, ends it. A path no route serves any more is left to the other checks.
+ * now (a tunnel is a GET handshake that stays open): a user removed from a group, a rule changed by a
+ * reload, a route removed or one that no longer takes WebSocket connections ends it.
  */
 export function stillAllowed(routes: RouteTable, groups: Groups, owner: Principal, path: string): boolean {
   const route = routes.match(path);
-  if (!route?.allow) return true;
+  if (!route || !route.websocket || route.upstream === undefined) return false;
+  if (!route.allow) return true;
   return decide(route.allow, { user: owner.user, groups: groups.of(owner.user) }, 'GET').allowed;
 }

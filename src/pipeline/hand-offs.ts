@@ -53,7 +53,9 @@ export function tunnel(forwarder: Forwarder, tunnels: Tunnels): Step {
         }
         if (clientHead.length > 0) upstream.write(clientHead);
         upstream.setNoDelay(true);
-        tunnels.add(client, upstream, ctx.state.principal!, { requestId: ctx.state.requestId, path: ctx.path, upstream: route.upstream! });
+        // The path the client asked for (the paging step left the upstream's in req.url: stripPrefix).
+        const path = route.stripPrefix ? route.path + (ctx.path === '/' ? '' : ctx.path) : ctx.path;
+        tunnels.add(client, upstream, ctx.state.principal!, { requestId: ctx.state.requestId, path, upstream: route.upstream! });
         return undefined;
       },
     });

@@ -1,3 +1,4 @@
+import type { Config } from '../../src/config/types.js';
 import { writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -183,6 +184,34 @@ describe('a configuration reload that changes a rule', () => {
     } finally {
       bobWs.terminate();
       carolWs.terminate();
+      gw.gateway.reload(config());
+    }
+  });
+});
+
+describe('a configuration reload that takes a route away from WebSocket', () => {
+  const open = (authorization: string) => new Promise<WebSocket>((resolve, reject) => {
+    const c = new WebSocket(`ws://127.0.0.1:${gw.port}/v1/live`, { headers: { authorization } });
+    c.once('open', () => resolve(c));
+    c.once('error', reject);
+  });
+  const closed = (ws: WebSocket) => Promise.race([
+    new Promise<number>((resolve) => ws.once('close', (code) => resolve(code))),
+    new Promise((r) => setTimeout(() => r('still open'), 3000)),
+  ]);
+
+  it.each([
+    ['websocket: false on the route', (routes: Config['routes']) => routes.map((r) => (r.path === '/v1/live' ? { ...r, websocket: false } : r))],
+    ['the route removed', (routes: Config['routes']) => routes.filter((r) => r.path !== '/v1/live')],
+  ])('closes the open tunnels on it: %s', async (_what, change) => {
+    const ws = await open(carol);
+    const ended = closed(ws);
+    try {
+      const next = config();
+      gw.gateway.reload({ ...next, routes: change(next.routes) });
+      expect(await ended).toBe(1006);
+    } finally {
+      ws.terminate();
       gw.gateway.reload(config());
     }
   });
