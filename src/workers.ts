@@ -3,7 +3,7 @@ import { Registry } from 'prom-client';
 import { WorkerQuestions } from './admin/cluster.js';
 import { createAdminServer } from './admin/server.js';
 import type { Config } from './config/types.js';
-import { HttpProblem } from './http/problem.js';
+import { shuttingDown } from './http/problem.js';
 import type { DrainPacing } from './http/drain.js';
 import type { Logger } from './log.js';
 
@@ -92,7 +92,7 @@ export function runPrimary(config: Config, log: Logger): void {
   const workers = () => Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
   if (config.admin !== false) {
     const questions = new WorkerQuestions(() => workers().filter((w) => listening.has(w.id)));
-    const ready = () => (stopping ? Promise.reject(new HttpProblem(503, 'service_unavailable', 'the gateway is shutting down', { headers: { 'Retry-After': '1' } })) : questions.ready());
+    const ready = () => (stopping ? Promise.reject(shuttingDown()) : questions.ready());
     const admin = createAdminServer({ contentType: Registry.PROMETHEUS_CONTENT_TYPE, metrics: () => questions.metrics() }, ready, log);
     const { host, port } = config.admin;
     admin.once('error', (err) => {

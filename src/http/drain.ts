@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import { Server as NetServer } from 'node:net';
-import { HttpProblem } from './problem.js';
+import { shuttingDown } from './problem.js';
 import type { RequestLanes } from './pipelining.js';
 
 /**
@@ -82,6 +82,3 @@ export function pacedBy(acceptGraceMs: number): DrainPacing {
   };
 }
 
-function shuttingDown(): HttpProblem {
-  return new HttpProblem(503, 'service_unavailable', 'the gateway is shutting down', { headers: { 'Retry-After': '1' } });
-}

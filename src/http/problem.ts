@@ -90,6 +90,11 @@ export function problemBody(
   };
 }
 
+/** A fresh 503 for what arrives while the gateway stops (readiness, new handshakes). */
+export function shuttingDown(): HttpProblem {
+  return new HttpProblem(503, 'service_unavailable', 'the gateway is shutting down', { headers: { 'Retry-After': '1' } });
+}
+
 /** A fresh 500 that says nothing internal. */
 export function internalError(): HttpProblem {
   return new HttpProblem(500, 'internal_error', 'internal error');

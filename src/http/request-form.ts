@@ -62,7 +62,8 @@ function upgradeForm(req: IncomingMessage): 'tunnel' | 'forward' {
       throw new HttpProblem(400, 'invalid_request', 'the handshake carries both an Authorization header and a bearer subprotocol entry');
     }
     req.headers.authorization = `Bearer ${offered.token}`;
-    req.headers['sec-websocket-protocol'] = offered.rest.join(', ');
+    if (offered.rest.length > 0) req.headers['sec-websocket-protocol'] = offered.rest.join(', ');
+    else delete req.headers['sec-websocket-protocol'];
   }
   return 'tunnel';
 }

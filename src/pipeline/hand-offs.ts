@@ -1,4 +1,4 @@
-import { HttpProblem } from '../http/problem.js';
+import { shuttingDown } from '../http/problem.js';
 import type { GatewayContext, HandOffName } from '../http/state.js';
 import type { Forwarder } from '../proxy/forward.js';
 import type { Tunnels } from '../proxy/tunnels.js';
@@ -62,6 +62,3 @@ export function tunnel(forwarder: Forwarder, tunnels: Tunnels): Step {
   };
 }
 
-function shuttingDown(): HttpProblem {
-  return new HttpProblem(503, 'service_unavailable', 'the gateway is shutting down', { headers: { 'Retry-After': '1' } });
-}
