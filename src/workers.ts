@@ -64,6 +64,7 @@ export function runPrimary(config: Config, log: Logger): void {
   log.info('auth-gateway primary started', { workers: config.server.workers, pid: process.pid });
 
   let failed = false;
+  const workers = () => Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
   // A worker still starting cannot take the stop message yet: it gets it once it listens.
   const listening = new Set<number>();
   cluster.on('listening', (worker: Worker) => {
@@ -71,7 +72,19 @@ export function runPrimary(config: Config, log: Logger): void {
     for (const m of sent) worker.send(m);
   });
   cluster.on('exit', (worker: Worker, code: number | null, signal: string | null) => {
-    listening.delete(worker.id);
+    const listened = listening.delete(worker.id);
+    if (!stopping && !listened && listening.size === 0) {
+      // It died before it listened (the port is taken, a certificate does not load, ...) and no worker
+      // serves: the next one would fail too. The primary stops (the others are still starting and serve
+      // nobody), so that the supervisor sees a failed start, not a crash loop.
+      log.error('a worker failed to start; stopping', { pid: worker.process.pid, code, signal });
+      stopping = true;
+      for (const t of respawn) clearTimeout(t);
+      failed = true;
+      for (const w of workers()) w.process.kill('SIGKILL');
+      if (workers().length === 0) process.exit(1);
+      return;
+    }
     if (!stopping) {
       log.error('worker died; starting another', { pid: worker.process.pid, code, signal });
       const timer = setTimeout(() => {
@@ -89,7 +102,6 @@ export function runPrimary(config: Config, log: Logger): void {
     }
   });
 
-  const workers = () => Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
   if (config.admin !== false) {
     const questions = new WorkerQuestions(() => workers().filter((w) => listening.has(w.id)));
     const ready = () => (stopping ? Promise.reject(shuttingDown()) : questions.ready());

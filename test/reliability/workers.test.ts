@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basic, htpasswd, type Users } from '../support/fixtures.js';
@@ -53,6 +54,31 @@ function workerPids(primary: number): number[] {
   }
 }
 
+/** How many workers have logged that they listen. */
+function listeningLines(c: Child): number {
+  return c.output().match(/"msg":"auth-gateway listening"/g)?.length ?? 0;
+}
+
+describe('server.workers: 2, a start that cannot succeed', () => {
+  it('exits 1 and says so when the workers cannot listen (the port is taken), instead of starting them again and again', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as AddressInfo;
+    const c = startGatewayProcess({
+      dir, port, usersFile: users.file, workers: 2, store: { kind: 'redis', url: redis.url }, upstreams: { up: { url: upstream.url } }, routes: [{ path: '/v1/up', upstream: 'up' }],
+    });
+    try {
+      expect(await exited(c, 15_000)).toEqual({ code: 1, signal: null });
+      expect(c.output()).toContain('EADDRINUSE');
+      expect(c.output()).toContain('"msg":"a worker failed to start; stopping"');
+      expect(c.output()).not.toContain('"msg":"worker died; starting another"');
+    } finally {
+      await killIfRunning(c);
+      await new Promise((resolve) => taken.close(resolve));
+    }
+  }, 30_000);
+});
+
 describe('server.workers: 2', () => {
   it('serves from two processes, replaces a dead one, and drains both on SIGTERM', async () => {
     const port = await freePort();
@@ -63,7 +89,9 @@ describe('server.workers: 2', () => {
     });
     const primary = child.proc.pid!;
     await waitForHttp(`http://127.0.0.1:${port}/healthz`, child, 20_000);
-    expect(await eventually(() => workerPids(primary).length === 2, 5000, 50)).toBe(true);
+    // Both workers listen (one that answered /healthz may be the only one yet: killing it would close the port).
+    expect(await eventually(() => listeningLines(child!) === 2, 10_000, 50), child.output()).toBe(true);
+    expect(workerPids(primary)).toHaveLength(2);
     expect((await send(port, '/v1/slow', { headers: ALICE })).status).toBe(200);
     // A token made by one worker is good on the other (fresh connections go round the workers).
     const created = await send(port, '/v1/tokens/create', {
@@ -80,7 +108,7 @@ describe('server.workers: 2', () => {
     expect(await eventually(() => child!.output().includes('"msg":"worker died; starting another"'), 3000, 10)).toBe(true);
     expect((await send(port, '/v1/slow', { headers: ALICE })).status).toBe(200);
     expect(await eventually(() => workerPids(primary).length === 2 && !workerPids(primary).includes(victim!), 5000, 50)).toBe(true);
-    await waitForHttp(`http://127.0.0.1:${port}/healthz`, child, 20_000);
+    expect(await eventually(() => listeningLines(child!) === 3, 10_000, 50), child.output()).toBe(true);
 
     // Requests in flight on both workers (fresh connections spread over them), then SIGTERM to the primary.
     upstream.handler = (_req, res) => upstream.later(800, () => res.end('{"slow":true}'));
@@ -112,7 +140,8 @@ describe('server.workers: 2, the admin listener and the drain', () => {
     const primary = child.proc.pid!;
     await waitForHttp(`http://127.0.0.1:${port}/healthz`, child, 20_000);
     await waitForHttp(`http://127.0.0.1:${adminPort}/readyz`, child, 20_000);
-    expect(await eventually(() => workerPids(primary).length === 2, 5000, 50)).toBe(true);
+    expect(await eventually(() => listeningLines(child!) === 2, 10_000, 50), child.output()).toBe(true);
+    expect(workerPids(primary)).toHaveLength(2);
     upstream.handler = (_req, res) => res.end('{}');
 
     // 200 requests on fresh connections: the primary hands them round the workers.

@@ -26,14 +26,32 @@ export function startNode(script: string, args: string[], env: Record<string, st
   };
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * A loopback port for a process the test starts with an explicit port (a gateway, a redis-server, nginx).
+ * Not one the kernel picks (listen on port 0 and close): that comes from the ephemeral range, which every
+ * outgoing connection of every test file also draws from, so between the pick and the child's bind a
+ * connection elsewhere could take it (seen as EADDRINUSE), and a redis-server restarted on its old port
+ * could find it gone. These come from below the ephemeral range (a cluster node's bus port, port + 10000,
+ * too), in a block of their own per vitest worker, and are checked free before they are handed out.
+ */
+const PORT_BASE = 10_000;
+const PORT_BLOCK = 1000;
+const block = Number(process.env.VITEST_POOL_ID ?? process.pid) % 10;
+let nextPort = 0;
+
+export async function freePort(): Promise<number> {
+  for (let tries = 0; tries < PORT_BLOCK; tries++) {
+    const port = PORT_BASE + block * PORT_BLOCK + (nextPort++ % PORT_BLOCK);
+    if (await bindable(port)) return port;
+  }
+  throw new Error(`no free port in ${PORT_BASE + block * PORT_BLOCK}..${PORT_BASE + (block + 1) * PORT_BLOCK - 1}`);
+}
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
   });
 }
 
