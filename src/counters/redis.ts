@@ -3,6 +3,7 @@ import type { Logger } from '../log.js';
 import { enforceDeadlines, withDeadline } from '../tokens/store/deadline.js';
 import { OutageLog } from '../tokens/store/outage-log.js';
 import { readyWithin, type RedisStoreOptions } from '../tokens/store/redis.js';
+import { closeClient } from '../tokens/store/clients.js';
 import { connect } from '../tokens/store/topology.js';
 import { StoreUnavailableError } from '../tokens/store/types.js';
 import { CLEAR_GROUP, HIT_COUNTER, PEEK_COUNTER, TAKE_RATE } from './lua.js';
@@ -72,8 +73,7 @@ export class RedisCounters implements CounterStore {
   }
 
   async close(): Promise<void> {
-    if (this.client.status === 'ready') await this.client.quit().catch(() => this.client.disconnect());
-    else this.client.disconnect();
+    await closeClient(this.client);
   }
 
   private async guard<T>(op: () => Promise<T>): Promise<T> {

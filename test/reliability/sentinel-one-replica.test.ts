@@ -83,9 +83,10 @@ describe('Sentinel, master and one replica: the master dies', () => {
       await pair.master.kill();
       expect(await eventually(async () => (await pair.masterPort()) !== oldPort, 15_000, 50)).toBe(true);
       promotedAt = Date.now();
-      // Sign-ins are back within a few seconds of the promotion, and stay back.
-      // (usually well under a second; once in a while, under a loaded machine, several seconds)
-      const back = await eventually(() => samples.some((s) => s.what === 'create' && s.status === 200 && s.at > promotedAt), 20_000, 20);
+      // Sign-ins are back within a second or so of the promotion, and stay back. (They once did not come
+      // back at all, in about one run of three: ioredis ended a client that the failover detector
+      // disconnected while it was asking the sentinels for the master; see src/tokens/store/clients.ts.)
+      const back = await eventually(() => samples.some((s) => s.what === 'create' && s.status === 200 && s.at > promotedAt), 10_000, 20);
       expect(back, JSON.stringify(samples.filter((s) => s.at > promotedAt).slice(-10))).toBe(true);
       await sleep(3000);
     } finally {

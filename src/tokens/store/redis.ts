@@ -9,6 +9,7 @@ import { ReplicaWaits } from './replication.js';
 import { RevocationChannel } from './revocation-channel.js';
 import { RevocationFeed } from './revocations.js';
 import { readSessionRecord } from './session-record.js';
+import { closeClient } from './clients.js';
 import { connect } from './topology.js';
 import { userIndexKeys } from './user-index.js';
 import {
@@ -246,10 +247,7 @@ export class RedisSessionStore implements SessionStore {
   async close(): Promise<void> {
     this.replicas?.close();
     await this.channel.close();
-    await Promise.all(this.connections().map(async (c) => {
-      if (c.status === 'ready') await c.quit().catch(() => c.disconnect());
-      else c.disconnect();
-    }));
+    await Promise.all(this.connections().map(closeClient));
   }
 
   private connections(): Array<Redis | Cluster> {

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { closeClient } from './clients.js';
 import type { LivenessCache } from './liveness-cache.js';
 
 /** Where to listen: which nodes right now, and how to connect to one. */
@@ -63,7 +64,7 @@ export class RevocationChannel {
     this.closed = true;
     clearInterval(this.timer);
     this.cache.deactivate();
-    await Promise.all([...this.listeners.values()].map((l) => quit(l.redis)));
+    await Promise.all([...this.listeners.values()].map((l) => closeClient(l.redis)));
     this.listeners.clear();
   }
 
@@ -80,7 +81,7 @@ export class RevocationChannel {
     for (const [target, l] of this.listeners) {
       if (wanted.has(target)) continue;
       this.listeners.delete(target);
-      void quit(l.redis);
+      void closeClient(l.redis);
     }
     for (const target of wanted) if (!this.listeners.has(target)) this.listen(target);
   }
@@ -152,7 +153,4 @@ export class RevocationChannel {
   }
 }
 
-async function quit(redis: Redis): Promise<void> {
-  if (redis.status === 'ready') await redis.quit().catch(() => redis.disconnect());
-  else redis.disconnect();
-}
+

@@ -1,5 +1,6 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { RedisTopology } from '../../config/types.js';
+import { keepConnected } from './clients.js';
 import type { ListenTargets } from './revocation-channel.js';
 
 export interface ConnectionOptions {
@@ -54,7 +55,7 @@ export function connect(topology: RedisTopology, o: ConnectionOptions): Connecti
 }
 
 function single(url: string, o: ConnectionOptions): Connections {
-  const make = (extra: RedisOptions = {}) => new Redis(url, { ...baseOptions(o), ...extra });
+  const make = (extra: RedisOptions = {}) => keepConnected(new Redis(url, { ...baseOptions(o), ...extra }));
   return {
     client: make({ enableAutoPipelining: true }),
     dedicated: () => make(),
@@ -70,7 +71,7 @@ function single(url: string, o: ConnectionOptions): Connections {
  * resending the command, which fails with 503).
  */
 function sentinel(t: Extract<RedisTopology, { mode: 'sentinel' }>, o: ConnectionOptions): Connections {
-  const make = (extra: RedisOptions = {}) => new Redis({
+  const make = (extra: RedisOptions = {}) => keepConnected(new Redis({
     ...baseOptions(o),
     sentinels: t.sentinels.map((s) => {
       const at = s.lastIndexOf(':');
@@ -88,7 +89,7 @@ function sentinel(t: Extract<RedisTopology, { mode: 'sentinel' }>, o: Connection
     failoverDetector: true,
     reconnectOnError: (err) => (err.message.startsWith('READONLY') ? 1 : false),
     ...extra,
-  });
+  }));
   return {
     client: make({ enableAutoPipelining: true }),
     dedicated: () => make(),
@@ -129,7 +130,7 @@ function cluster(nodes: string[], o: ConnectionOptions): Connections {
       current: () => (client.status === 'ready' ? client.nodes('master').map((n) => `${n.options.host}:${n.options.port}`) : []),
       connect: (target) => {
         const at = target.lastIndexOf(':');
-        return new Redis({ ...baseOptions(o), ...auth, keyPrefix: '', autoResubscribe: false, host: target.slice(0, at), port: Number(target.slice(at + 1)) });
+        return keepConnected(new Redis({ ...baseOptions(o), ...auth, keyPrefix: '', autoResubscribe: false, host: target.slice(0, at), port: Number(target.slice(at + 1)) }));
       },
     },
   };
