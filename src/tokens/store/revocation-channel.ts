@@ -152,5 +152,3 @@ export class RevocationChannel {
     this.cache.confirm(oldest);
   }
 }
-
-
