@@ -3,11 +3,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { validateConfig } from '../../src/config/validate.js';
 import { createLogger } from '../../src/log.js';
 import type { Config } from '../../src/config/types.js';
 import { createGateway, type Gateway, type GatewayDeps } from '../../src/server.js';
+import { startRedis, type RedisServerOptions, type TestRedis } from './redis-server.js';
 
 export const SECRET = 'test-secret-test-secret-test-secret-0123456789';
 /** Cost 4 keeps tests fast; the gateway treats every cost alike. */
@@ -20,11 +21,12 @@ export interface Users {
   remove(): void;
 }
 
-export function htpasswd(users: Record<string, string>): Users {
+/** An htpasswd file in a temporary folder; `cost` is the bcrypt cost (TEST_COST unless a test times real hashes). */
+export function htpasswd(users: Record<string, string>, cost = TEST_COST): Users {
   const dir = mkdtempSync(join(tmpdir(), 'gw-users-'));
   const file = join(dir, 'users.htpasswd');
   const write = (u: Record<string, string>) =>
-    writeFileSync(file, Object.entries(u).map(([name, pw]) => `${name}:${hashSync(pw, { cost: TEST_COST })}`).join('\n') + '\n');
+    writeFileSync(file, Object.entries(u).map(([name, pw]) => `${name}:${hashSync(pw, { cost })}`).join('\n') + '\n');
   write(users);
   return { dir, file, write, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
@@ -111,11 +113,12 @@ export interface RunningGateway {
   close(): Promise<void>;
 }
 
-/** The real gateway on a free loopback port. */
+/** The real gateway on a free loopback port; `base` is https when the configuration has `server.tls`. */
 export async function startGateway(config: Config, deps: GatewayDeps = {}): Promise<RunningGateway> {
   const gateway = createGateway(config, deps);
   const port = await gateway.listen(0, '127.0.0.1');
-  return { base: `http://127.0.0.1:${port}`, port, gateway, close: () => gateway.close(500) };
+  const scheme = config.server.tls ? 'https' : 'http';
+  return { base: `${scheme}://127.0.0.1:${port}`, port, gateway, close: () => gateway.close(500) };
 }
 
 /** Creates a token pair for user:password through the API. */
@@ -128,12 +131,20 @@ export async function createTokens(base: string, appKey: string, appSecret: stri
 export interface GatewayFixtureOptions {
   /** htpasswd users (name → password); default alice:alice-pw. */
   users?: Record<string, string>;
+  /** The users' bcrypt cost (default TEST_COST); a timing test wants a real one. */
+  cost?: number;
   /** Start an echo upstream (default true); its URL is passed to `config`. */
   echo?: boolean;
+  /** Start a redis-server of the suite's own (`true`, or its options); read it as `f.redis`. */
+  redis?: boolean | RedisServerOptions;
+  /** Start the gateway (default true); `false` for a suite that starts its own gateways from `f.users` and `f.redis`. */
+  gateway?: boolean;
+  /** Set up once for the file or block (`all`, the default) or afresh for every test (`each`). */
+  scope?: 'all' | 'each';
   /** Runs before the gateway starts (an upstream of the suite's own, a tweak of the echo's handler). */
   before?: (f: GatewayFixture) => Promise<void> | void;
-  /** The configuration overrides (see testConfig), given the users file and the echo upstream's URL. */
-  config: (f: GatewayFixture) => Raw;
+  /** The configuration overrides (see testConfig), given the fixture (users file, echo URL, Redis URL). */
+  config?: (f: GatewayFixture) => Raw;
   /** Collect the gateway's log lines (JSON) at this level into `logs`. */
   log?: 'debug' | 'info' | 'warn';
   deps?: (f: GatewayFixture) => GatewayDeps;
@@ -143,35 +154,51 @@ export interface GatewayFixtureOptions {
   setupTimeoutMs?: number;
 }
 
-/** What gatewayFixture sets up; members are filled in its beforeAll. */
+/** What gatewayFixture sets up; members are filled in its beforeAll (or beforeEach). */
 export interface GatewayFixture extends RunningGateway {
   users: Users;
   echo: EchoUpstream;
+  /** The suite's own redis-server when `redis` was given. */
+  redis: TestRedis;
   /** The gateway's log lines (raw JSON text) when `log` was given. */
   logs: string[];
 }
 
 /**
- * The one gateway set-up of the suites: in a beforeAll, an htpasswd file, an echo upstream and the real
- * gateway on a free loopback port; in an afterAll, all of it stopped and removed. Call it at the top
- * level of a test file (or of a describe block); read its members in the tests.
+ * The one gateway set-up of the suites: an htpasswd file, an echo upstream, optionally a redis-server of
+ * its own, and the real gateway on a free loopback port, set up before the tests (once, or before each
+ * with `scope: 'each'`) and all of it stopped and removed after. Call it at the top level of a test file
+ * (or of a describe block); read its members in the tests.
  */
-export function gatewayFixture(options: GatewayFixtureOptions): GatewayFixture {
+export function gatewayFixture(options: GatewayFixtureOptions = {}): GatewayFixture {
   const f = { logs: [] as string[] } as unknown as GatewayFixture;
-  beforeAll(async () => {
-    f.users = htpasswd(options.users ?? { alice: 'alice-pw' });
+  const setUp = async () => {
+    f.logs.length = 0;
+    f.users = htpasswd(options.users ?? { alice: 'alice-pw' }, options.cost);
+    if (options.redis) f.redis = await startRedis(options.redis === true ? {} : options.redis);
     if (options.echo !== false) f.echo = await echoUpstream();
     await options.before?.(f);
+    if (options.gateway === false) return;
     const deps = options.deps?.(f) ?? {};
     if (options.log) deps.log = createLogger(options.log, (line) => f.logs.push(line));
-    const running = await startGateway(testConfig(f.users.file, options.config(f)), deps);
+    const running = await startGateway(testConfig(f.users.file, options.config?.(f) ?? {}), deps);
     Object.assign(f, running);
-  }, options.setupTimeoutMs);
-  afterAll(async () => {
+  };
+  const tearDown = async () => {
     await f.gateway?.close(500);
     await f.echo?.close();
     await options.after?.(f);
+    await f.redis?.destroy();
     f.users?.remove();
-  });
+    // With scope 'each' the next set-up starts from nothing: a failed one must not close these twice.
+    for (const key of ['gateway', 'echo', 'redis', 'users'] as const) delete (f as Partial<GatewayFixture>)[key];
+  };
+  if (options.scope === 'each') {
+    beforeEach(setUp, options.setupTimeoutMs);
+    afterEach(tearDown);
+  } else {
+    beforeAll(setUp, options.setupTimeoutMs);
+    afterAll(tearDown);
+  }
   return f;
 }
