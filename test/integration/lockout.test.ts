@@ -1,37 +1,27 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { createLogger } from '../../src/log.js';
 import { MemorySessionStore } from '../../src/tokens/store/memory.js';
-import { basic, echoUpstream, htpasswd, postJson, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
+import { basic, gatewayFixture, postJson, startGateway, testConfig, type RunningGateway } from '../support/fixtures.js';
 
 // The brute-force policy from the outside: each outcome the policy promises is one test. Time is the
 // gateway's injected clock (the memory store reads it too), so windows and refills are exact.
 
-let users: Users;
-let echo: EchoUpstream;
+const f = gatewayFixture({ users: { alice: 'alice-pw', bob: 'bob-pw', carol: 'carol-pw' }, gateway: false });
 let clock: ManualClock;
 let store: MemorySessionStore;
 let gw: RunningGateway;
 let logLines: string[];
-
-beforeAll(async () => {
-  users = htpasswd({ alice: 'alice-pw', bob: 'bob-pw', carol: 'carol-pw' });
-  echo = await echoUpstream();
-});
-afterAll(async () => {
-  await echo.close();
-  users.remove();
-});
 
 /** Defaults of the shipped policy unless overridden; trustProxy 1 so a test can speak from any address. */
 async function start(lockout: Record<string, number> = {}) {
   clock = new ManualClock(Date.now());
   store = new MemorySessionStore(clock);
   logLines = [];
-  gw = await startGateway(testConfig(users.file, {
+  gw = await startGateway(testConfig(f.users.file, {
     server: { host: '127.0.0.1', port: 0, trustProxy: 1 },
     lockout,
-    upstreams: { up: { url: echo.url } },
+    upstreams: { up: { url: f.echo.url } },
     routes: [{ path: '/v1/conversations', upstream: 'up' }],
   }), { clock, store, log: createLogger('debug', (line) => logLines.push(line)) });
 }
