@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTokens, htpasswd, postJson, startGateway, testConfig, type RunningGateway, type Users } from '../support/fixtures.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { describe, expect, it } from 'vitest';
+import { createTokens, gatewayFixture, postJson } from '../support/fixtures.js';
 
 /**
  * Issue 16, finding 7: revoking `<live sid>.<random>` took 0.9 ms, `<unknown sid>.<random>` 302 ms,
@@ -10,19 +9,10 @@ import { startRedis, type TestRedis } from '../support/redis-server.js';
  * same steps whether its session is live or gone.
  */
 
-let users: Users;
-let redis: TestRedis;
-let gw: RunningGateway;
-
-beforeAll(async () => {
-  users = htpasswd({ alice: 'alice-pw' });
-  redis = await startRedis();
-  gw = await startGateway(testConfig(users.file, { store: { kind: 'redis', url: redis.url } }));
-});
-afterAll(async () => {
-  await gw?.close();
-  await redis?.destroy();
-  users?.remove();
+const gw = gatewayFixture({
+  echo: false,
+  redis: true,
+  config: (f) => ({ store: { kind: 'redis', url: f.redis.url } }),
 });
 
 const secret = () => randomBytes(32).toString('base64url');
