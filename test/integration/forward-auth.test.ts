@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { basic, createTokens, echoUpstream, htpasswd, postJson, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
-import { captureLog, until, writeGroups, type CapturedLog } from '../support/authz.js';
+import { describe, expect, it } from 'vitest';
+import { basic, createTokens, gatewayFixture, postJson } from '../support/fixtures.js';
+import { captureLog, until, writeGroups } from '../support/authz.js';
 import { openRaw } from '../support/raw-client.js';
 
 /**
@@ -8,37 +8,28 @@ import { openRaw } from '../support/raw-client.js';
  * front): the same steps as a proxied request decide, about the request the headers describe.
  */
 
-let users: Users;
-let echo: EchoUpstream;
-let gw: RunningGateway;
-let log: CapturedLog;
-
 const alice = basic('alice', 'alice-pw');
 const carol = basic('carol', 'carol-pw');
+const log = captureLog();
 
-beforeAll(async () => {
-  users = htpasswd({ alice: 'alice-pw', carol: 'carol-pw' });
-  writeGroups(users.dir, { admins: ['alice'], staff: ['alice', 'carol'] });
-  echo = await echoUpstream();
-  log = captureLog();
-  gw = await startGateway(testConfig(users.file, {
-    users: { htpasswd: users.file, groups: `${users.dir}/users.groups`, watch: false },
+const gw = gatewayFixture({
+  users: { alice: 'alice-pw', carol: 'carol-pw' },
+  before: (f) => {
+    writeGroups(f.users.dir, { admins: ['alice'], staff: ['alice', 'carol'] });
+  },
+  config: (f) => ({
+    users: { htpasswd: f.users.file, groups: `${f.users.dir}/users.groups`, watch: false },
     forwardAuth: { path: '/auth/verify' },
     log: { level: 'info', access: true },
-    upstreams: { echo: { url: echo.url } },
+    upstreams: { echo: { url: f.echo.url } },
     routes: [
       { path: '/v1/reports', upstream: 'echo', allow: { groups: ['admins'], methods: ['GET'] }, paging: { sortable: ['a'] } },
       // No upstream: the proxy in front serves it; the gateway only answers about it.
       { path: '/wiki', allow: { groups: ['staff'] } },
       { path: '/limited', rateLimit: { requests: 1, windowSeconds: 60 } },
     ],
-  }), { log });
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await echo?.close();
-  users?.remove();
+  }),
+  deps: () => ({ log }),
 });
 
 function ask(method: string, uri: string, headers: Record<string, string> = {}, style: 'forwarded' | 'original' = 'forwarded', callMethod = 'GET') {
@@ -48,7 +39,7 @@ function ask(method: string, uri: string, headers: Record<string, string> = {}, 
 
 describe('forward-auth', () => {
   it('allowed: 200, empty body, the identity in headers, never cached; the upstream is not called', async () => {
-    const before = echo.received.length;
+    const before = gw.echo.received.length;
     const res = await ask('GET', '/v1/reports/7?size=10', { authorization: alice, 'x-forwarded-host': 'api.example.com', 'x-forwarded-proto': 'https' });
     expect(res.status).toBe(200);
     expect(await res.text()).toBe('');
@@ -56,7 +47,7 @@ describe('forward-auth', () => {
     expect(res.headers.get('x-authenticated-via')).toBe('basic');
     expect(res.headers.get('x-authenticated-groups')).toBe('admins,staff');
     expect(res.headers.get('cache-control')).toBe('no-store');
-    expect(echo.received.length).toBe(before);
+    expect(gw.echo.received.length).toBe(before);
   });
 
   it('nginx\'s X-Original-Method / X-Original-URI, and any method of the call itself (HEAD, POST)', async () => {
