@@ -1,50 +1,52 @@
 import type { Config } from '../../src/config/types.js';
 import { writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
-import { basic, createTokens, echoUpstream, htpasswd, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
-import { captureLog, until, writeGroups, type CapturedLog } from '../support/authz.js';
+import { basic, createTokens, gatewayFixture, testConfig } from '../support/fixtures.js';
+import { captureLog, until, writeGroups } from '../support/authz.js';
 
 /**
  * Per-route allow rules (users, groups from an htgroup file, methods) on proxied requests and WebSocket
  * handshakes; 401 stays for credentials, 403 `forbidden` is for rules. Real upstreams, the real gateway.
  */
 
-let users: Users;
-let echo: EchoUpstream;
-let gw: RunningGateway;
-let log: CapturedLog;
-let wsServer: ReturnType<typeof createServer>;
+const log = captureLog();
+const wsServer = createServer();
 const wsSockets = new Set<WebSocket>();
 const wsHandshakes: IncomingMessage[] = [];
+new WebSocketServer({ server: wsServer }).on('connection', (ws, req) => {
+  wsHandshakes.push(req);
+  wsSockets.add(ws);
+  ws.on('close', () => wsSockets.delete(ws));
+  ws.on('message', (d) => ws.send(`echo:${d.toString()}`));
+});
 
 const alice = basic('alice', 'alice-pw');
 const bob = basic('bob', 'bob-pw');
 const carol = basic('carol', 'carol-pw');
 
-beforeAll(async () => {
-  users = htpasswd({ alice: 'alice-pw', bob: 'bob-pw', carol: 'carol-pw' });
-  writeGroups(users.dir, { admins: ['bob'], staff: ['carol', 'bob'] });
-  echo = await echoUpstream();
-  wsServer = createServer();
-  new WebSocketServer({ server: wsServer }).on('connection', (ws, req) => {
-    wsHandshakes.push(req);
-    wsSockets.add(ws);
-    ws.on('close', () => wsSockets.delete(ws));
-    ws.on('message', (d) => ws.send(`echo:${d.toString()}`));
-  });
-  await new Promise<void>((resolve) => wsServer.listen(0, '127.0.0.1', resolve));
-  log = captureLog();
-  gw = await startGateway(config(), { log });
+const gw = gatewayFixture({
+  users: { alice: 'alice-pw', bob: 'bob-pw', carol: 'carol-pw' },
+  before: async (f) => {
+    writeGroups(f.users.dir, { admins: ['bob'], staff: ['carol', 'bob'] });
+    await new Promise<void>((resolve) => wsServer.listen(0, '127.0.0.1', resolve));
+  },
+  config: () => settings(),
+  deps: () => ({ log }),
+  after: async () => {
+    for (const ws of wsSockets) ws.terminate();
+    wsServer.closeAllConnections();
+    await new Promise((resolve) => wsServer.close(resolve));
+  },
 });
 
-/** The gateway's configuration; `live` is the allow rule of the WebSocket route. */
-function config(live: Record<string, unknown> = { groups: ['staff'] }) {
-  return testConfig(users.file, {
-    users: { htpasswd: users.file, groups: `${users.dir}/users.groups`, watch: true },
+/** The gateway's settings; `live` is the allow rule of the WebSocket route. */
+function settings(live: Record<string, unknown> = { groups: ['staff'] }) {
+  return {
+    users: { htpasswd: gw.users.file, groups: `${gw.users.dir}/users.groups`, watch: true },
     log: { level: 'info', access: true },
-    upstreams: { echo: { url: echo.url }, live: { url: `http://127.0.0.1:${(wsServer.address() as { port: number }).port}` } },
+    upstreams: { echo: { url: gw.echo.url }, live: { url: `http://127.0.0.1:${(wsServer.address() as { port: number }).port}` } },
     routes: [
       { path: '/v1/reports', upstream: 'echo', allow: { users: ['alice'], groups: ['admins'], methods: ['GET', 'HEAD'] } },
       { path: '/v1/staff', upstream: 'echo', allow: { groups: ['staff'] } },
@@ -52,17 +54,13 @@ function config(live: Record<string, unknown> = { groups: ['staff'] }) {
       { path: '/v1/open', upstream: 'echo' },
       { path: '/v1/live', upstream: 'live', allow: live },
     ],
-  });
+  };
 }
 
-afterAll(async () => {
-  await gw?.close();
-  for (const ws of wsSockets) ws.terminate();
-  wsServer?.closeAllConnections();
-  await new Promise((resolve) => wsServer?.close(resolve));
-  await echo?.close();
-  users?.remove();
-});
+/** The gateway's configuration, for a reload. */
+function config(live?: Record<string, unknown>) {
+  return testConfig(gw.users.file, settings(live));
+}
 
 async function get(path: string, authorization?: string, method = 'GET') {
   const res = await fetch(`${gw.base}${path}`, { method, headers: authorization ? { authorization } : {} });
@@ -73,13 +71,13 @@ async function get(path: string, authorization?: string, method = 'GET') {
 describe('allow rules', () => {
   it('a listed user passes; an unlisted one gets 403 forbidden as a problem body, and the upstream sees nothing', async () => {
     expect((await get('/v1/reports', alice)).status).toBe(200);
-    const before = echo.received.length;
+    const before = gw.echo.received.length;
     const denied = await get('/v1/reports/7', carol);
     expect(denied.status).toBe(403);
     expect(denied.headers.get('content-type')).toBe('application/problem+json');
     expect(denied.body).toMatchObject({ status: 403, code: 'forbidden', type: 'urn:auth-gateway:problem:forbidden' });
     expect(denied.headers.get('www-authenticate')).toBeNull();
-    expect(echo.received.length).toBe(before);
+    expect(gw.echo.received.length).toBe(before);
   });
 
   it('credentials come first: none, or wrong ones, are 401 on a ruled route too', async () => {
@@ -90,7 +88,7 @@ describe('allow rules', () => {
   it('a member of a listed group passes, with its groups sent upstream; others are refused', async () => {
     const ok = await get('/v1/reports', bob);
     expect(ok.status).toBe(200);
-    expect(echo.received.at(-1)!.headers['x-authenticated-groups']).toBe('admins,staff');
+    expect(gw.echo.received.at(-1)!.headers['x-authenticated-groups']).toBe('admins,staff');
     expect((await get('/v1/staff', carol)).status).toBe(200);
     expect((await get('/v1/staff', alice)).status).toBe(403);
   });
@@ -119,13 +117,13 @@ describe('allow rules', () => {
       headers: { authorization: alice, 'x-authenticated-groups': 'admins', 'x-authenticated_groups': 'admins', 'x-identity-assertion': 'forged' },
     });
     expect(res.status).toBe(200);
-    const h = echo.received.at(-1)!.headers;
+    const h = gw.echo.received.at(-1)!.headers;
     expect(h['x-authenticated-groups']).toBeUndefined();
     expect(h['x-authenticated_groups']).toBeUndefined();
     // Assertions are off here: the default header name is removed all the same.
     expect(h['x-identity-assertion']).toBeUndefined();
     await fetch(`${gw.base}/v1/open`, { headers: { authorization: carol, 'x-authenticated-groups': 'admins' } });
-    expect(echo.received.at(-1)!.headers['x-authenticated-groups']).toBe('staff');
+    expect(gw.echo.received.at(-1)!.headers['x-authenticated-groups']).toBe('staff');
   });
 
   it('the access line and the metrics show the 403 with its code', async () => {
@@ -229,7 +227,7 @@ describe('the groups file', () => {
     ws.send('hello');
     expect(await new Promise<string>((resolve) => ws.once('message', (d) => resolve(d.toString())))).toBe('echo:hello');
     const started = Date.now();
-    writeGroups(users.dir, { admins: ['bob'], staff: ['bob'] });
+    writeGroups(gw.users.dir, { admins: ['bob'], staff: ['bob'] });
     expect(await until(async () => (await get('/v1/staff', carol)).status === 403)).toBe(true);
     // The tunnel is closed as revocation closes them (an abnormal closure: the gateway cannot write a close frame).
     expect(await Promise.race([closed, new Promise((r) => setTimeout(() => r('still open'), 3000))])).toBe(1006);
@@ -237,7 +235,7 @@ describe('the groups file', () => {
     expect(Date.now() - started).toBeLessThan(2500);
     expect((await get('/v1/staff', bob)).status).toBe(200);
     // A broken file is logged and the groups in force stay.
-    writeFileSync(`${users.dir}/users.groups`, 'not a group line\n');
+    writeFileSync(`${gw.users.dir}/users.groups`, 'not a group line\n');
     expect(await until(() => log.lines.some((l) => l.msg === 'groups file not reloaded; keeping the previous groups'))).toBe(true);
     expect((await get('/v1/staff', bob)).status).toBe(200);
   });
