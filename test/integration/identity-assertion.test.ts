@@ -2,11 +2,11 @@ import { writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
 import type { Config } from '../../src/config/types.js';
 import { JWKS_PATH } from '../../src/identity/jwks.js';
-import { basic, createTokens, htpasswd, startGateway, testConfig, type RunningGateway, type Users } from '../support/fixtures.js';
+import { basic, createTokens, gatewayFixture, testConfig } from '../support/fixtures.js';
 import { newKeyPem } from '../support/assertion-keys.js';
 import { assertionUpstream, type AssertionUpstream } from '../support/assertion-upstream.js';
 import { writeGroups } from '../support/authz.js';
@@ -16,19 +16,40 @@ import { writeGroups } from '../support/authz.js';
  * verifies it with jose against the gateway's JWK Set, across a key rotation.
  */
 
-let users: Users;
 let upstream: AssertionUpstream;
-let gw: RunningGateway;
 let keyFile: string;
-let wsServer: ReturnType<typeof createServer>;
+const wsServer = createServer();
 const handshakes: IncomingMessage[] = [];
+new WebSocketServer({ server: wsServer }).on('connection', (ws, req) => {
+  handshakes.push(req);
+  ws.close();
+});
 const oldKey = newKeyPem('ES256');
 const newKey = newKeyPem('ES256');
 const alice = basic('alice', 'alice-pw');
 
-function config(): Config {
-  return testConfig(users.file, {
-    users: { htpasswd: users.file, groups: join(users.dir, 'users.groups'), watch: false },
+const gw = gatewayFixture({
+  users: { alice: 'alice-pw', bob: 'bob-pw' },
+  echo: false,
+  before: async (f) => {
+    writeGroups(f.users.dir, { admins: ['alice'], ops: ['alice'] });
+    keyFile = join(f.users.dir, 'assertion-key.pem');
+    writeFileSync(keyFile, oldKey);
+    // jose's defaults but a short cooldown, so the test need not wait 30 s for a refetch on a new kid.
+    upstream = await assertionUpstream({ jwksUrl: () => `${f.base}${JWKS_PATH}`, audience: 'reports', alg: 'ES256', cooldownMs: 200 });
+    await new Promise<void>((resolve) => wsServer.listen(0, '127.0.0.1', resolve));
+  },
+  config: () => settings(),
+  after: async () => {
+    await upstream?.close();
+    wsServer.closeAllConnections();
+    await new Promise((resolve) => wsServer.close(resolve));
+  },
+});
+
+function settings() {
+  return {
+    users: { htpasswd: gw.users.file, groups: join(gw.users.dir, 'users.groups'), watch: false },
     identity: { assertion: { keyFile } },
     upstreams: { reports: { url: upstream.url }, live: { url: `http://127.0.0.1:${(wsServer.address() as { port: number }).port}` } },
     routes: [
@@ -36,32 +57,12 @@ function config(): Config {
       { path: '/v1/other', upstream: 'reports', audience: 'other-api' },
       { path: '/v1/live', upstream: 'live' },
     ],
-  });
+  };
 }
 
-beforeAll(async () => {
-  users = htpasswd({ alice: 'alice-pw', bob: 'bob-pw' });
-  writeGroups(users.dir, { admins: ['alice'], ops: ['alice'] });
-  keyFile = join(users.dir, 'assertion-key.pem');
-  writeFileSync(keyFile, oldKey);
-  // jose's defaults but a short cooldown, so the test need not wait 30 s for a refetch on a new kid.
-  upstream = await assertionUpstream({ jwksUrl: () => `${gw.base}${JWKS_PATH}`, audience: 'reports', alg: 'ES256', cooldownMs: 200 });
-  wsServer = createServer();
-  new WebSocketServer({ server: wsServer }).on('connection', (ws, req) => {
-    handshakes.push(req);
-    ws.close();
-  });
-  await new Promise<void>((resolve) => wsServer.listen(0, '127.0.0.1', resolve));
-  gw = await startGateway(config());
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await upstream?.close();
-  wsServer?.closeAllConnections();
-  await new Promise((resolve) => wsServer?.close(resolve));
-  users?.remove();
-});
+function config(): Config {
+  return testConfig(gw.users.file, settings());
+}
 
 describe('identity assertions', () => {
   it('a proxied request carries one the upstream verifies with jose: iss, sub, aud, groups, via, iat, exp (60 s)', async () => {
