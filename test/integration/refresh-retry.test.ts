@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTokens, echoUpstream, htpasswd, postJson, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { createTokens, gatewayFixture, postJson, startGateway, testConfig, type RunningGateway } from '../support/fixtures.js';
 
 /**
  * Issue 16, finding 1, as reported: one Redis without replicas; gateway A (waitForReplicas 0) signs
@@ -13,33 +12,25 @@ import { startRedis, type TestRedis } from '../support/redis-server.js';
 
 type Pair = { accessToken: string; refreshToken: string };
 
-let users: Users;
-let redis: TestRedis;
-let echo: EchoUpstream;
+const f = gatewayFixture({ redis: true, gateway: false });
 let a: RunningGateway;
 let b: RunningGateway;
 
-const gateway = (waitForReplicas: number, extra: Record<string, unknown> = {}) => startGateway(testConfig(users.file, {
-  store: { kind: 'redis', url: redis.url, waitForReplicas, ...extra },
-  upstreams: { up: { url: echo.url } },
+const gateway = (waitForReplicas: number, extra: Record<string, unknown> = {}) => startGateway(testConfig(f.users.file, {
+  store: { kind: 'redis', url: f.redis.url, waitForReplicas, ...extra },
+  upstreams: { up: { url: f.echo.url } },
   routes: [{ path: '/v1/conversations', upstream: 'up' }],
 }));
 const bearer = (gw: RunningGateway, token: string) => fetch(`${gw.base}/v1/conversations`, { headers: { authorization: `Bearer ${token}` } });
 const refresh = (gw: RunningGateway, refreshToken: string) => postJson(gw.base, '/v1/tokens/refresh', { refreshToken });
 
 beforeAll(async () => {
-  users = htpasswd({ alice: 'alice-pw' });
-  redis = await startRedis();
-  echo = await echoUpstream();
   a = await gateway(0);
   b = await gateway(1);
 });
 afterAll(async () => {
   await a?.close();
   await b?.close();
-  await echo?.close();
-  await redis?.destroy();
-  users?.remove();
 });
 
 describe('a refresh whose answer was lost', () => {
