@@ -1,22 +1,27 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { RedisSessionStore } from '../../src/tokens/store/redis.js';
-import { createTokens, echoUpstream, htpasswd, postJson, SECRET, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { createTokens, gatewayFixture, postJson, SECRET } from '../support/fixtures.js';
 
 // The operator commands, run as the built CLI (a process of its own) against the Redis a running
 // gateway uses: what they change is seen by the gateway at once.
 
 const CLI = join(import.meta.dirname, '../../dist/src/main.js');
 
-let dir: string;
-let users: Users;
-let redis: TestRedis;
-let echo: EchoUpstream;
-let gw: RunningGateway;
+const lockout = { maxFailuresPerUser: 2, maxFailuresPerAccount: 3, addressBurst: 3, addressFailuresPerMinute: 1 };
+const gw = gatewayFixture({
+  users: { alice: 'alice-pw', bob: 'bob-pw' },
+  redis: true,
+  config: (f) => ({
+    server: { host: '127.0.0.1', port: 0, trustProxy: 1 },
+    store: { kind: 'redis', url: f.redis.url, keyPrefix: 'cli:' },
+    lockout,
+    upstreams: { up: { url: f.echo.url } },
+    routes: [{ path: '/v1/x', upstream: 'up' }],
+  }),
+});
 let configFile: string;
 
 function cli(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
@@ -31,35 +36,15 @@ function cli(args: string[]): Promise<{ status: number | null; stdout: string; s
 }
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'gw-cli-admin-'));
-  users = htpasswd({ alice: 'alice-pw', bob: 'bob-pw' });
-  redis = await startRedis();
-  echo = await echoUpstream();
-  const lockout = { maxFailuresPerUser: 2, maxFailuresPerAccount: 3, addressBurst: 3, addressFailuresPerMinute: 1 };
-  gw = await startGateway(testConfig(users.file, {
-    server: { host: '127.0.0.1', port: 0, trustProxy: 1 },
-    store: { kind: 'redis', url: redis.url, keyPrefix: 'cli:' },
-    lockout,
-    upstreams: { up: { url: echo.url } },
-    routes: [{ path: '/v1/x', upstream: 'up' }],
-  }));
   expect(await (gw.gateway.store as RedisSessionStore).waitUntilReady(5000)).toBe(true);
-  configFile = join(dir, 'gateway.yaml');
+  configFile = join(gw.users.dir, 'gateway.yaml');
   writeFileSync(configFile, [
-    `store: { kind: redis, url: "${redis.url}", keyPrefix: "cli:" }`,
-    `users: { htpasswd: ${users.file} }`,
+    `store: { kind: redis, url: "${gw.redis.url}", keyPrefix: "cli:" }`,
+    `users: { htpasswd: ${gw.users.file} }`,
     `tokens: { signing: { alg: HS256, secret: "${SECRET}" } }`,
     `lockout: ${JSON.stringify(lockout)}`,
     'admin: false',
   ].join('\n'));
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await echo?.close();
-  await redis?.destroy();
-  users?.remove();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 const create = (appKey: string, appSecret: string, address: string) =>
@@ -107,8 +92,8 @@ describe('auth-gateway lockout clear', () => {
     const none = await cli(['lockout', 'clear']);
     expect(none.status).toBe(2);
     expect(none.stderr).toMatch(/needs --user NAME, --address IP or both/);
-    const memoryFile = join(dir, 'memory.yaml');
-    writeFileSync(memoryFile, `users: { htpasswd: ${users.file} }\ntokens: { signing: { alg: HS256, secret: "${SECRET}" } }\nadmin: false\n`);
+    const memoryFile = join(gw.users.dir, 'memory.yaml');
+    writeFileSync(memoryFile, `users: { htpasswd: ${gw.users.file} }\ntokens: { signing: { alg: HS256, secret: "${SECRET}" } }\nadmin: false\n`);
     const memory = await new Promise<{ status: number | null; stderr: string }>((resolve) => {
       const child = spawn(process.execPath, [CLI, 'lockout', 'clear', '--user', 'alice', '--config', memoryFile], { env: { PATH: process.env.PATH } });
       let stderr = '';
