@@ -1,21 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { basic, echoUpstream, htpasswd, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { basic, gatewayFixture, startGateway, testConfig, type RunningGateway } from '../support/fixtures.js';
 
-let users: Users;
-let redis: TestRedis;
-let echo: EchoUpstream;
+const f = gatewayFixture({ users: { alice: 'alice-pw', bob: 'bob-pw' }, redis: true, gateway: false });
 let a: RunningGateway;
 let b: RunningGateway;
 
 beforeAll(async () => {
-  users = htpasswd({ alice: 'alice-pw', bob: 'bob-pw' });
-  redis = await startRedis();
-  echo = await echoUpstream();
-  const config = () => testConfig(users.file, {
-    store: { kind: 'redis', url: redis.url, commandTimeoutMs: 300 },
+  const config = () => testConfig(f.users.file, {
+    store: { kind: 'redis', url: f.redis.url, commandTimeoutMs: 300 },
     rateLimit: { requests: 4, windowSeconds: 60 },
-    upstreams: { up: { url: echo.url } },
+    upstreams: { up: { url: f.echo.url } },
     routes: [
       { path: '/v1/conversations', upstream: 'up' },
       { path: '/v1/contacts', upstream: 'up', rateLimit: { requests: 1, windowSeconds: 60 } },
@@ -28,9 +22,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await a.close();
   await b.close();
-  await echo.close();
-  await redis.destroy();
-  users.remove();
 });
 
 const get = (gw: RunningGateway, path: string, user = 'alice') =>
@@ -68,14 +59,14 @@ describe('rate limiting per principal', () => {
 
   it('fails open while Redis is down for Basic users with cached credentials', async () => {
     // bob's password is cached from the requests above; the limit counter cannot be read.
-    await redis.stop();
+    await f.redis.stop();
     try {
       const res = await get(a, '/v1/unlimited', 'bob');
       expect(res.status).toBe(200);
       const limited = await get(a, '/v1/conversations', 'bob');
       expect(limited.status).toBe(200);
     } finally {
-      await redis.start();
+      await f.redis.start();
     }
   });
 });
