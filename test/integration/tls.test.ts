@@ -5,9 +5,8 @@ import { request, type RequestOptions } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/log.js';
-import { htpasswd, testConfig, startGateway, type RunningGateway, type Users } from '../support/fixtures.js';
+import { describe, expect, it } from 'vitest';
+import { gatewayFixture } from '../support/fixtures.js';
 import { freePort, startNode } from '../support/process.js';
 
 /** A throwaway CA and server certificates from the openssl CLI, in a temporary folder. */
@@ -41,28 +40,21 @@ class Pki {
 }
 
 let pki: Pki;
-let users: Users;
-let gw: RunningGateway;
 let certFile: string;
 let keyFile: string;
 let firstSerial: string;
-const logLines: string[] = [];
 
-beforeAll(async () => {
-  pki = new Pki();
-  users = htpasswd({ alice: 'alice-pw' });
-  certFile = join(pki.dir, 'server.pem');
-  keyFile = join(pki.dir, 'server.key');
-  firstSerial = pki.issue(certFile, keyFile);
-  gw = await startGateway(
-    testConfig(users.file, { server: { host: '127.0.0.1', port: 0, tls: { certFile, keyFile, reloadIntervalMs: 100 } } }),
-    { log: createLogger('info', (line) => logLines.push(line)) },
-  );
-});
-afterAll(async () => {
-  await gw?.close();
-  users.remove();
-  pki.remove();
+const gw = gatewayFixture({
+  echo: false,
+  log: 'info',
+  before: () => {
+    pki = new Pki();
+    certFile = join(pki.dir, 'server.pem');
+    keyFile = join(pki.dir, 'server.key');
+    firstSerial = pki.issue(certFile, keyFile);
+  },
+  config: () => ({ server: { host: '127.0.0.1', port: 0, tls: { certFile, keyFile, reloadIntervalMs: 100 } } }),
+  after: () => pki.remove(),
 });
 
 interface Answer {
@@ -120,12 +112,12 @@ describe('HTTPS on the public port', () => {
   it('picks up a renewed certificate without a restart, and keeps the one in use when the new pair is broken', async () => {
     const renewed = pki.issue(certFile, keyFile);
     await expect.poll(async () => (await https('/healthz')).serial, { timeout: 5000, interval: 100 }).toBe(renewed);
-    expect(logLines.some((l) => l.includes('"msg":"tls certificate reloaded"'))).toBe(true);
+    expect(gw.logs.some((l) => l.includes('"msg":"tls certificate reloaded"'))).toBe(true);
 
     // A key that does not belong to the certificate: logged, and the renewed pair stays in force.
     const otherCert = join(pki.dir, 'other.pem');
     pki.issue(otherCert, keyFile);
-    await expect.poll(() => logLines.some((l) => l.includes('"msg":"tls certificate not reloaded; keeping the one in use"')), { timeout: 5000, interval: 100 }).toBe(true);
+    await expect.poll(() => gw.logs.some((l) => l.includes('"msg":"tls certificate not reloaded; keeping the one in use"')), { timeout: 5000, interval: 100 }).toBe(true);
     const after = await https('/healthz');
     expect(after.status).toBe(200);
     expect(after.serial).toBe(renewed);
@@ -138,7 +130,7 @@ describe('HTTPS from the command line', () => {
     const file = join(pki.dir, 'gateway.yaml');
     writeFileSync(file, [
       `server: { host: 127.0.0.1, port: ${port}, tls: { certFile: server.pem, keyFile: server.key } }`,
-      `users: { htpasswd: ${users.file}, watch: false }`,
+      `users: { htpasswd: ${gw.users.file}, watch: false }`,
       'tokens: { signing: { alg: HS256, secret: "${GATEWAY_JWT_SECRET}" } }',
       'admin: false',
       '',
