@@ -1,10 +1,9 @@
 import { request } from 'node:http';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.js';
-import { basic, createTokens, echoUpstream, htpasswd, SECRET, startGateway, type EchoUpstream, type Users } from '../support/fixtures.js';
+import { basic, createTokens, gatewayFixture, htpasswd, SECRET, startGateway } from '../support/fixtures.js';
 import { freePort, startNode, waitForHttp, type Child } from '../support/process.js';
 
 // Reload without restart: the built gateway as operators run it, SIGHUP under load with requests in
@@ -13,33 +12,25 @@ import { freePort, startNode, waitForHttp, type Child } from '../support/process
 const CLI = join(import.meta.dirname, '../../dist/src/main.js');
 const ALICE = basic('alice', 'alice-pw');
 
-let dir: string;
-let users: Users;
-let echo: EchoUpstream;
-
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'gw-reload-'));
-  users = htpasswd({ alice: 'alice-pw', bob: 'bob-pw' });
-  echo = await echoUpstream();
-  // /slow answers after 800 ms: a request in flight across the reload.
-  echo.handler = (req, res, r) => {
-    const answer = () => res.end(JSON.stringify(r));
-    if (req.url!.includes('/slow')) setTimeout(answer, 800);
-    else answer();
-  };
-});
-afterAll(async () => {
-  await echo?.close();
-  users?.remove();
-  rmSync(dir, { recursive: true, force: true });
+const f = gatewayFixture({
+  users: { alice: 'alice-pw', bob: 'bob-pw' },
+  gateway: false,
+  before: ({ echo }) => {
+    // /slow answers after 800 ms: a request in flight across the reload.
+    echo.handler = (req, res, r) => {
+      const answer = () => res.end(JSON.stringify(r));
+      if (req.url!.includes('/slow')) setTimeout(answer, 800);
+      else answer();
+    };
+  },
 });
 
 function yaml(port: number, routes: string[], extra = ''): string {
   return [
     `server: { host: 127.0.0.1, port: ${port} }`,
-    `users: { htpasswd: ${users.file} }`,
+    `users: { htpasswd: ${f.users.file} }`,
     `tokens: { signing: { alg: HS256, secret: "${SECRET}" } }`,
-    `upstreams: { up: { url: "${echo.url}" } }`,
+    `upstreams: { up: { url: "${f.echo.url}" } }`,
     `routes:`,
     ...routes.map((p) => `  - { path: ${p}, upstream: up }`),
     'admin: false',
@@ -63,7 +54,7 @@ const logLines = (child: Child) => child.output().split('\n').filter((l) => l.st
 describe('SIGHUP and --watch on the running gateway', () => {
   it('SIGHUP under load: a request in flight finishes on the old configuration, new routes serve at once, no request fails', async () => {
     const port = await freePort();
-    const file = join(dir, 'sighup.yaml');
+    const file = join(f.users.dir, 'sighup.yaml');
     writeFileSync(file, yaml(port, ['/v1/a', '/v1/both']));
     const child = startNode(CLI, ['serve', '--config', file], { GATEWAY_JWT_SECRET: SECRET });
     try {
@@ -95,7 +86,7 @@ describe('SIGHUP and --watch on the running gateway', () => {
 
   it('SIGHUP during start-up (the store not reachable yet) reloads instead of killing the process', async () => {
     const port = await freePort();
-    const file = join(dir, 'startup.yaml');
+    const file = join(f.users.dir, 'startup.yaml');
     // Start-up waits for the store up to its connect timeout before it listens: 3 s here, so the SIGHUP
     // surely lands inside the wait however loaded the machine is.
     writeFileSync(file, yaml(port, ['/v1/a'], 'store: { connectTimeoutMs: 3000 }'));
@@ -117,7 +108,7 @@ describe('SIGHUP and --watch on the running gateway', () => {
 
   it('a broken file on SIGHUP is logged with every problem and the configuration in force stays', async () => {
     const port = await freePort();
-    const file = join(dir, 'broken.yaml');
+    const file = join(f.users.dir, 'broken.yaml');
     writeFileSync(file, yaml(port, ['/v1/a']));
     const child = startNode(CLI, ['serve', '--config', file], { GATEWAY_JWT_SECRET: SECRET });
     try {
@@ -136,7 +127,7 @@ describe('SIGHUP and --watch on the running gateway', () => {
 
   it('--watch reloads when the file changes, and names settings that need a restart', async () => {
     const port = await freePort();
-    const file = join(dir, 'watched.yaml');
+    const file = join(f.users.dir, 'watched.yaml');
     writeFileSync(file, yaml(port, ['/v1/a']));
     const child = startNode(CLI, ['serve', '--config', file, '--watch'], { GATEWAY_JWT_SECRET: SECRET });
     try {
@@ -154,13 +145,13 @@ describe('SIGHUP and --watch on the running gateway', () => {
 describe('what a reload changes', () => {
   const base = (extra: string) => parseConfig([
     'server: { host: 127.0.0.1, port: 0 }',
-    `users: { htpasswd: ${users.file}, watch: false }`,
-    `upstreams: { up: { url: "${echo.url}" } }`,
+    `users: { htpasswd: ${f.users.file}, watch: false }`,
+    `upstreams: { up: { url: "${f.echo.url}" } }`,
     'routes: [{ path: /v1/a, upstream: up }]',
     'admin: false',
     'log: { level: silent, access: false }',
     extra,
-  ].join('\n'), join(dir, 'inline.yaml'), {});
+  ].join('\n'), join(f.users.dir, 'inline.yaml'), {});
 
   it('keys: a new signing key signs new tokens; the old one, moved to verificationKeys, keeps verifying; dropped, it does not', async () => {
     const other = 'another-secret-another-secret-0123456789abcd';
@@ -191,7 +182,7 @@ describe('what a reload changes', () => {
       gw.gateway.reload(withCarol);
       expect((await fetch(`${gw.base}/v1/a/x`, { headers: { authorization: basic('carol', 'carol-pw') } })).status).toBe(200);
       expect((await fetch(`${gw.base}/v1/a/x`, { headers: { authorization: ALICE } })).status).toBe(401);
-      const broken = base(`tokens: { signing: { alg: RS256, privateKeyFile: ${join(dir, 'missing.pem')} } }`);
+      const broken = base(`tokens: { signing: { alg: RS256, privateKeyFile: ${join(f.users.dir, 'missing.pem')} } }`);
       expect(() => gw.gateway.reload(broken)).toThrow(/key file not found/);
       expect((await fetch(`${gw.base}/v1/a/x`, { headers: { authorization: basic('carol', 'carol-pw') } })).status).toBe(200);
     } finally {
