@@ -1,26 +1,17 @@
 import { readFileSync, writeFileSync } from 'node:fs';
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { RedisSessionStore } from '../../src/tokens/store/redis.js';
-import { createTokens, echoUpstream, htpasswd, postJson, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
+import { createTokens, gatewayFixture, postJson, startGateway, testConfig, type RunningGateway } from '../support/fixtures.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 
-let users: Users;
-let echo: EchoUpstream;
-let gw: RunningGateway;
-
-beforeEach(async () => {
-  users = htpasswd({ alice: 'alice-pw', bob: 'bob-pw' });
-  echo ??= await echoUpstream();
-  gw = await startGateway(testConfig(users.file, {
-    upstreams: { up: { url: echo.url } },
+const gw = gatewayFixture({
+  users: { alice: 'alice-pw', bob: 'bob-pw' },
+  scope: 'each',
+  config: (f) => ({
+    upstreams: { up: { url: f.echo.url } },
     routes: [{ path: '/v1/conversations', upstream: 'up' }],
-  }));
+  }),
 });
-afterEach(async () => {
-  await gw.close();
-  users.remove();
-});
-afterAll(() => echo.close());
 
 const list = (token: string) => fetch(`${gw.base}/v1/conversations`, { headers: { authorization: `Bearer ${token}` } });
 const refresh = (refreshToken: string) => postJson(gw.base, '/v1/tokens/refresh', { refreshToken });
@@ -33,7 +24,7 @@ describe('tokens follow the users file', () => {
     const alice = await createTokens(gw.base, 'alice', 'alice-pw');
     const bob = await createTokens(gw.base, 'bob', 'bob-pw');
     expect((await list(alice.accessToken)).status).toBe(200);
-    users.write(next);
+    gw.users.write(next);
     expect(gw.gateway.credentials.reload()).toBe(true);
 
     const refused = await list(alice.accessToken);
@@ -60,26 +51,26 @@ describe('removing a user ends their sessions for good', () => {
   });
 
   it.each(['memory', 'redis'] as const)('%s store: the identical line put back revives no old token', async (kind) => {
-    let running = gw;
+    let running: RunningGateway = gw;
     if (kind === 'redis') {
       redis ??= await startRedis();
-      running = await startGateway(testConfig(users.file, {
+      running = await startGateway(testConfig(gw.users.file, {
         store: { kind: 'redis', url: redis.url, keyPrefix: `removal-${Date.now()}:` },
-        upstreams: { up: { url: echo.url } },
+        upstreams: { up: { url: gw.echo.url } },
         routes: [{ path: '/v1/conversations', upstream: 'up' }],
       }));
       expect(await (running.gateway.store as RedisSessionStore).waitUntilReady(5000)).toBe(true);
     }
     const call = (token: string) => fetch(`${running.base}/v1/conversations`, { headers: { authorization: `Bearer ${token}` } });
     try {
-      const original = readFileSync(users.file, 'utf8');
+      const original = readFileSync(gw.users.file, 'utf8');
       const old = await createTokens(running.base, 'alice', 'alice-pw');
       const other = await createTokens(running.base, 'alice', 'alice-pw');
       // The operator removes alice's line...
-      writeFileSync(users.file, original.split('\n').filter((l) => !l.startsWith('alice:')).join('\n'));
+      writeFileSync(gw.users.file, original.split('\n').filter((l) => !l.startsWith('alice:')).join('\n'));
       expect(running.gateway.credentials.reload()).toBe(true);
       // ...and puts the very same line back (same hash, byte for byte).
-      writeFileSync(users.file, original);
+      writeFileSync(gw.users.file, original);
       expect(running.gateway.credentials.reload()).toBe(true);
       // Her sessions were revoked in the store when the line went: nothing comes back.
       await expect.poll(() => running.gateway.store.listSessions('alice'), { timeout: 2000 }).toEqual([]);
