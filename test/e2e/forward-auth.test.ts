@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JWKS_PATH } from '../../src/identity/jwks.js';
-import { basic, createTokens, htpasswd, postJson, startGateway, testConfig, type RunningGateway, type Users } from '../support/fixtures.js';
+import { basic, createTokens, gatewayFixture, postJson } from '../support/fixtures.js';
 import { newKeyPem } from '../support/assertion-keys.js';
 import { assertionUpstream, type AssertionUpstream } from '../support/assertion-upstream.js';
 import { writeGroups } from '../support/authz.js';
@@ -16,9 +16,7 @@ import { startNginx, type Nginx } from './support/nginx.js';
  * configurations are the ones docs/authorization.md gives.
  */
 
-let users: Users;
 let upstream: AssertionUpstream;
-let gw: RunningGateway;
 let nginx: Nginx;
 let caddy: Caddy;
 
@@ -78,25 +76,31 @@ export function caddyForwardAuth(port: number, gateway: string, upstreamUrl: str
 }`;
 }
 
-beforeAll(async () => {
-  users = htpasswd({ carol: 'carol-pw', dave: 'dave-pw' });
-  writeGroups(users.dir, { staff: ['carol'], admins: [] });
-  const keyFile = join(users.dir, 'assertion-key.pem');
-  writeFileSync(keyFile, newKeyPem('ES256'));
-  upstream = await assertionUpstream({ jwksUrl: () => `${gw.base}${JWKS_PATH}`, audience: 'reports', alg: 'ES256' });
-  gw = await startGateway(testConfig(users.file, {
+const gw = gatewayFixture({
+  users: { carol: 'carol-pw', dave: 'dave-pw' },
+  echo: false,
+  before: async (f) => {
+    writeGroups(f.users.dir, { staff: ['carol'], admins: [] });
+    writeFileSync(join(f.users.dir, 'assertion-key.pem'), newKeyPem('ES256'));
+    upstream = await assertionUpstream({ jwksUrl: () => `${f.base}${JWKS_PATH}`, audience: 'reports', alg: 'ES256' });
+  },
+  config: (f) => ({
     // The proxy in front is the gateway's client: its X-Forwarded-For names the real one.
     server: { host: '127.0.0.1', port: 0, trustProxy: 1 },
-    users: { htpasswd: users.file, groups: join(users.dir, 'users.groups'), watch: false },
+    users: { htpasswd: f.users.file, groups: join(f.users.dir, 'users.groups'), watch: false },
     forwardAuth: { path: '/auth/verify' },
-    identity: { assertion: { keyFile } },
+    identity: { assertion: { keyFile: join(f.users.dir, 'assertion-key.pem') } },
     routes: [
       // No upstream: the proxies in front forward; the gateway only answers about these paths.
       { path: '/v1/reports', audience: 'reports', allow: { groups: ['staff'] } },
       { path: '/v1/admin', audience: 'reports', allow: { groups: ['admins'] } },
       { path: '/v1/limited', audience: 'reports', rateLimit: { requests: 1, windowSeconds: 60 } },
     ],
-  }));
+  }),
+  after: () => upstream?.close(),
+});
+
+beforeAll(async () => {
   nginx = await startNginx((port) => nginxForwardAuth(port, gw.base, upstream.url));
   caddy = await startCaddy((port) => caddyForwardAuth(port, gw.base, upstream.url));
 }, 40_000);
@@ -104,9 +108,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await nginx?.stop();
   await caddy?.stop();
-  await gw?.close();
-  await upstream?.close();
-  users?.remove();
 });
 
 const proxies = () => [

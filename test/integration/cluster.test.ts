@@ -1,44 +1,45 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
-import { basic, createTokens, echoUpstream, htpasswd, postJson, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
+import { basic, createTokens, gatewayFixture, postJson, startGateway, testConfig, type RunningGateway } from '../support/fixtures.js';
 import { waitForHttp } from '../support/process.js';
 import { startCluster, type TestCluster } from '../support/redis-cluster.js';
 
 /** Two gateway instances on a real 3-master Redis Cluster: every token operation, across instances. */
 
-let users: Users;
+const names = Array.from({ length: 12 }, (_, i) => `user${i}`);
 let cluster: TestCluster;
-let echo: EchoUpstream;
+const f = gatewayFixture({
+  users: Object.fromEntries(names.map((n) => [n, `${n}-pw`])),
+  gateway: false,
+  before: async () => {
+    cluster = await startCluster(3);
+  },
+  after: () => cluster?.destroy(),
+  setupTimeoutMs: 30_000,
+});
 let a: RunningGateway;
 let b: RunningGateway;
-const names = Array.from({ length: 12 }, (_, i) => `user${i}`);
 
-const config = () => testConfig(users.file, {
+const config = () => testConfig(f.users.file, {
   // A generous deadline: this file is about behaviour across instances, not about timeouts, and a busy
   // 2-core machine can stall a command past the default.
   store: { kind: 'redis', cluster: { nodes: [cluster.urls[0]] }, commandTimeoutMs: 2000 },
   lockout: { maxFailuresPerUser: 3, addressBurst: 1000, windowSeconds: 60 },
   rateLimit: { requests: 4, windowSeconds: 60 },
-  upstreams: { up: { url: echo.url } },
+  upstreams: { up: { url: f.echo.url } },
   routes: [{ path: '/v1/conversations', upstream: 'up' }],
 });
 
 beforeAll(async () => {
-  users = htpasswd(Object.fromEntries(names.map((n) => [n, `${n}-pw`])));
-  cluster = await startCluster(3);
-  echo = await echoUpstream();
   a = await startGateway(config());
   b = await startGateway(config());
   await waitForHttp(`${a.base}/readyz`);
   await waitForHttp(`${b.base}/readyz`);
-}, 30_000);
+});
 afterAll(async () => {
   await a?.close();
   await b?.close();
-  await echo?.close();
-  await cluster?.destroy();
-  users?.remove();
 });
 
 const bearer = (gw: RunningGateway, token: string) => fetch(`${gw.base}/v1/conversations`, { headers: { authorization: `Bearer ${token}` } });
@@ -103,7 +104,7 @@ describe('a single-node url pointing at one node of a cluster', () => {
   it('is not ready, answers 503 (never 401), and logs the cause (MOVED) once', async () => {
     const lines: Array<{ msg: string; cause?: string }> = [];
     const log = createLogger('info', (line) => lines.push(JSON.parse(line) as { msg: string; cause?: string }));
-    const wrong = await startGateway(testConfig(users.file, { store: { kind: 'redis', url: cluster.urls[0] } }), { log });
+    const wrong = await startGateway(testConfig(f.users.file, { store: { kind: 'redis', url: cluster.urls[0] } }), { log });
     try {
       await waitForHttp(`${wrong.base}/readyz`, undefined, 5000, 503);
       const statuses = [];

@@ -1,38 +1,29 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RedisSessionStore } from '../../src/tokens/store/redis.js';
-import { createTokens, echoUpstream, htpasswd, postJson, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { createTokens, gatewayFixture, postJson, startGateway, testConfig, type RunningGateway } from '../support/fixtures.js';
 
-let users: Users;
-let redis: TestRedis;
-let echo: EchoUpstream;
+const f = gatewayFixture({ redis: true, gateway: false });
 let a: RunningGateway;
 let b: RunningGateway;
 let raw: Redis;
 
-const config = () => testConfig(users.file, {
-  store: { kind: 'redis', url: redis.url, livenessCacheMs: 10_000 },
-  upstreams: { up: { url: echo.url } },
+const config = () => testConfig(f.users.file, {
+  store: { kind: 'redis', url: f.redis.url, livenessCacheMs: 10_000 },
+  upstreams: { up: { url: f.echo.url } },
   routes: [{ path: '/v1/conversations', upstream: 'up' }],
 });
 
 beforeAll(async () => {
-  users = htpasswd({ alice: 'alice-pw' });
-  redis = await startRedis();
-  echo = await echoUpstream();
   a = await startGateway(config());
   b = await startGateway(config());
-  raw = new Redis(redis.url);
+  raw = new Redis(f.redis.url);
   await until(() => storeOf(a).liveness.enabled && storeOf(b).liveness.enabled);
 });
 afterAll(async () => {
   raw.disconnect();
   await a.close();
   await b.close();
-  await echo.close();
-  await redis.destroy();
-  users.remove();
 });
 
 const storeOf = (gw: RunningGateway) => gw.gateway.store as unknown as RedisSessionStore;
@@ -92,11 +83,11 @@ describe('the session liveness cache', () => {
   it('never answers from the cache while Redis is down', async () => {
     const tokens = await createTokens(a.base, 'alice', 'alice-pw');
     await warm(tokens.accessToken);
-    await redis.stop();
+    await f.redis.stop();
     try {
       expect((await list(b, tokens.accessToken)).status).toBe(503);
     } finally {
-      await redis.start();
+      await f.redis.start();
     }
     await until(async () => (await list(b, tokens.accessToken)).status !== 503, 3000, 50);
   });

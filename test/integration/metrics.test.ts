@@ -1,10 +1,9 @@
 import { createServer, type Server } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { basic, createTokens, gatewayFixture, postJson, startGateway, testConfig, type RunningGateway } from '../support/fixtures.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { basic, createTokens, gatewayFixture, postJson, startGateway, testConfig } from '../support/fixtures.js';
 import { requireTool, run } from '../e2e/support/tools.js';
 import { freePort } from '../support/process.js';
 import { parsePrometheus, sampleValue, type Sample } from '../support/prometheus.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { exchangeUntilClosed } from '../support/raw-client.js';
 
 let silent: Server;
@@ -185,22 +184,19 @@ describe('promtool', () => {
 });
 
 describe('store gauge on Redis', () => {
-  let redis: TestRedis;
-  let rgw: RunningGateway;
+  const rgw = gatewayFixture({
+    echo: false,
+    redis: true,
+    config: (f) => ({ store: { kind: 'redis', url: f.redis.url, commandTimeoutMs: 300 } }),
+  });
   let radmin: string;
   beforeAll(async () => {
-    redis = await startRedis();
-    rgw = await startGateway(testConfig(gw.users.file, { store: { kind: 'redis', url: redis.url, commandTimeoutMs: 300 } }));
     radmin = `http://127.0.0.1:${await rgw.gateway.listenAdmin(0, '127.0.0.1')}`;
-  });
-  afterAll(async () => {
-    await rgw?.close();
-    await redis?.destroy();
   });
 
   it('reads 1 while Redis answers and 0 while it is down, as /readyz on the admin port says', async () => {
     await expect.poll(async () => sampleValue(await scrape(radmin), 'auth_gateway_store_up'), { timeout: 5000 }).toBe(1);
-    await redis.stop();
+    await rgw.redis.stop();
     expect(sampleValue(await scrape(radmin), 'auth_gateway_store_up')).toBe(0);
     expect((await fetch(`${radmin}/readyz`)).status).toBe(503);
     expect((await fetch(`${radmin}/healthz`)).status).toBe(200);

@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RedisSessionStore } from '../../src/tokens/store/redis.js';
-import { createTokens, echoUpstream, htpasswd, postJson, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
+import { createTokens, gatewayFixture, postJson, startGateway, testConfig, type RunningGateway } from '../support/fixtures.js';
 import { waitForHttp } from '../support/process.js';
 import { startCluster, type TestCluster } from '../support/redis-cluster.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { SENTINEL_MASTER_NAME, startSentinel, type TestSentinel } from '../support/redis-sentinel.js';
 import { slowLink, type SlowLink } from '../support/slow-link.js';
 
@@ -21,27 +20,23 @@ interface Sample {
   status: number;
 }
 
-let users: Users;
-let echo: EchoUpstream;
-let redis: TestRedis;
 let cluster: TestCluster;
 let sentinel: TestSentinel;
 /** One instance hears Redis 80 ms late: revocation messages and heartbeats alike. */
 let slow: SlowLink;
-
-beforeAll(async () => {
-  users = htpasswd({ alice: 'alice-pw' });
-  echo = await echoUpstream();
-  [redis, cluster, sentinel] = await Promise.all([startRedis(), startCluster(3), startSentinel()]);
-  slow = await slowLink(redis.port, 80);
-}, 30_000);
-afterAll(async () => {
-  await echo?.close();
-  await slow?.close();
-  await redis?.destroy();
-  await cluster?.destroy();
-  await sentinel?.destroy();
-  users?.remove();
+const f = gatewayFixture({
+  redis: true,
+  gateway: false,
+  before: async () => {
+    [cluster, sentinel] = await Promise.all([startCluster(3), startSentinel()]);
+    slow = await slowLink(f.redis.port, 80);
+  },
+  after: async () => {
+    await slow?.close();
+    await cluster?.destroy();
+    await sentinel?.destroy();
+  },
+  setupTimeoutMs: 30_000,
 });
 
 type Revocation = (gw: RunningGateway, t: { accessToken: string; refreshToken: string }) => Promise<Response>;
@@ -64,7 +59,7 @@ const REVOCATIONS: Array<[string, Revocation]> = [
 
 describe.each([
   // Generous command deadlines: a busy machine must not turn a create or a revoke into a 503 here.
-  { topology: 'one Redis, one instance on a slow link', store: (i: number) => ({ kind: 'redis', url: i === 2 ? slow.url : redis.url, livenessCacheMs: 10_000, commandTimeoutMs: 2000 }) },
+  { topology: 'one Redis, one instance on a slow link', store: (i: number) => ({ kind: 'redis', url: i === 2 ? slow.url : f.redis.url, livenessCacheMs: 10_000, commandTimeoutMs: 2000 }) },
   { topology: 'a 3-master cluster', store: () => ({ kind: 'redis', cluster: { nodes: cluster.urls }, livenessCacheMs: 10_000, commandTimeoutMs: 2000 }) },
   {
     topology: 'a Sentinel-managed master',
@@ -74,7 +69,7 @@ describe.each([
   let gateways: RunningGateway[] = [];
 
   beforeAll(async () => {
-    const config = (i: number) => testConfig(users.file, { store: store(i), upstreams: { up: { url: echo.url } }, routes: [{ path: '/v1/conversations', upstream: 'up' }] });
+    const config = (i: number) => testConfig(f.users.file, { store: store(i), upstreams: { up: { url: f.echo.url } }, routes: [{ path: '/v1/conversations', upstream: 'up' }] });
     gateways = await Promise.all([startGateway(config(0)), startGateway(config(1)), startGateway(config(2))]);
     for (const gw of gateways) await waitForHttp(`${gw.base}/readyz`);
     const cachesOn = () => gateways.every((gw) => (gw.gateway.store as unknown as RedisSessionStore).liveness.enabled);

@@ -1,28 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTokens, echoUpstream, htpasswd, postJson, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
+import { describe, expect, it } from 'vitest';
+import { createTokens, gatewayFixture, postJson, startGateway, testConfig } from '../support/fixtures.js';
 import { waitForHttp } from '../support/process.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
 
-let users: Users;
-let redis: TestRedis;
-let echo: EchoUpstream;
-let gw: RunningGateway;
-
-beforeAll(async () => {
-  users = htpasswd({ alice: 'alice-pw' });
-  redis = await startRedis();
-  echo = await echoUpstream();
-  gw = await startGateway(testConfig(users.file, {
-    store: { kind: 'redis', url: redis.url, commandTimeoutMs: 300 },
-    upstreams: { up: { url: echo.url } },
+const gw = gatewayFixture({
+  redis: true,
+  config: (f) => ({
+    store: { kind: 'redis', url: f.redis.url, commandTimeoutMs: 300 },
+    upstreams: { up: { url: f.echo.url } },
     routes: [{ path: '/v1/conversations', upstream: 'up', paging: { sortable: ['campaignId'] } }],
-  }));
-});
-afterAll(async () => {
-  await gw.close();
-  await echo.close();
-  await redis.destroy();
-  users.remove();
+  }),
 });
 
 const bearer = (token: string) => ({ headers: { authorization: `Bearer ${token}` } });
@@ -41,9 +27,9 @@ describe('tokens on the redis store', () => {
   });
 
   it('revokes on one instance and refuses the token on another instance at once', async () => {
-    const other = await startGateway(testConfig(users.file, {
-      store: { kind: 'redis', url: redis.url },
-      upstreams: { up: { url: echo.url } },
+    const other = await startGateway(testConfig(gw.users.file, {
+      store: { kind: 'redis', url: gw.redis.url },
+      upstreams: { up: { url: gw.echo.url } },
       routes: [{ path: '/v1/conversations', upstream: 'up' }],
     }));
     try {
@@ -58,7 +44,7 @@ describe('tokens on the redis store', () => {
 
   it('answers 503 within about a second while Redis is down, stays up, and recovers by itself', async () => {
     const pair = await createTokens(gw.base, 'alice', 'alice-pw');
-    await redis.stop();
+    await gw.redis.stop();
     try {
       for (const attempt of [
         () => fetch(`${gw.base}/v1/conversations`, bearer(pair.accessToken)),
@@ -76,7 +62,7 @@ describe('tokens on the redis store', () => {
       }
       expect((await fetch(`${gw.base}/healthz`)).status).toBe(200);
     } finally {
-      await redis.start();
+      await gw.redis.start();
     }
     const restarted = Date.now();
     let status = 0;
@@ -96,8 +82,8 @@ describe('tokens on the redis store', () => {
 
 describe('refresh reuse grace', () => {
   it('within refreshReuseGraceSeconds answers a just-rotated token with its successor; with 0, it is reuse', async () => {
-    const graceful = await startGateway(testConfig(users.file, {
-      store: { kind: 'redis', url: redis.url },
+    const graceful = await startGateway(testConfig(gw.users.file, {
+      store: { kind: 'redis', url: gw.redis.url },
       tokens: { signing: { alg: 'HS256', secret: 'x'.repeat(40) }, refreshReuseGraceSeconds: 30 },
     }));
     try {
@@ -111,8 +97,8 @@ describe('refresh reuse grace', () => {
     } finally {
       await graceful.close();
     }
-    const strict = await startGateway(testConfig(users.file, {
-      store: { kind: 'redis', url: redis.url },
+    const strict = await startGateway(testConfig(gw.users.file, {
+      store: { kind: 'redis', url: gw.redis.url },
       tokens: { signing: { alg: 'HS256', secret: 'x'.repeat(40) }, refreshReuseGraceSeconds: 0 },
     }));
     try {

@@ -1,12 +1,10 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
-import { createLogger } from '../../src/log.js';
 import type { RedisSessionStore } from '../../src/tokens/store/redis.js';
 import { BEARER_PROTOCOL_PREFIX } from '../../src/proxy/websocket-protocol.js';
-import { basic, createTokens, echoUpstream, htpasswd, postJson, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
+import { basic, createTokens, gatewayFixture, postJson, startGateway, testConfig, type RunningGateway } from '../support/fixtures.js';
 import { exchangeUntilClosed, openRaw } from '../support/raw-client.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
 
 /**
  * WebSocket through the gateway with the `ws` package on both ends: a real WebSocket server as the
@@ -92,31 +90,20 @@ async function until(check: () => boolean, ms = 2000): Promise<void> {
   }
 }
 
-let users: Users;
+const USERS = { alice: 'alice-pw', bob: 'bob-pw' };
 let up: WsUpstream;
-let echo: EchoUpstream;
 
 beforeAll(async () => {
-  users = htpasswd({ alice: 'alice-pw', bob: 'bob-pw' });
   up = await wsUpstream();
-  echo = await echoUpstream();
 });
-afterAll(async () => {
-  await up.close();
-  await echo.close();
-  users.remove();
-});
+afterAll(() => up.close());
 
 describe('WebSocket on the memory store', () => {
-  let gw: RunningGateway;
-  let ws: string;
-  const clients: WebSocket[] = [];
-  const track = (w: WebSocket) => (clients.push(w), w);
-
-  beforeAll(async () => {
-    gw = await startGateway(testConfig(users.file, {
+  const gw = gatewayFixture({
+    users: USERS,
+    config: (f) => ({
       tokens: { signing: { alg: 'HS256', secret: 'test-secret-test-secret-test-secret-0123456789' }, accessTtlSeconds: 2, refreshTtlSeconds: 60 },
-      upstreams: { ws: { url: up.url }, plain: { url: echo.url }, down: { url: 'http://127.0.0.1:1', timeoutMs: 1000 } },
+      upstreams: { ws: { url: up.url }, plain: { url: f.echo.url }, down: { url: 'http://127.0.0.1:1', timeoutMs: 1000 } },
       routes: [
         { path: '/v1/live', upstream: 'ws' },
         { path: '/v1/limited', upstream: 'ws', rateLimit: { requests: 1, windowSeconds: 60 } },
@@ -124,14 +111,17 @@ describe('WebSocket on the memory store', () => {
         { path: '/v1/plain', upstream: 'plain' },
         { path: '/v1/down', upstream: 'down' },
       ],
-    }));
+    }),
+  });
+  let ws: string;
+  const clients: WebSocket[] = [];
+  const track = (w: WebSocket) => (clients.push(w), w);
+
+  beforeAll(() => {
     ws = `ws://127.0.0.1:${gw.port}`;
   });
   afterEach(() => {
     for (const c of clients.splice(0)) c.terminate();
-  });
-  afterAll(async () => {
-    await gw.close();
   });
 
   it('opens with Basic: messages pass both ways; the upstream gets the identity headers, not Authorization', async () => {
@@ -284,30 +274,32 @@ describe('WebSocket on the memory store', () => {
 });
 
 describe('other upgrades (h2c)', () => {
-  it('are served as plain HTTP/1.1 requests to the end: forwarded, answered, logged, the connection closed', async () => {
-    const lines: string[] = [];
-    const gw = await startGateway(testConfig(users.file, {
-      upstreams: { plain: { url: echo.url } },
+  const gw = gatewayFixture({
+    users: USERS,
+    log: 'info',
+    config: (f) => ({
+      upstreams: { plain: { url: f.echo.url } },
       routes: [{ path: '/v1/plain', upstream: 'plain' }],
       log: { level: 'info', access: true },
-    }), { log: createLogger('info', (line) => lines.push(line)) });
-    try {
-      const answer = await exchangeUntilClosed(gw.port,
-        `GET /v1/plain HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\nAuthorization: ${basic('alice', 'alice-pw')}\r\n\r\n`);
-      expect(answer).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
-      expect(answer.toLowerCase()).toContain('connection: close');
-      expect(answer).toContain('"x-authenticated-user":"alice"');
-      // The request finished inside the gateway too (its access line is written after the response).
-      await until(() => lines.some((l) => l.includes('"msg":"request"') && l.includes('"path":"/v1/plain"')));
-    } finally {
-      await gw.close();
-    }
+    }),
+  });
+
+  it('are served as plain HTTP/1.1 requests to the end: forwarded, answered, logged, the connection closed', async () => {
+    const answer = await exchangeUntilClosed(gw.port,
+      `GET /v1/plain HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\nAuthorization: ${basic('alice', 'alice-pw')}\r\n\r\n`);
+    expect(answer).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(answer.toLowerCase()).toContain('connection: close');
+    expect(answer).toContain('"x-authenticated-user":"alice"');
+    // The request finished inside the gateway too (its access line is written after the response).
+    await until(() => gw.logs.some((l) => l.includes('"msg":"request"') && l.includes('"path":"/v1/plain"')));
   });
 });
 
 describe('WebSocket and graceful shutdown', () => {
+  const f = gatewayFixture({ users: USERS, echo: false, gateway: false });
+
   it('counts open tunnels: close() waits for them up to the grace period, then ends them', async () => {
-    const gw = await startGateway(testConfig(users.file, { upstreams: { ws: { url: up.url } }, routes: [{ path: '/v1/live', upstream: 'ws' }] }));
+    const gw = await startGateway(testConfig(f.users.file, { upstreams: { ws: { url: up.url } }, routes: [{ path: '/v1/live', upstream: 'ws' }] }));
     const client = await open(`ws://127.0.0.1:${gw.port}/v1/live`, { headers: { authorization: basic('alice', 'alice-pw') } });
     const ended = closed(client);
     const started = Date.now();
@@ -325,7 +317,7 @@ describe('WebSocket and graceful shutdown', () => {
   });
 
   it('a tunnel that ends during the grace period lets the shutdown finish early', async () => {
-    const gw = await startGateway(testConfig(users.file, { upstreams: { ws: { url: up.url } }, routes: [{ path: '/v1/live', upstream: 'ws' }] }));
+    const gw = await startGateway(testConfig(f.users.file, { upstreams: { ws: { url: up.url } }, routes: [{ path: '/v1/live', upstream: 'ws' }] }));
     const client = await open(`ws://127.0.0.1:${gw.port}/v1/live`, { headers: { authorization: basic('alice', 'alice-pw') } });
     const started = Date.now();
     const closing = gw.gateway.close(5000);
@@ -336,14 +328,13 @@ describe('WebSocket and graceful shutdown', () => {
 });
 
 describe('WebSocket on a shared Redis store', () => {
-  let redis: TestRedis;
+  const f = gatewayFixture({ users: USERS, echo: false, gateway: false, redis: true });
   let a: RunningGateway;
   let b: RunningGateway;
 
   beforeAll(async () => {
-    redis = await startRedis();
-    const config = () => testConfig(users.file, {
-      store: { kind: 'redis', url: redis.url },
+    const config = () => testConfig(f.users.file, {
+      store: { kind: 'redis', url: f.redis.url },
       upstreams: { ws: { url: up.url } },
       routes: [{ path: '/v1/live', upstream: 'ws' }],
     });
@@ -354,7 +345,6 @@ describe('WebSocket on a shared Redis store', () => {
   afterAll(async () => {
     await a?.close();
     await b?.close();
-    await redis?.destroy();
   });
 
   it('a revocation through another instance closes the tunnel within a second', async () => {

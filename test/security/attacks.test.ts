@@ -1,16 +1,10 @@
-import { hashSync } from '../../src/credentials/bcrypt.js';
 import { createHmac, generateKeyPairSync, randomBytes, randomUUID, type KeyObject } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { request, type OutgoingHttpHeaders } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  SECRET, basic, createTokens, echoUpstream, htpasswd, startGateway, testConfig,
-  type EchoUpstream, type Received, type RunningGateway, type Users,
-} from '../support/fixtures.js';
-import { createLogger } from '../../src/log.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { SECRET, basic, createTokens, gatewayFixture, type Received, type RunningGateway } from '../support/fixtures.js';
 import { headerMap, rawResponse, type RawReply } from '../support/raw-client.js';
 import { b64url, decodeJwt, encodeJson, forge, forgeRaw, nowSeconds, type JwtHeader, type JwtPayload } from './jwt-forge.js';
 
@@ -86,19 +80,36 @@ const ROUTES = [
 const TIMING_TRIES = 15;
 const TIMING_TOLERANCE: [number, number] = [0.6, 1.6];
 
-let users: Users;
-let timingUsers: Users;
-let keyDir: string;
-let echo: EchoUpstream;
-/** HS256 (the default). */
-let hs: RunningGateway;
-/** RS256 with a key generated for this run. */
-let rsa: RunningGateway;
-/** A cost-10 bcrypt user, for timing. */
-let slow: RunningGateway;
+// Every line every deployment logs, at debug with the access log on: searched for secrets at the end.
+const LOG = { level: 'debug', access: true };
+const USERS = { alice: 'alice-pw', carol: CAROL_PW, long: LONG_PW };
+const deployment = (echoUrl: string) => ({ lockout: HIGH_LOCKOUT, upstreams: { up: { url: echoUrl, timeoutMs: 2000 } }, routes: ROUTES, log: LOG });
+
 let rsaPublic: KeyObject;
-const logLines: string[] = [];
 let attackerRsa: KeyObject;
+/** HS256 (the default). */
+const hs = gatewayFixture({ users: USERS, log: 'debug', config: (f) => deployment(f.echo.url) });
+/** RS256 with a key generated for this run, in front of the same echo as hs. */
+const rsa = gatewayFixture({
+  users: USERS,
+  echo: false,
+  log: 'debug',
+  before: (f) => {
+    const pair = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    rsaPublic = pair.publicKey;
+    attackerRsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
+    writeFileSync(join(f.users.dir, 'signing.pem'), pair.privateKey.export({ type: 'pkcs8', format: 'pem' }));
+  },
+  config: (f) => ({ ...deployment(hs.echo.url), tokens: { signing: { alg: 'RS256', privateKeyFile: join(f.users.dir, 'signing.pem') } } }),
+});
+/** A cost-10 bcrypt user, for timing. */
+const slow = gatewayFixture({
+  users: { tim: 'tim-correct-pw' },
+  cost: 10,
+  echo: false,
+  log: 'debug',
+  config: () => ({ lockout: HIGH_LOCKOUT, log: LOG }),
+});
 
 /** The attacker's view of genuine tokens: header (kid), claims (a live sid). */
 let live: { accessToken: string; refreshToken: string; kid: string; sid: string; uv: string; other: string };
@@ -106,24 +117,6 @@ let rsaLive: { accessToken: string; kid: string; sid: string };
 
 beforeAll(async () => {
   expect(Buffer.byteLength(LONG_PW)).toBe(72);
-  users = htpasswd({ alice: 'alice-pw', carol: CAROL_PW, long: LONG_PW });
-  echo = await echoUpstream();
-  // Every line every deployment logs, at debug with the access log on: searched for secrets at the end.
-  const common = { lockout: HIGH_LOCKOUT, upstreams: { up: { url: echo.url, timeoutMs: 2000 } }, routes: ROUTES, log: { level: 'debug', access: true } };
-  const deps = { log: createLogger('debug', (line) => logLines.push(line)) };
-  hs = await startGateway(testConfig(users.file, common), deps);
-
-  keyDir = mkdtempSync(join(tmpdir(), 'gw-keys-'));
-  const pair = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  rsaPublic = pair.publicKey;
-  attackerRsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
-  const privateKeyFile = join(keyDir, 'signing.pem');
-  writeFileSync(privateKeyFile, pair.privateKey.export({ type: 'pkcs8', format: 'pem' }));
-  rsa = await startGateway(testConfig(users.file, { ...common, tokens: { signing: { alg: 'RS256', privateKeyFile } } }), deps);
-
-  timingUsers = mkTimingUsers();
-  slow = await startGateway(testConfig(timingUsers.file, { lockout: HIGH_LOCKOUT, log: common.log }), deps);
-
   const a = await createTokens(hs.base, 'alice', 'alice-pw');
   const b = await createTokens(hs.base, 'alice', 'alice-pw');
   const decoded = decodeJwt(a.accessToken);
@@ -132,24 +125,7 @@ beforeAll(async () => {
   const rd = decodeJwt(r.accessToken);
   rsaLive = { accessToken: r.accessToken, kid: rd.header.kid as string, sid: rd.payload.sid as string };
   expect(rd.header.alg).toBe('RS256');
-}, 60_000);
-
-afterAll(async () => {
-  await hs?.close();
-  await rsa?.close();
-  await slow?.close();
-  await echo?.close();
-  users?.remove();
-  timingUsers?.remove();
-  if (keyDir) rmSync(keyDir, { recursive: true, force: true });
 });
-
-function mkTimingUsers(): Users {
-  const dir = mkdtempSync(join(tmpdir(), 'gw-timing-'));
-  const file = join(dir, 'users.htpasswd');
-  writeFileSync(file, `tim:${hashSync('tim-correct-pw', { cost: 10 })}\n`);
-  return { dir, file, write: () => { throw new Error('fixed users'); }, remove: () => rmSync(dir, { recursive: true, force: true }) };
-}
 
 // ---------------------------------------------------------------------------------------------
 // Token forging.
@@ -747,14 +723,14 @@ function escapedRoutes(url: string): string | undefined {
 
 describe('attacks against the gateway (one row per named attack)', () => {
   it.each(ATTACKS)('$name', async (row) => {
-    const before = echo.received.length;
+    const before = hs.echo.received.length;
     const reply = await row.probe();
 
     expect(reply.status, `no probe may cause a server error: ${reply.body}`).toBeLessThan(500);
     expect([row.status].flat(), reply.body).toContain(reply.status);
     if (row.challenge) expect(reply.headers['www-authenticate'] ?? []).toContainEqual(expect.stringMatching(row.challenge));
 
-    const arrived = echo.received.slice(before);
+    const arrived = hs.echo.received.slice(before);
     if (row.upstream) {
       expect(arrived).toHaveLength(1);
       row.upstream(arrived[0]!);
@@ -772,12 +748,13 @@ describe('attacks against the gateway (one row per named attack)', () => {
   });
 
   it('the upstream never received a path outside the route prefixes, a dot segment, a backslash or an encoded slash/dot', () => {
-    const escaped = echo.received.map((r) => [r.url, escapedRoutes(r.url)]).filter(([, why]) => why !== undefined);
+    const escaped = hs.echo.received.map((r) => [r.url, escapedRoutes(r.url)]).filter(([, why]) => why !== undefined);
     expect(escaped).toEqual([]);
-    expect(echo.received.length).toBeGreaterThan(0);
+    expect(hs.echo.received.length).toBeGreaterThan(0);
   });
 
   it('no log line of any deployment carries a password, a Basic credential, a token or a refresh token', () => {
+    const logLines = [...hs.logs, ...rsa.logs, ...slow.logs];
     const all = logLines.join('\n');
     expect(logLines.length).toBeGreaterThan(ATTACKS.length);
     const secrets = [
