@@ -339,8 +339,8 @@ export interface RawRequestOptions {
   timeoutMs?: number;
   /** Keep the body (default true); its bytes are counted either way. */
   keepBody?: boolean;
-  /** Each piece of the body as it arrives. */
-  onBody?: (chunk: Buffer) => void;
+  /** Each piece of the body as it arrives, with the connection (to pause reading, say). */
+  onBody?: (chunk: Buffer, socket: Socket) => void;
 }
 
 export interface RawResult {
@@ -412,7 +412,7 @@ export function request(port: number, target: string, options: RawRequestOptions
           if (!head) return;
           const map = headerMap(head.rawHeaders);
           const reader = new BodyReader(head.status, map, (c) => {
-            options.onBody?.(c);
+            options.onBody?.(c, socket);
             if (options.keepBody !== false) chunks.push(c);
           }, method === 'HEAD');
           data = pending.subarray(head.bodyStart);
