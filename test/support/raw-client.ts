@@ -240,13 +240,13 @@ export function parseHead(buf: Buffer, off = 0): { status: number; rawHeaders: s
 /**
  * One response body read off the wire as it comes, by its framing: Content-Length, chunked (extensions and
  * trailers skipped), none (204, 304, an answer to HEAD), or until the connection closes. `onBytes` gets the
- * body's bytes without the chunk framing.
+ * body's bytes without the chunk framing. A length or chunk size that is no number never completes.
  */
 export class BodyReader {
   done = false;
   /** Body bytes read so far. */
   bytes = 0;
-  private readonly mode: 'length' | 'chunked' | 'close';
+  private mode: 'length' | 'chunked' | 'close' | 'malformed';
   private left = 0;
   private state: 'size' | 'data' | 'crlf' | 'trailer' = 'size';
   private line = '';
@@ -256,7 +256,7 @@ export class BodyReader {
     if (noBody || status === 204 || status === 304 || (status >= 100 && status < 200)) {
       this.mode = 'length';
     } else if (length !== undefined) {
-      this.mode = 'length';
+      this.mode = /^\d+$/.test(length) ? 'length' : 'malformed';
       this.left = Number(length);
     } else if (/chunked/i.test(headers['transfer-encoding']?.join(',') ?? '')) {
       this.mode = 'chunked';
@@ -270,7 +270,9 @@ export class BodyReader {
   push(data: Buffer): Buffer {
     let pos = 0;
     while (!this.done && pos < data.length) {
-      if (this.mode === 'close') {
+      if (this.mode === 'malformed') {
+        pos = data.length;
+      } else if (this.mode === 'close') {
         this.take(data.subarray(pos));
         pos = data.length;
       } else if (this.mode === 'length' || this.state === 'data') {
@@ -292,6 +294,7 @@ export class BodyReader {
           this.state = 'size';
         } else if (this.state === 'size') {
           this.left = parseInt(line, 16);
+          if (Number.isNaN(this.left)) this.mode = 'malformed';
           this.state = this.left === 0 ? 'trailer' : 'data';
         } else if (line === '') {
           this.done = true;
