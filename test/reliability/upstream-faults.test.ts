@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { basic, htpasswd, startGateway, testConfig, type RunningGateway, type Users } from '../support/fixtures.js';
+import { basic, gatewayFixture } from '../support/fixtures.js';
 import { freePort, waitForHttp, type Child } from '../support/process.js';
 import { request } from '../support/raw-client.js';
 import {
@@ -21,25 +21,25 @@ const ALICE = { authorization: basic('alice', 'alice-pw') };
 const AGENT_IDLE_MS = 4000;
 const MB = 1024 * 1024;
 
-let users: Users;
 let faulty: ScriptedUpstream;
 let hanging: ScriptedUpstream;
 let pool: ScriptedUpstream;
-let gw: RunningGateway;
 /** Requests the hanging upstream holds, with whether the gateway tore them down. */
 const held: { req: IncomingMessage; res: ServerResponse; closedAt?: number }[] = [];
 
-beforeAll(async () => {
-  users = htpasswd({ alice: 'alice-pw' });
-  faulty = await scriptedUpstream();
-  hanging = await scriptedUpstream();
-  hanging.handler = (req, res) => {
-    const h: (typeof held)[number] = { req, res };
-    held.push(h);
-    res.once('close', () => (h.closedAt = Date.now()));
-  };
-  pool = await scriptedUpstream();
-  gw = await startGateway(testConfig(users.file, {
+const gw = gatewayFixture({
+  echo: false,
+  before: async () => {
+    faulty = await scriptedUpstream();
+    hanging = await scriptedUpstream();
+    hanging.handler = (req, res) => {
+      const h: (typeof held)[number] = { req, res };
+      held.push(h);
+      res.once('close', () => (h.closedAt = Date.now()));
+    };
+    pool = await scriptedUpstream();
+  },
+  config: () => ({
     upstreams: {
       down: { url: 'http://127.0.0.1:1', timeoutMs: 2000 },
       hanging: { url: hanging.url, timeoutMs: 300 },
@@ -52,15 +52,15 @@ beforeAll(async () => {
       { path: '/v1/faulty', upstream: 'faulty' },
       { path: '/v1/pool', upstream: 'pool' },
     ],
-  }));
-  // Basic is verified once (bcrypt) and cached: later requests measure the proxy, not bcrypt.
-  expect((await send(gw.port, '/v1/faulty', { headers: ALICE })).status).toBe(200);
+  }),
+  after: async () => {
+    for (const up of [faulty, hanging, pool]) await up?.close();
+  },
 });
 
-afterAll(async () => {
-  await gw?.close();
-  for (const up of [faulty, hanging, pool]) await up?.close();
-  users?.remove();
+beforeAll(async () => {
+  // Basic is verified once (bcrypt) and cached: later requests measure the proxy, not bcrypt.
+  expect((await send(gw.port, '/v1/faulty', { headers: ALICE })).status).toBe(200);
 });
 
 const ok = (_req: IncomingMessage, res: ServerResponse) => {
@@ -264,7 +264,7 @@ describe('a 100 MB response through the gateway process', () => {
     };
     const port = await freePort();
     child = startGatewayProcess({
-      dir, port, usersFile: users.file,
+      dir, port, usersFile: gw.users.file,
       upstreams: { big: { url: big.url, timeoutMs: 5000 } },
       routes: [{ path: '/v1/big', upstream: 'big' }],
       logLevel: 'warn',
