@@ -1,9 +1,9 @@
-import { connect } from 'node:net';
 import jwt from 'jsonwebtoken';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { MemorySessionStore } from '../../src/tokens/store/memory.js';
 import { createTokens, gatewayFixture, postJson, SECRET } from '../support/fixtures.js';
+import { exchangeUntilClosed, requestText } from '../support/raw-client.js';
 
 const clock = new ManualClock(Date.now());
 const store = new MemorySessionStore(clock);
@@ -78,16 +78,7 @@ describe('POST /v1/tokens/create', () => {
   });
 
   it('a JSON request without any body (curl -X POST -H "Content-Type: application/json") is a 400 saying so, not a 415', async () => {
-    const answer = await new Promise<string>((resolve, reject) => {
-      const socket = connect(Number(new URL(gw.base).port), '127.0.0.1', () => {
-        socket.end('POST /v1/tokens/create HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n');
-      });
-      let text = '';
-      socket.on('data', (d: Buffer) => (text += d.toString()));
-      socket.on('end', () => resolve(text));
-      socket.on('error', reject);
-      socket.setTimeout(5000, () => socket.destroy(new Error('no answer')));
-    });
+    const answer = await exchangeUntilClosed(gw.port, requestText('POST', '/v1/tokens/create', { Host: 'gw', 'Content-Type': 'application/json', Connection: 'close' }), 5000);
     expect(answer).toMatch(/^HTTP\/1\.1 400 /);
     expect(answer).toContain('application/problem+json');
     const body = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as { code: string; detail: string };

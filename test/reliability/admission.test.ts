@@ -1,12 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { basic, htpasswd, type Users } from '../support/fixtures.js';
 import { freePort, waitForHttp, type Child } from '../support/process.js';
+import { openRaw, requestText, type Conversation } from '../support/raw-client.js';
 import {
-  eventually, expectProblem, killIfRunning, requireBuiltCli, rssBytes, scriptedUpstream, send, sleep, startGatewayProcess,
+  expectProblem, killIfRunning, requireBuiltCli, rssBytes, scriptedUpstream, send, sleep, startGatewayProcess,
   type ScriptedUpstream,
 } from './helpers.js';
 
@@ -84,32 +84,19 @@ async function bearer(): Promise<string> {
   return (JSON.parse(created.body.toString()) as { accessToken: string }).accessToken;
 }
 
-/** A raw connection that writes `count` pipelined GETs at once and counts the status lines it reads. */
-function pipeline(count: number, authorization?: string, read = true): { socket: Socket; answers: () => number; statuses: Map<string, number> } {
-  const socket = connect(port, '127.0.0.1');
-  const auth = authorization ? `Authorization: ${authorization}\r\n` : '';
-  const one = `GET /v1/list HTTP/1.1\r\nHost: gw\r\n${auth}\r\n`;
-  socket.on('error', () => {});
-  const statuses = new Map<string, number>();
-  let tail = '';
-  let answers = 0;
-  if (read) {
-    socket.setEncoding('latin1');
-    socket.on('data', (d: string) => {
-      const text = tail + d;
-      for (const m of text.matchAll(/HTTP\/1\.1 (\d{3}) /g)) {
-        answers++;
-        statuses.set(m[1]!, (statuses.get(m[1]!) ?? 0) + 1);
-      }
-      tail = text.slice(-16);
-      // A status line cut at the chunk's end is counted with the next chunk (keep less than one line).
-      if (/HTTP\/1\.1 \d{3} $/.test(tail)) tail = '';
-    });
-  } else {
-    socket.pause();
-  }
-  socket.write(one.repeat(count));
-  return { socket, answers: () => answers, statuses };
+/** A raw connection that writes `count` pipelined GETs at once; unless `read`, it reads none of the answers. */
+async function pipeline(count: number, authorization?: string, read = true): Promise<Conversation> {
+  const c = await openRaw(port);
+  if (!read) c.socket.pause();
+  c.socket.write(requestText('GET', '/v1/list', { Host: 'gw', ...(authorization ? { Authorization: authorization } : {}) }).repeat(count));
+  return c;
+}
+
+/** How many answers had each status. */
+function statuses(c: Conversation): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const r of c.responses()) out.set(r.status, (out.get(r.status) ?? 0) + 1);
+  return out;
 }
 
 describe('pipelining', () => {
@@ -117,10 +104,10 @@ describe('pipelining', () => {
     await start();
     const token = await bearer();
     answerAfter(2);
-    const p = pipeline(200, `Bearer ${token}`);
+    const p = await pipeline(200, `Bearer ${token}`);
     try {
-      expect(await eventually(() => p.answers() === 200, 10_000, 20), `answered ${p.answers()}`).toBe(true);
-      expect(Object.fromEntries(p.statuses)).toEqual({ 200: 200 });
+      expect(await p.waitUntil(() => p.responses().length === 200, 10_000), `answered ${p.responses().length}`).toBe(true);
+      expect(Object.fromEntries(statuses(p))).toEqual({ 200: 200 });
       // The old gateway: up to 200 at once, on as many upstream connections.
       expect(maxActive).toBe(1);
       // The connection the warm-up request left in the agent's pool, or one new one.
@@ -187,7 +174,7 @@ describe('floods of pipelining connections that never read', () => {
     const gw = await start();
     const token = await bearer();
     answerAfter(1);
-    const flood = Array.from({ length: 20 }, () => pipeline(5000, `Bearer ${token}`, false));
+    const flood = await Promise.all(Array.from({ length: 20 }, () => pipeline(5000, `Bearer ${token}`, false)));
     try {
       await sleep(300);
       const { latencies, statuses, peakRss } = await underFlood(gw.proc.pid!, `Bearer ${token}`, 3000);
@@ -208,7 +195,7 @@ describe('floods of pipelining connections that never read', () => {
   it('20 connections × 20,000 pipelined GETs without credentials: the user keeps getting answers (p99 < 1 s), RSS < 250 MB', async () => {
     const gw = await start();
     answerAfter(1);
-    const flood = Array.from({ length: 20 }, () => pipeline(20_000, undefined, false));
+    const flood = await Promise.all(Array.from({ length: 20 }, () => pipeline(20_000, undefined, false)));
     try {
       await sleep(300);
       const { latencies, statuses, peakRss, started } = await underFlood(gw.proc.pid!, ALICE, 3000);
@@ -243,20 +230,16 @@ describe('requests parsed behind an answer that closes the connection', () => {
     // The token endpoint refuses a body over its limit with 413 and Connection: close before reading it;
     // the GET behind it in the same packet was already parsed by Node.
     const big = 'x'.repeat(20_000);
-    const packet = `POST /v1/tokens/create HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: ${big.length}\r\n\r\n${big}` +
-      `GET /v1/list HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer ${token}\r\n\r\n`;
+    const packet = requestText('POST', '/v1/tokens/create', { Host: 'gw', 'Content-Type': 'application/json', 'Content-Length': big.length }, big) +
+      requestText('GET', '/v1/list', { Host: 'gw', Authorization: `Bearer ${token}` });
     for (let i = 0; i < 12; i++) {
-      const socket = connect(port, '127.0.0.1');
-      socket.on('error', () => {});
-      let text = '';
-      socket.setEncoding('latin1');
-      socket.on('data', (d: string) => (text += d));
-      socket.write(packet);
-      expect(await eventually(() => socket.destroyed || socket.readableEnded || /HTTP\/1\.1 413 /.test(text), 5000, 10)).toBe(true);
+      const c = await openRaw(port);
+      c.socket.write(packet);
+      expect(await c.waitUntil(() => c.socket.destroyed || c.socket.readableEnded || /HTTP\/1\.1 413 /.test(c.text()), 5000)).toBe(true);
       await sleep(50);
-      socket.destroy();
+      c.socket.destroy();
       // One answer per connection, the 413; the GET parsed behind it is never answered, nor forwarded.
-      expect(text.match(/HTTP\/1\.1 \d{3} /g), text.slice(0, 200)).toEqual(['HTTP/1.1 413 ']);
+      expect(c.text().match(/HTTP\/1\.1 \d{3} /g), c.text().slice(0, 200)).toEqual(['HTTP/1.1 413 ']);
     }
     expect(reached).toBe(0);
     // Each leaked slot would have stayed taken: with 4 per target, the 5th leak made every request a 503.

@@ -1,10 +1,12 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer, request, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type Server, type ServerResponse } from 'node:http';
-import { connect } from 'node:net';
+import { createServer, type IncomingMessage, type OutgoingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { expect } from 'vitest';
 import { startNode, type Child } from '../support/process.js';
+import { request, type RawResult } from '../support/raw-client.js';
+
+export { refused } from '../support/raw-client.js';
 
 /** The built CLI: `npm test` (pretest) or `npm run -s build` makes it. RELIABILITY_CLI points at another build (to try a fix). */
 export const ROOT = join(import.meta.dirname, '../..');
@@ -15,17 +17,7 @@ export function requireBuiltCli(): void {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run -s build (npm test does it first)`);
 }
 
-export interface Answer {
-  status: number;
-  headers: IncomingHttpHeaders;
-  /** The body, unless `countOnly` was set. */
-  body: Buffer;
-  /** Body bytes received, also when the body was not kept. */
-  bytes: number;
-  /** Set when the response started but its body did not arrive whole (cut stream). */
-  bodyError?: string;
-  ms: number;
-}
+export type Answer = RawResult;
 
 export interface SendOptions {
   method?: string;
@@ -40,39 +32,15 @@ export interface SendOptions {
 }
 
 /**
- * One request on a fresh connection (`agent: false`: no pooling can hide a dead or cut connection).
+ * One request on a fresh raw connection (no pooling can hide a dead or cut connection).
  * Rejects when no response arrives (refused, reset before headers, timeout); resolves with `bodyError`
  * when the response started and then was cut.
  */
 export function send(port: number, path: string, options: SendOptions = {}): Promise<Answer> {
-  const started = Date.now();
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, method: options.method ?? 'GET', headers: options.headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      let bytes = 0;
-      let settled = false;
-      const finish = (bodyError?: string) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks), bytes, bodyError, ms: Date.now() - started });
-      };
-      res.on('data', (c: Buffer) => {
-        bytes += c.length;
-        options.onData?.(c.length);
-        if (!options.countOnly) chunks.push(c);
-      });
-      res.on('end', () => finish(res.complete ? undefined : 'incomplete'));
-      res.on('aborted', () => finish('aborted'));
-      res.on('error', (err) => finish(err.message || 'error'));
-      res.on('close', () => finish(res.complete ? undefined : 'closed before the end'));
-    });
-    const timer = setTimeout(() => req.destroy(new Error(`no answer to ${path} within ${options.timeoutMs} ms`)), options.timeoutMs ?? 5000);
-    req.on('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-    req.end(options.body);
+  const { onData } = options;
+  return request(port, path, {
+    method: options.method, headers: options.headers, body: options.body, timeoutMs: options.timeoutMs,
+    keepBody: !options.countOnly, onBody: onData && ((c) => onData(c.length)),
   });
 }
 
@@ -83,22 +51,6 @@ export function expectProblem(a: Answer, status: number, code: string): Record<s
   const body = JSON.parse(a.body.toString('utf8')) as Record<string, unknown>;
   expect(body).toMatchObject({ status, code });
   return body;
-}
-
-/** True when a TCP connection to the port is refused (nothing listens any more). */
-export function refused(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.setTimeout(1000, () => {
-      socket.destroy();
-      resolve(false);
-    });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(false);
-    });
-    socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNREFUSED'));
-  });
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

@@ -1,11 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent } from 'node:http';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { basic, htpasswd, type Users } from '../support/fixtures.js';
 import { freePort, waitForHttp, type Child } from '../support/process.js';
+import { openRaw, requestText } from '../support/raw-client.js';
 import { wrk } from './wrk.js';
 import {
   eventually, expectProblem, exited, killIfRunning, refused, requireBuiltCli, scriptedUpstream, send, sleep, startGatewayProcess,
@@ -188,31 +188,25 @@ describe('SIGTERM with an idle keep-alive connection (grace 5 s)', () => {
   it('leaves it open: the next request on it is answered, with Connection: close, and then it closes', async () => {
     const gw = await startGateway(5000);
     upstream.handler = (_req, res) => res.end('{}');
-    const socket = connect(gatewayPort, '127.0.0.1');
-    let received = '';
-    let closed = false;
-    socket.setEncoding('latin1');
-    socket.on('data', (d: string) => (received += d));
-    socket.on('error', () => {});
-    socket.on('close', () => (closed = true));
-    const request = `GET /v1/slow HTTP/1.1\r\nHost: gw\r\nAuthorization: ${ALICE.authorization}\r\n\r\n`;
+    const c = await openRaw(gatewayPort);
+    const request = requestText('GET', '/v1/slow', { Host: 'gw', Authorization: ALICE.authorization });
     try {
-      socket.write(request);
-      expect(await eventually(() => received.includes('{}'), 3000, 5)).toBe(true);
-      expect(received).toMatch(/^HTTP\/1\.1 200 .*\r\nConnection: keep-alive\r\n/s);
-      received = '';
+      c.socket.write(request);
+      expect(await c.waitUntil(() => c.text().includes('{}'), 3000)).toBe(true);
+      expect(c.text()).toMatch(/^HTTP\/1\.1 200 .*\r\nConnection: keep-alive\r\n/s);
+      const first = c.text().length;
       const exit = exited(gw, 8000);
       gw.proc.kill('SIGTERM');
       // The listener closes at once (acceptGraceMs 0); the idle connection stays.
       expect(await eventually(() => refused(gatewayPort), 1000, 10)).toBe(true);
       await sleep(200);
-      expect(closed).toBe(false);
-      socket.write(request);
-      expect(await eventually(() => closed, 3000, 5), received).toBe(true);
-      expect(received).toMatch(/^HTTP\/1\.1 200 .*\r\nConnection: close\r\n.*\{\}/s);
+      expect(c.isClosed()).toBe(false);
+      c.socket.write(request);
+      expect(await c.closedWithin(3000), c.text().slice(first)).toBe(true);
+      expect(c.text().slice(first)).toMatch(/^HTTP\/1\.1 200 .*\r\nConnection: close\r\n.*\{\}/s);
       expect((await exit).code).toBe(0);
     } finally {
-      socket.destroy();
+      c.socket.destroy();
     }
   });
 });

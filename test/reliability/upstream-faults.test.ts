@@ -1,10 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { request, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { basic, htpasswd, startGateway, testConfig, type RunningGateway, type Users } from '../support/fixtures.js';
+import { basic, gatewayFixture } from '../support/fixtures.js';
 import { freePort, waitForHttp, type Child } from '../support/process.js';
+import { request } from '../support/raw-client.js';
 import {
   eventually, expectProblem, killIfRunning, requireBuiltCli, rssBytes, scriptedUpstream, send, sleep, startGatewayProcess,
   type Answer, type ScriptedUpstream,
@@ -20,25 +21,25 @@ const ALICE = { authorization: basic('alice', 'alice-pw') };
 const AGENT_IDLE_MS = 4000;
 const MB = 1024 * 1024;
 
-let users: Users;
 let faulty: ScriptedUpstream;
 let hanging: ScriptedUpstream;
 let pool: ScriptedUpstream;
-let gw: RunningGateway;
 /** Requests the hanging upstream holds, with whether the gateway tore them down. */
 const held: { req: IncomingMessage; res: ServerResponse; closedAt?: number }[] = [];
 
-beforeAll(async () => {
-  users = htpasswd({ alice: 'alice-pw' });
-  faulty = await scriptedUpstream();
-  hanging = await scriptedUpstream();
-  hanging.handler = (req, res) => {
-    const h: (typeof held)[number] = { req, res };
-    held.push(h);
-    res.once('close', () => (h.closedAt = Date.now()));
-  };
-  pool = await scriptedUpstream();
-  gw = await startGateway(testConfig(users.file, {
+const gw = gatewayFixture({
+  echo: false,
+  before: async () => {
+    faulty = await scriptedUpstream();
+    hanging = await scriptedUpstream();
+    hanging.handler = (req, res) => {
+      const h: (typeof held)[number] = { req, res };
+      held.push(h);
+      res.once('close', () => (h.closedAt = Date.now()));
+    };
+    pool = await scriptedUpstream();
+  },
+  config: () => ({
     upstreams: {
       down: { url: 'http://127.0.0.1:1', timeoutMs: 2000 },
       hanging: { url: hanging.url, timeoutMs: 300 },
@@ -51,15 +52,15 @@ beforeAll(async () => {
       { path: '/v1/faulty', upstream: 'faulty' },
       { path: '/v1/pool', upstream: 'pool' },
     ],
-  }));
-  // Basic is verified once (bcrypt) and cached: later requests measure the proxy, not bcrypt.
-  expect((await send(gw.port, '/v1/faulty', { headers: ALICE })).status).toBe(200);
+  }),
+  after: async () => {
+    for (const up of [faulty, hanging, pool]) await up?.close();
+  },
 });
 
-afterAll(async () => {
-  await gw?.close();
-  for (const up of [faulty, hanging, pool]) await up?.close();
-  users?.remove();
+beforeAll(async () => {
+  // Basic is verified once (bcrypt) and cached: later requests measure the proxy, not bcrypt.
+  expect((await send(gw.port, '/v1/faulty', { headers: ALICE })).status).toBe(200);
 });
 
 const ok = (_req: IncomingMessage, res: ServerResponse) => {
@@ -263,7 +264,7 @@ describe('a 100 MB response through the gateway process', () => {
     };
     const port = await freePort();
     child = startGatewayProcess({
-      dir, port, usersFile: users.file,
+      dir, port, usersFile: gw.users.file,
       upstreams: { big: { url: big.url, timeoutMs: 5000 } },
       routes: [{ path: '/v1/big', upstream: 'big' }],
       logLevel: 'warn',
@@ -282,51 +283,36 @@ describe('a 100 MB response through the gateway process', () => {
     /** Bytes the upstream wrote during the last 500 ms of the client's pause. */
     let sentLateInPause = -1;
     let sentWhenPauseEnded = 0;
-    const result = await new Promise<{ status: number; bytes: number; complete: boolean; ms: number }>((resolve, reject) => {
-      const started = Date.now();
-      const sampler = setInterval(() => {
-        try {
-          peak = Math.max(peak, rssBytes(pid));
-        } catch {
-          // the process is gone: the assertions below say so
+    const sampler = setInterval(() => {
+      try {
+        peak = Math.max(peak, rssBytes(pid));
+      } catch {
+        // the process is gone: the assertions below say so
+      }
+    }, 20);
+    let paused = false;
+    const answer = await request(port, '/v1/big', {
+      headers: ALICE, keepBody: false, timeoutMs: 15_000,
+      onBody: (c, socket) => {
+        received += c.length;
+        // A reader that stalls for 1.5 s at 10 MB: the gateway must stop reading the upstream, not buffer it.
+        // (Loopback TCP buffers here may hold tens of MB (tcp_rmem max 32 MB), so the upstream runs on until
+        // those are full; then it must stall.)
+        if (!paused && received >= 10 * MB) {
+          paused = true;
+          socket.pause();
+          let mark = 0;
+          setTimeout(() => (mark = upstreamSent), 1000);
+          setTimeout(() => {
+            sentLateInPause = upstreamSent - mark;
+            sentWhenPauseEnded = upstreamSent;
+            peakDuringPause = rssBytes(pid);
+            socket.resume();
+          }, 1500);
         }
-      }, 20);
-      let paused = false;
-      const req = request({ host: '127.0.0.1', port, path: '/v1/big', headers: ALICE, agent: false }, (res) => {
-        res.on('data', (c: Buffer) => {
-          received += c.length;
-          // A reader that stalls for 1.5 s at 10 MB: the gateway must stop reading the upstream, not buffer it.
-          // (Loopback TCP buffers here may hold tens of MB (tcp_rmem max 32 MB), so the upstream runs on until
-          // those are full; then it must stall.)
-          if (!paused && received >= 10 * MB) {
-            paused = true;
-            res.pause();
-            let mark = 0;
-            setTimeout(() => (mark = upstreamSent), 1000);
-            setTimeout(() => {
-              sentLateInPause = upstreamSent - mark;
-              sentWhenPauseEnded = upstreamSent;
-              peakDuringPause = rssBytes(pid);
-              res.resume();
-            }, 1500);
-          }
-        });
-        res.on('end', () => {
-          clearInterval(sampler);
-          resolve({ status: res.statusCode!, bytes: received, complete: res.complete, ms: Date.now() - started });
-        });
-        res.on('error', (err) => {
-          clearInterval(sampler);
-          reject(err);
-        });
-      });
-      req.setTimeout(15_000, () => req.destroy(new Error(`no end after 15 s (${received} bytes)`)));
-      req.on('error', (err) => {
-        clearInterval(sampler);
-        reject(err);
-      });
-      req.end();
-    });
+      },
+    }).finally(() => clearInterval(sampler));
+    const result = { status: answer.status, bytes: answer.bytes, complete: answer.bodyError === undefined, ms: answer.ms };
     const growthMb = (peak - baseline) / MB;
     console.log(`100 MB in ${result.ms} ms; gateway RSS baseline ${(baseline / MB).toFixed(1)} MB, peak ${(peak / MB).toFixed(1)} MB (+${growthMb.toFixed(1)} MB), `
       + `${(peakDuringPause / MB).toFixed(1)} MB at the end of the client's pause; the upstream had sent ${(sentWhenPauseEnded / MB).toFixed(1)} MB by then, `

@@ -1,56 +1,55 @@
 import { createServer as createHttpServer, type Server } from 'node:http';
-import { connect, createServer, type Server as NetServer, type Socket } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { basic, htpasswd, startGateway, testConfig, type RunningGateway, type Users } from '../support/fixtures.js';
+import { createServer, type Server as NetServer, type Socket } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { basic, gatewayFixture } from '../support/fixtures.js';
+import { openRaw, requestText } from '../support/raw-client.js';
 
 // Upstreams that misbehave in ways a parser accepts: a status writeHead refuses, an answer before the
 // body was read, a TLS port that never answers the handshake. The gateway answers, times out, and lives.
 
 const ALICE = basic('alice', 'alice-pw');
-let users: Users;
 let oddStatus: NetServer;
 let early: Server;
 let earlyConnections = 0;
 let silentTls: NetServer;
-let gw: RunningGateway;
+const ports = { odd: 0, early: 0, tls: 0 };
 const sockets = new Set<Socket>();
 
 const listen = (server: NetServer | Server) => new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)));
 
-beforeAll(async () => {
-  users = htpasswd({ alice: 'alice-pw' });
-  oddStatus = createServer((s) => {
-    sockets.add(s);
-    s.once('data', () => s.end('HTTP/1.1 099 Odd\r\nContent-Length: 0\r\n\r\n'));
-  });
-  // Answers at once, never reads the body.
-  early = createHttpServer((_req, res) => res.end('early'));
-  early.on('connection', (s: Socket) => {
-    earlyConnections++;
-    s.on('close', () => earlyConnections--);
-  });
-  // Accepts TCP, never speaks TLS.
-  silentTls = createServer((s) => {
-    sockets.add(s);
-    s.on('error', () => {});
-  });
-  const [odd, earlyPort, tls] = await Promise.all([listen(oddStatus), listen(early), listen(silentTls)]);
-  gw = await startGateway(testConfig(users.file, {
+const gw = gatewayFixture({
+  echo: false,
+  before: async () => {
+    oddStatus = createServer((s) => {
+      sockets.add(s);
+      s.once('data', () => s.end('HTTP/1.1 099 Odd\r\nContent-Length: 0\r\n\r\n'));
+    });
+    // Answers at once, never reads the body.
+    early = createHttpServer((_req, res) => res.end('early'));
+    early.on('connection', (s: Socket) => {
+      earlyConnections++;
+      s.on('close', () => earlyConnections--);
+    });
+    // Accepts TCP, never speaks TLS.
+    silentTls = createServer((s) => {
+      sockets.add(s);
+      s.on('error', () => {});
+    });
+    [ports.odd, ports.early, ports.tls] = await Promise.all([listen(oddStatus), listen(early), listen(silentTls)]);
+  },
+  config: () => ({
     upstreams: {
-      odd: { url: `http://127.0.0.1:${odd}` },
-      early: { url: `http://127.0.0.1:${earlyPort}`, timeouts: { responseMs: 500, idleMs: 600 } },
-      tls: { url: `https://127.0.0.1:${tls}`, timeouts: { connectMs: 300, responseMs: 600, idleMs: 1500 } },
+      odd: { url: `http://127.0.0.1:${ports.odd}` },
+      early: { url: `http://127.0.0.1:${ports.early}`, timeouts: { responseMs: 500, idleMs: 600 } },
+      tls: { url: `https://127.0.0.1:${ports.tls}`, timeouts: { connectMs: 300, responseMs: 600, idleMs: 1500 } },
     },
     routes: [{ path: '/v1/odd', upstream: 'odd' }, { path: '/v1/early', upstream: 'early' }, { path: '/v1/tls', upstream: 'tls' }],
-  }));
-});
-
-afterAll(async () => {
-  await gw?.close();
-  for (const s of sockets) s.destroy();
-  early?.closeAllConnections();
-  await Promise.all([oddStatus, early, silentTls].map((s) => new Promise((r) => s?.close(r))));
-  users?.remove();
+  }),
+  after: async () => {
+    for (const s of sockets) s.destroy();
+    early?.closeAllConnections();
+    await Promise.all([oddStatus, early, silentTls].map((s) => new Promise((r) => s?.close(r))));
+  },
 });
 
 describe('misbehaving upstreams', () => {
@@ -62,17 +61,12 @@ describe('misbehaving upstreams', () => {
   });
 
   it('an upload that stalls after the upstream already answered is ended on both sides after idleMs', async () => {
-    const client = connect(gw.port, '127.0.0.1');
-    let got = '';
-    const closed = new Promise<number>((resolve) => {
-      const started = Date.now();
-      client.on('close', () => resolve(Date.now() - started));
-    });
-    client.on('data', (d: Buffer) => (got += d.toString()));
-    client.on('error', () => {});
-    client.write(`POST /v1/early/x HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${ALICE}\r\nContent-Length: 100000\r\n\r\n${'a'.repeat(10)}`);
-    const elapsed = await closed;
-    expect(got).toMatch(/^HTTP\/1\.1 200/);
+    const started = Date.now();
+    const client = await openRaw(gw.port);
+    client.socket.write(requestText('POST', '/v1/early/x', { Authorization: ALICE, 'Content-Length': 100000 }, 'a'.repeat(10)));
+    await client.closed();
+    const elapsed = Date.now() - started;
+    expect(client.text()).toMatch(/^HTTP\/1\.1 200/);
     expect(elapsed).toBeLessThan(2500);
     await expect.poll(() => earlyConnections, { timeout: 2000 }).toBe(0);
   });

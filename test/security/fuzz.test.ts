@@ -7,7 +7,7 @@ import { HttpProblem } from '../../src/http/problem.js';
 import type { PagingRules } from '../../src/config/types.js';
 import { normalizePaging } from '../../src/paging/normalize.js';
 import { basic, createTokens, gatewayFixture } from '../support/fixtures.js';
-import { exchange } from '../support/raw-client.js';
+import { exchange, parseAnswer } from '../support/raw-client.js';
 
 // Property-based fuzzing of the three parsers that stand between a client and an upstream, then
 // random headers and request targets through the running gateway. numRuns are kept moderate so the
@@ -240,11 +240,11 @@ interface RawReply {
 /** One raw request on a fresh connection (Connection: close), read to the end (at most 5 s). */
 async function rawRequest(port: number, head: Buffer): Promise<RawReply> {
   const text = Buffer.from(await exchange(port, head, 5000), 'latin1').toString('utf8');
-  const end = text.indexOf('\r\n\r\n');
-  const m = /^HTTP\/1\.1 (\d{3})/.exec(text);
-  if (!m || end < 0) throw new Error(`no HTTP response to ${JSON.stringify(head.toString('latin1').slice(0, 300))}: ${JSON.stringify(text.slice(0, 200))}`);
-  const contentType = /\r\ncontent-type: *([^\r\n]*)/i.exec(text.slice(0, end))?.[1] ?? '';
-  return { status: Number(m[1]), contentType, body: text.slice(end + 4) };
+  const answer = parseAnswer(text);
+  if (!text.startsWith('HTTP/1.1 ') || answer.status === 0 || !text.includes('\r\n\r\n')) {
+    throw new Error(`no HTTP response to ${JSON.stringify(head.toString('latin1').slice(0, 300))}: ${JSON.stringify(text.slice(0, 200))}`);
+  }
+  return { status: answer.status, contentType: answer.headers['content-type']?.split(', ')[0] ?? '', body: answer.body };
 }
 
 function checkReply(r: RawReply, what: string): void {

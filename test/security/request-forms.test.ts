@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { OVERRIDE_HEADERS } from '../../src/proxy/headers.js';
 import { basic, gatewayFixture, type Received } from '../support/fixtures.js';
-import { exchange, openRaw } from '../support/raw-client.js';
+import { exchange, openRaw, parseAnswer } from '../support/raw-client.js';
 
 // =============================================================================================
 // Request forms and header trust, as a black-box attack pass tried them: raw sockets, a recording
@@ -39,13 +39,12 @@ const open = () => openRaw(gw.port);
 const send = (bytes: string) => exchange(gw.port, bytes);
 
 function statusOf(answer: string): number {
-  return Number(/^HTTP\/1\.[01] (\d{3})/.exec(answer)?.[1] ?? 0);
+  return parseAnswer(answer).status;
 }
 
 function problemOf(answer: string): { code?: string; status?: number } {
-  const body = answer.slice(answer.indexOf('\r\n\r\n') + 4);
   expect(answer).toMatch(/content-type: application\/problem\+json/i);
-  return JSON.parse(body) as { code?: string; status?: number };
+  return JSON.parse(parseAnswer(answer).body) as { code?: string; status?: number };
 }
 
 const settle = () => new Promise((r) => setTimeout(r, 100));
