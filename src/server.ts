@@ -88,7 +88,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   const timedStore = instrumentStore(store, metrics);
   const ping = () => timedStore.ping();
   // One request at a time per connection; a drain makes /readyz 503 and then closes connections between requests.
-  const lanes = new RequestLanes();
+  const lanes = new RequestLanes(config.server.maxPipelinedRequests);
   const drain = new Drain(lanes);
   const readiness = drain.readiness(ping);
 
@@ -157,6 +157,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
       app.proxy = next.server.trustProxy > 0;
       app.maxIpsCount = next.server.trustProxy;
       server.headersTimeout = next.server.headersTimeoutMs;
+      lanes.maxWaiting = next.server.maxPipelinedRequests;
       retireRuntime(previous, runtime);
       // Allow rules or groups may have changed: open tunnels are judged by the new ones now.
       tunnels.recheckNow();

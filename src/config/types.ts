@@ -70,6 +70,8 @@ export interface ServerConfig {
   headersTimeoutMs: number;
   /** A token request's whole body must arrive within this; proxied bodies have an idle limit instead. */
   bodyTimeoutMs: number;
+  /** Requests parsed ahead and waiting on one connection; past it the connection closes after the answer in progress. */
+  maxPipelinedRequests: number;
   /** Serve HTTPS with these files; undefined: plain HTTP. */
   tls?: TlsConfig;
   /** Worker processes sharing the port (node:cluster); 1: serve in this process. `auto` is resolved to the cores. */

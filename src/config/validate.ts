@@ -62,6 +62,7 @@ function readServer(c: Checker, s: Record<string, unknown>): ServerConfig {
     acceptGraceMs: int(c, 'server.acceptGraceMs', s.acceptGraceMs),
     headersTimeoutMs: int(c, 'server.headersTimeoutMs', s.headersTimeoutMs),
     bodyTimeoutMs: int(c, 'server.bodyTimeoutMs', s.bodyTimeoutMs),
+    maxPipelinedRequests: int(c, 'server.maxPipelinedRequests', s.maxPipelinedRequests),
     workers: s.workers === 'auto' ? availableParallelism() : int(c, 'server.workers', s.workers),
   };
 }

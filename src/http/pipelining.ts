@@ -7,11 +7,18 @@ import type { Socket } from 'node:net';
  * writing thousands of requests without reading would have thousands handled (and forwarded) at once.
  * Here a request that arrives while another on its connection is in progress waits, and the connection
  * stops being read until the waiting ones are done: a pipelining client gets its answers in order, one by
- * one, at the pace of its own requests. Also knows what each connection has in progress, for a drain.
+ * one, at the pace of its own requests. Node still parses up to 64 KiB ahead (some 1,700 short requests),
+ * so past `maxWaiting` requests waiting on one connection it closes after the answer in progress, and the
+ * client resends what was not answered (RFC 9112 §9.3.2), as nginx does after `keepalive_requests`: 20 such
+ * connections would otherwise keep ~35,000 parsed requests alive and the heap growing by hundreds of MB.
+ * Also knows what each connection has in progress, for a drain.
  */
 export class RequestLanes {
   private readonly lanes = new Set<Lane>();
   private closing = false;
+
+  /** server.maxPipelinedRequests; a reload changes it for the requests parsed from then on. */
+  constructor(public maxWaiting: number) {}
 
   /** The request listener that runs `handle` one request at a time per connection. */
   wrap(handle: RequestListener): RequestListener {
@@ -22,6 +29,7 @@ export class RequestLanes {
       // Parsed after an answer that ended the connection: nobody will read its answer.
       if (lane.ended) return;
       if (lane.current) {
+        if (lane.waiting.length >= this.maxWaiting) return endAfterCurrent(lane);
         lane.waiting.push({ req, res });
         hold(lane);
         return;
@@ -61,10 +69,12 @@ export class RequestLanes {
     res.once('close', () => {
       // An answer that ended its connection (Connection: close, or the client is gone): Node gives the
       // requests it parsed behind it no connection to answer on, so none of them may run.
-      if (!res.shouldKeepAlive || lane.socket.destroyed || !lane.socket.writable) {
+      if (lane.ended || !res.shouldKeepAlive || lane.socket.destroyed || !lane.socket.writable) {
         lane.ended = true;
         lane.waiting.length = 0;
         lane.current = undefined;
+        // Ended for too many requests waiting after its head was out: the connection goes once it is written.
+        if (!lane.socket.destroyed) lane.socket.destroySoon();
         return;
       }
       if (lane.waiting.length === 0) {
@@ -136,6 +146,16 @@ function guard(lane: Lane): void {
       own = value;
     },
   });
+}
+
+/**
+ * Too many requests wait on this connection: none of them runs, and the connection closes after the answer
+ * in progress (with `Connection: close` when its head is not out yet).
+ */
+function endAfterCurrent(lane: Lane): void {
+  lane.ended = true;
+  lane.waiting.length = 0;
+  if (lane.current && !lane.current.headersSent) lane.current.shouldKeepAlive = false;
 }
 
 /** Reads again once nothing is in progress or waiting (unless Node holds it for its own reasons). */

@@ -39,6 +39,7 @@ describe('validation takes its defaults and known keys from the table', () => {
   const read: Record<string, unknown> = {
     'server.host': config.server.host, 'server.port': config.server.port, 'server.shutdownGraceMs': config.server.shutdownGraceMs,
     'server.headersTimeoutMs': config.server.headersTimeoutMs, 'server.bodyTimeoutMs': config.server.bodyTimeoutMs,
+    'server.maxPipelinedRequests': config.server.maxPipelinedRequests,
     'server.trustProxy': config.server.trustProxy, 'server.workers': config.server.workers,
     'server.acceptGraceMs': config.server.acceptGraceMs, 'store.durability': redis?.durability,
     'upstreams.<name>.maxConnections': config.upstreams.up!.maxConnections, 'upstreams.<name>.maxQueued': config.upstreams.up!.maxQueued,
