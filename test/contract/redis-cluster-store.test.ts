@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis';
+import { Redis, type Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/log.js';
 import { RedisCounters } from '../../src/counters/redis.js';
@@ -13,8 +13,10 @@ let counters: RedisCounters;
 
 beforeAll(async () => {
   cluster = await startCluster(3);
+  // The contract is about answers, not deadlines (test/reliability/cluster-faults.test.ts holds those): on a
+  // machine busy with the rest of the suite, a 1 s connect or 500 ms command limit failed a take now and then.
   const options: RedisStoreOptions = {
-    topology: { mode: 'cluster', nodes: cluster.urls.slice(0, 1) }, keyPrefix: 'gwtest:', commandTimeoutMs: 500, connectTimeoutMs: 1000,
+    topology: { mode: 'cluster', nodes: cluster.urls.slice(0, 1) }, keyPrefix: 'gwtest:', commandTimeoutMs: 2000, connectTimeoutMs: 5000,
     // The contract is about the store's answers; the cache (and the wait that keeps revocation
     // synchronous with it) is shown with several instances in test/integration/sync-revocation.test.ts.
     livenessCacheMs: 0, waitForReplicas: 0, durability: 'available' as const,
@@ -22,6 +24,13 @@ beforeAll(async () => {
   store = new RedisSessionStore(options, silentLogger);
   counters = new RedisCounters(options, silentLogger);
   expect(await store.waitUntilReady(10_000)).toBe(true);
+  expect(await counters.waitUntilReady(10_000)).toBe(true);
+  // A Cluster client connects to a master when it first sends it a command, and never resends a command
+  // whose connection closed (a replayed rotation would look like reuse): connect every master up front,
+  // so no test's first command on a master races that connection.
+  for (const client of [store.client, counters.client]) {
+    await Promise.all((client as Cluster).nodes('master').map((node) => node.ping()));
+  }
 }, 30_000);
 
 afterAll(async () => {
