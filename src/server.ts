@@ -88,7 +88,11 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   const timedStore = instrumentStore(store, metrics);
   const ping = () => timedStore.ping();
   // One request at a time per connection; a drain makes /readyz 503 and then closes connections between requests.
-  const lanes = new RequestLanes(config.server.maxPipelinedRequests);
+  const lanes = new RequestLanes(config.server.maxPipelinedRequests, (socket) => {
+    metrics.pipeliningOverflows.inc();
+    // The peer of the connection (behind a proxy, the proxy): the requests waiting are never handled.
+    log.warn('connection closed: too many pipelined requests waiting', { peer: socket.remoteAddress, maxPipelinedRequests: lanes.maxWaiting });
+  });
   const drain = new Drain(lanes);
   const readiness = drain.readiness(ping);
 

@@ -42,6 +42,8 @@ export interface Metrics {
   /** command: a TokenStore method name; result: `ok` or `error`. */
   readonly storeCommandDuration: Histogram<'command' | 'result'>;
   /** Open WebSocket tunnels by upstream: whoever opens one increments, and decrements when it closes. */
+  /** Connections ended for having more than server.maxPipelinedRequests requests waiting. */
+  readonly pipeliningOverflows: Counter;
   readonly webSocketTunnels: Gauge<'upstream'>;
   /** Sets what the store and bcrypt gauges read when scraped. */
   watch(sources: MetricSources): void;
@@ -156,6 +158,11 @@ export function createMetrics(): Metrics {
       help: 'token store calls by command and result, as the gateway waits for them (liveness cache hits included)',
       labelNames: ['command', 'result'] as const,
       buckets: STORE_BUCKETS,
+      registers,
+    }),
+    pipeliningOverflows: new Counter({
+      name: `${METRIC_PREFIX}pipelining_overflows_total`,
+      help: 'connections closed after the answer in progress because more than server.maxPipelinedRequests requests were waiting on them',
       registers,
     }),
     webSocketTunnels: new Gauge({

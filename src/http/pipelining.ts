@@ -17,8 +17,11 @@ export class RequestLanes {
   private readonly lanes = new Set<Lane>();
   private closing = false;
 
-  /** server.maxPipelinedRequests; a reload changes it for the requests parsed from then on. */
-  constructor(public maxWaiting: number) {}
+  /**
+   * `maxWaiting`: server.maxPipelinedRequests; a reload changes it for the requests parsed from then on.
+   * `onOverflow`: told once per connection that is ended for having too many requests waiting.
+   */
+  constructor(public maxWaiting: number, private readonly onOverflow: (socket: Socket) => void = () => {}) {}
 
   /** The request listener that runs `handle` one request at a time per connection. */
   wrap(handle: RequestListener): RequestListener {
@@ -29,7 +32,11 @@ export class RequestLanes {
       // Parsed after an answer that ended the connection: nobody will read its answer.
       if (lane.ended) return;
       if (lane.current) {
-        if (lane.waiting.length >= this.maxWaiting) return endAfterCurrent(lane);
+        if (lane.waiting.length >= this.maxWaiting) {
+          endAfterCurrent(lane);
+          this.onOverflow(socket);
+          return;
+        }
         lane.waiting.push({ req, res });
         hold(lane);
         return;

@@ -12,6 +12,7 @@ const ALICE = basic('alice', 'alice-pw');
 const LIMIT = 5;
 
 const gw = gatewayFixture({
+  log: 'warn',
   config: (f) => ({
     server: { host: '127.0.0.1', port: 0, shutdownGraceMs: 2000, maxPipelinedRequests: LIMIT },
     upstreams: { list: { url: f.echo.url } },
@@ -62,6 +63,46 @@ describe('pipelining depth', () => {
       expect(answers).toHaveLength(1);
       expect(answers[0]!.status).toBe(200);
       expect(answers[0]!.headers.connection).toEqual(['close']);
+      expect(gw.echo.received.length - before).toBe(1);
+      // Told once, to the log and the metrics, whatever the client had sent behind it.
+      const warnings = gw.logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'connection closed: too many pipelined requests waiting');
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatchObject({ level: 'warn', peer: '127.0.0.1', maxPipelinedRequests: LIMIT });
+      expect((await gw.gateway.metrics.pipeliningOverflows.get()).values[0]?.value).toBe(1);
+    } finally {
+      c.socket.destroy();
+      gw.echo.handler = (_req, res, r) => {
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify(r));
+      };
+    }
+  });
+
+  it('past the limit after the head of the answer in progress is out: that answer ends whole, then the connection closes', async () => {
+    // The head goes out at once, the body waits: too late for Connection: close, so the connection is ended
+    // once the body is written.
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    gw.echo.handler = (_req, res, r) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write(' ');
+      void held.then(() => res.end(JSON.stringify(r)));
+    };
+    const before = gw.echo.received.length;
+    const c = await openRaw(gw.port);
+    try {
+      c.socket.write(get(1));
+      expect(await c.waitUntil(() => c.text().includes('HTTP/1.1 200'), 5000)).toBe(true);
+      c.socket.write(Array.from({ length: LIMIT + 1 }, (_, i) => get(i + 2)).join(''));
+      expect(await eventually(async () => (await gw.gateway.metrics.pipeliningOverflows.get()).values[0]?.value === 2, 5000)).toBe(true);
+      expect(await c.closedWithin(200)).toBe(false);
+      release();
+      expect(await c.closedWithin(5000), c.text().slice(0, 500)).toBe(true);
+      const answers = c.responses();
+      expect(answers).toHaveLength(1);
+      expect(answers[0]!.status).toBe(200);
+      expect(answers[0]!.headers.connection).toEqual(['keep-alive']); // the head was out before the limit was passed
+      expect((JSON.parse(answers[0]!.body) as { url: string }).url).toBe('/v1/list/1');
       expect(gw.echo.received.length - before).toBe(1);
     } finally {
       c.socket.destroy();
