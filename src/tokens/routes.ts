@@ -10,7 +10,8 @@ const TOKEN_TYPES: readonly TokenType[] = ['ACCESS_TOKEN', 'REFRESH_TOKEN'];
 /** POST /v1/tokens/create | refresh | revoke, each a short list of named steps. */
 /**
  * `subjectOf` names the user of an access token (good signature, expired or not) for the access line:
- * create logs the user name tried, refresh the user of the new pair, revoke the user of an access token.
+ * create logs the user name tried, refresh the user of the new pair, revoke the user of the session ended
+ * (or of an access token whose session was gone already).
  */
 export function tokenRoutes(tokens: TokenService, bodyTimeoutMs: number, subjectOf: (accessToken: string) => string | undefined = () => undefined): Router<GatewayState> {
   // Exact paths only: /v1/tokens/CREATE or /v1/tokens/create/ are no token endpoint.
@@ -33,8 +34,10 @@ export function tokenRoutes(tokens: TokenService, bodyTimeoutMs: number, subject
   router.post('/revoke', noStore, body, async function revokeToken(ctx) {
     const { token, type } = requireStrings(ctx.state.body, 'token', 'type');
     const kind = tokenType(type);
+    // The user of an access token, even when the answer is an error; the user of the session ended, for a
+    // refresh token (which names no user itself).
     ctx.state.triedUser = subjectOf(token);
-    await tokens.revoke(token, kind);
+    ctx.state.triedUser = (await tokens.revoke(token, kind)) ?? ctx.state.triedUser;
     // 200 with an empty body (spec section 4): an explicit null body, then the status.
     ctx.body = null;
     ctx.status = 200;

@@ -28,6 +28,9 @@ export interface TokenServiceOptions {
   refreshKey: Buffer;
 }
 
+/** A revoke step's answer when the token is not of its kind (the next kind is tried). */
+const NOT_THIS_KIND = Symbol('notThisKind');
+
 /** The token rules (spec sections 3 and 5); the store only makes them atomic. */
 export class TokenService {
   constructor(
@@ -74,11 +77,16 @@ export class TokenService {
   /**
    * Kills the session the token belongs to, so its access and refresh tokens die together (spec
    * section 3). Unknown, expired and garbage tokens are no error (RFC 7009); `type` is a hint and the
-   * other kind is tried when the token is not of the hinted one (RFC 7009 section 2.1).
+   * other kind is tried when the token is not of the hinted one (RFC 7009 section 2.1). Answers the user
+   * of the session it ended, for the audit line (undefined: no session was live).
    */
-  async revoke(token: string, type: TokenType): Promise<void> {
+  async revoke(token: string, type: TokenType): Promise<string | undefined> {
     const kinds = type === 'ACCESS_TOKEN' ? [this.revokeAccess, this.revokeRefresh] : [this.revokeRefresh, this.revokeAccess];
-    for (const kind of kinds) if (await kind.call(this, token)) return;
+    for (const kind of kinds) {
+      const outcome = await kind.call(this, token);
+      if (outcome !== NOT_THIS_KIND) return outcome;
+    }
+    return undefined;
   }
 
   /** Signature, claims, then the live-session check: revocation takes effect on every instance at once. */
@@ -89,28 +97,26 @@ export class TokenService {
     return { user: claims.sub, sid: claims.sid, exp: claims.exp };
   }
 
-  private async revokeAccess(token: string): Promise<boolean> {
+  private async revokeAccess(token: string): Promise<string | undefined | typeof NOT_THIS_KIND> {
     let sid: string;
     try {
       // An expired access token still names its session, whose refresh token may live on.
       sid = this.codec.verify(token, { ignoreExpiration: true }).sid;
     } catch (err) {
-      if (err instanceof HttpProblem) return false;
+      if (err instanceof HttpProblem) return NOT_THIS_KIND;
       throw err;
     }
-    await this.store.revoke(sid);
-    return true;
+    return this.store.revoke(sid);
   }
 
   /**
    * A refresh token this gateway issued (its MAC checked, whatever its generation) ends its session; a
    * malformed or forged one never reaches the store, so the answer's timing says nothing about sessions.
    */
-  private async revokeRefresh(token: string): Promise<boolean> {
+  private async revokeRefresh(token: string): Promise<string | undefined | typeof NOT_THIS_KIND> {
     const presented = parseRefreshToken(this.options.refreshKey, token);
-    if (!presented) return false;
-    await this.store.revoke(presented.sid);
-    return true;
+    if (!presented) return NOT_THIS_KIND;
+    return this.store.revoke(presented.sid);
   }
 
   private pair(sub: string, sid: string, uv: string, refreshToken: string): TokenPair {

@@ -21,11 +21,12 @@ export function sessionStoreContract(name: string, h: StoreHarness<SessionStore>
       const s = sid();
       await h.store().createSession(s, session('alice'), 60);
       expect(await h.store().isLive(s)).toBe(true);
-      await h.store().revoke(s);
+      // It answers the user of the session it ended (the audit line names them)...
+      expect(await h.store().revoke(s)).toBe('alice');
       expect(await h.store().isLive(s)).toBe(false);
-      // Revoking what is gone is no error.
-      await h.store().revoke(s);
-      await h.store().revoke(sid());
+      // ...and revoking what is gone is no error, and names nobody.
+      expect(await h.store().revoke(s)).toBeUndefined();
+      expect(await h.store().revoke(sid())).toBeUndefined();
     });
 
     it('rotates generation by generation and returns the subject', async () => {

@@ -58,6 +58,20 @@ describe('access lines name the user, the address and the code', () => {
     expect(await lineOf(reused)).toMatchObject({ status: 401, code: 'invalid_refresh_token', address: '127.0.0.1' });
   });
 
+  it('revoking by refresh token names the user of the session it ended, and nobody when none was live', async () => {
+    const pair = await createTokens(gw.base, 'bob', 'bob-pw');
+    const revoked = id();
+    expect((await postJson(gw.base, '/v1/tokens/revoke', { token: pair.refreshToken, type: 'REFRESH_TOKEN' }, { 'x-request-id': revoked })).status).toBe(200);
+    expect(await lineOf(revoked)).toMatchObject({ path: '/v1/tokens/revoke', status: 200, user: 'bob', address: '127.0.0.1' });
+    const again = id();
+    expect((await postJson(gw.base, '/v1/tokens/revoke', { token: pair.refreshToken, type: 'REFRESH_TOKEN' }, { 'x-request-id': again })).status).toBe(200);
+    expect(await lineOf(again)).not.toHaveProperty('user');
+    // An access token names its user even when its session is gone.
+    const byAccess = id();
+    expect((await postJson(gw.base, '/v1/tokens/revoke', { token: pair.accessToken, type: 'ACCESS_TOKEN' }, { 'x-request-id': byAccess })).status).toBe(200);
+    expect(await lineOf(byAccess)).toMatchObject({ status: 200, user: 'bob' });
+  });
+
   it('a refused Basic request (401, then 429 locked) names the user name tried', async () => {
     for (let i = 0; i < 2; i++) {
       const rid = id();

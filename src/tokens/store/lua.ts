@@ -72,11 +72,18 @@ redis.call('PUBLISH', ARGV[5], ARGV[6])
 return {3}
 `;
 
-/** KEYS[1] = session. ARGV: channel, sid. Returns 1 when there was a session to delete (its id published). */
-export const REVOKE = `
-if redis.call('DEL', KEYS[1]) == 0 then return 0 end
+/**
+ * KEYS[1] = session. ARGV: channel, sid. When there was a session: deletes it, publishes its id and returns
+ * its user (for the audit line; '' for a value of another format); else returns false (nil).
+ */
+export const REVOKE = `${CODEC}
+local s = redis.call('GET', KEYS[1])
+if not s then return false end
+redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', ARGV[1], ARGV[2])
-return 1
+if string.byte(s, 1) ~= ${FORMAT} then return '' end
+local sub = fields(s)
+return sub
 `;
 
 /**

@@ -59,9 +59,11 @@ export class MemorySessionStore implements SessionStore {
     return this.liveSession(sid) !== undefined;
   }
 
-  async revoke(sid: string): Promise<void> {
+  async revoke(sid: string): Promise<string | undefined> {
+    const user = this.liveSession(sid)?.sub;
     this.sessions.delete(sid);
     this.revocations.publish(sid);
+    return user;
   }
 
   async listSessions(user: string): Promise<SessionInfo[]> {

@@ -21,7 +21,8 @@ export type RedisStoreOptions = Omit<RedisStoreConfig, 'kind'>;
 interface Scripts {
   createSession(s: string, ttl: number, sub: string, uv: string): Promise<number>;
   rotateRefresh(s: string, generation: number, ttl: number, graceMs: number, nowMs: number, channel: string, sid: string): Promise<[number, string?, string?, number?, number?, number?]>;
-  revokeSession(s: string, channel: string, sid: string): Promise<number>;
+  /** The user of the session deleted ('' when its format is another), or null when there was none. */
+  revokeSession(s: string, channel: string, sid: string): Promise<string | null>;
   indexAdd(index: string, sid: string, createdAtMs: number, ttl: number): Promise<number>;
 }
 
@@ -163,14 +164,15 @@ export class RedisSessionStore implements SessionStore {
    * The same steps whether or not the session exists (its answer tells nothing): delete, then the wait
    * for revocation in force everywhere (another instance may be revoking it right now) and for replicas.
    */
-  revoke(sid: string): Promise<void> {
+  revoke(sid: string): Promise<string | undefined> {
     this.liveness.invalidate(sid);
     return this.guard(async () => {
       this.replicas?.admit();
-      await this.client.revokeSession(sessionKey(sid), this.channelName, sid);
+      const user = await this.client.revokeSession(sessionKey(sid), this.channelName, sid);
       await this.revoked([sid]);
       // Again after: a liveness lookup answered while the script ran must not stay cached.
       this.liveness.invalidate(sid);
+      return user || undefined;
     });
   }
 
@@ -209,7 +211,7 @@ export class RedisSessionStore implements SessionStore {
       if (done.length > 0) await this.revoked(done);
       const failed = results.find((r) => r.status === 'rejected');
       if (failed) throw failed.reason;
-      return results.filter((r) => r.status === 'fulfilled' && r.value === 1).length;
+      return results.filter((r) => r.status === 'fulfilled' && r.value !== null).length;
     });
   }
 

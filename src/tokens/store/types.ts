@@ -13,9 +13,10 @@ export interface SessionStore {
   /**
    * Deletes the session: every token of it stops working at once. When this (or revokeUser, or a
    * rotation answering 'reused') has answered, no instance accepts the session's tokens. Takes the same
-   * steps whether or not the session exists.
+   * steps whether or not the session exists. Answers the user of the session it ended (for the audit
+   * line), or undefined when there was none.
    */
-  revoke(sid: string): Promise<void>;
+  revoke(sid: string): Promise<string | undefined>;
   /** The user's live sessions, oldest first. */
   listSessions(user: string): Promise<SessionInfo[]>;
   /**
