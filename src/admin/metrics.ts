@@ -41,9 +41,9 @@ export interface Metrics {
   readonly forwardAuthAnswers: Counter<'status'>;
   /** command: a TokenStore method name; result: `ok` or `error`. */
   readonly storeCommandDuration: Histogram<'command' | 'result'>;
-  /** Open WebSocket tunnels by upstream: whoever opens one increments, and decrements when it closes. */
   /** Connections ended for having more than server.maxPipelinedRequests requests waiting. */
   readonly pipeliningOverflows: Counter;
+  /** Open WebSocket tunnels by upstream: whoever opens one increments, and decrements when it closes. */
   readonly webSocketTunnels: Gauge<'upstream'>;
   /** Sets what the store and bcrypt gauges read when scraped. */
   watch(sources: MetricSources): void;
