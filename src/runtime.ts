@@ -131,7 +131,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     upstreamHeaders(trustForwarded, signed),
   ], {
     forward: forward(forwarder),
-    tunnel: tunnel(forwarder, shared.tunnels),
+    tunnel: tunnel(forwarder, shared.tunnels, (upstream) => config.upstreams[upstream]!.maxTunnels),
     answer: answerForwardAuth(signed),
   });
   const handle = (ctx: GatewayContext) => {

@@ -177,6 +177,8 @@ export interface UpstreamConfig {
   maxConnections: number;
   /** Requests that may wait for one of those connections, per target; past it, 503 service_unavailable. */
   maxQueued: number;
+  /** WebSocket tunnels open (or opening) to this upstream at most, all targets together; past it, 503. */
+  maxTunnels: number;
 }
 
 /** What each timeout measures, so a slow upload or a quiet stream is never mistaken for a dead upstream. */

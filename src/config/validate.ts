@@ -230,6 +230,7 @@ function readUpstreams(c: Checker, raw: unknown): Record<string, UpstreamConfig>
       preserveHost: bool(c, 'upstreams.<name>.preserveHost', u.preserveHost, `${key}.preserveHost`),
       maxConnections: int(c, 'upstreams.<name>.maxConnections', u.maxConnections, undefined, `${key}.maxConnections`),
       maxQueued: int(c, 'upstreams.<name>.maxQueued', u.maxQueued, undefined, `${key}.maxQueued`),
+      maxTunnels: int(c, 'upstreams.<name>.maxTunnels', u.maxTunnels, undefined, `${key}.maxTunnels`),
     };
     if (u.healthCheck !== undefined && u.healthCheck !== false) {
       const h = c.obj(`${key}.healthCheck`, u.healthCheck);

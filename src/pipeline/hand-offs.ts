@@ -1,4 +1,4 @@
-import { shuttingDown } from '../http/problem.js';
+import { HttpProblem, shuttingDown } from '../http/problem.js';
 import type { GatewayContext, HandOffName } from '../http/state.js';
 import type { Forwarder } from '../proxy/forward.js';
 import type { Tunnels } from '../proxy/tunnels.js';
@@ -28,9 +28,31 @@ export function forward(forwarder: Forwarder): Step {
  * Location rewrite of a non-101 answer). A 101 that passes switchProblem becomes a tunnel in the
  * registry; any other 101 is a 502.
  */
-export function tunnel(forwarder: Forwarder, tunnels: Tunnels): Step {
+export function tunnel(forwarder: Forwarder, tunnels: Tunnels, maxTunnels: (upstream: string) => number): Step {
   return async function tunnelHandshake(ctx) {
     if (tunnels.closing) throw shuttingDown();
+    const route = ctx.state.route!;
+    const name = route.upstream!;
+    const max = maxTunnels(name);
+    if (!tunnels.admit(name, max)) throw tooManyTunnels(name, max);
+    // The place is given back once the handshake has its answer: a 101 has made it a tunnel by then
+    // (written on the socket, not through res); any other answer is for a client that may retry at
+    // once, so at its last byte rather than when the exchange's bookkeeping ends.
+    let held = true;
+    const settle = () => {
+      if (held) tunnels.settled(name);
+      held = false;
+    };
+    ctx.res.once('finish', settle);
+    try {
+      await handshake(ctx);
+    } finally {
+      ctx.res.off('finish', settle);
+      settle();
+    }
+  };
+
+  async function handshake(ctx: GatewayContext): Promise<void> {
     const { req, res } = ctx;
     const route = ctx.state.route!;
     const clientHead = takePendingBytes(req);
@@ -59,6 +81,13 @@ export function tunnel(forwarder: Forwarder, tunnels: Tunnels): Step {
         return undefined;
       },
     });
-  };
+  }
+}
+
+/** The answer to a handshake when its upstream has maxTunnels open or opening: 503, retry shortly. */
+function tooManyTunnels(upstream: string, max: number): HttpProblem {
+  return new HttpProblem(503, 'service_unavailable', `the ${upstream} service has as many WebSocket connections as it may take (${max}); retry shortly`, {
+    headers: { 'Retry-After': '1' },
+  });
 }
 

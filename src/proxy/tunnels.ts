@@ -40,6 +40,9 @@ const RECENT_REVOCATIONS_MAX = 10_000;
 /** The longest setTimeout delay Node keeps (about 24.8 days); a later expiry re-arms. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
+/** A refused handshake is logged at most this often per upstream (a full upstream refuses many). */
+const LIMIT_WARNING_EVERY_MS = 60_000;
+
 /**
  * The open WebSocket tunnels: bytes piped both ways between a client socket and an upstream socket,
  * nothing parsed. A tunnel ends when either side goes away (the other side is ended too), when its
@@ -49,10 +52,14 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * changed or who were removed; a change of groups or rules rechecks at once (recheckNow), and a tunnel
  * whose owner the route's allow rule no longer lets in ends. Forced ends destroy both sockets: the tunnel does not know where the
  * frames are, so it cannot write a close frame; clients see an abnormal closure (1006).
+ * A tunnel holds two sockets until one side leaves, outside the upstream's connection pool: admit()
+ * bounds how many are open or opening per upstream (`upstreams.<name>.maxTunnels`).
  */
 export class Tunnels {
   private readonly open = new Set<Tunnel>();
   private readonly bySid = new Map<string, Set<Tunnel>>();
+  /** Per upstream: tunnels open, and handshakes admitted whose answer has not come yet. */
+  private readonly perUpstream = new Map<string, { open: number; opening: number; warnedAt: number }>();
   /** Session ids revoked lately (heard on the channel), with when: in insertion order, oldest first. */
   private readonly recentlyRevoked = new Map<string, number>();
   private readonly unsubscribe: () => void;
@@ -74,11 +81,45 @@ export class Tunnels {
     return this.open.size;
   }
 
+  /**
+   * Takes a place for a handshake to `upstream`: false when `max` tunnels are open or opening there
+   * already (the caller answers 503). A place taken is given back by settled(), once the handshake has
+   * its answer, whether it became a tunnel (add(), called before settled(), counts it as open) or not.
+   */
+  admit(upstream: string, max: number): boolean {
+    let n = this.perUpstream.get(upstream);
+    if (!n) this.perUpstream.set(upstream, (n = { open: 0, opening: 0, warnedAt: 0 }));
+    if (n.open + n.opening >= max) {
+      const now = Date.now();
+      if (now - n.warnedAt >= LIMIT_WARNING_EVERY_MS) {
+        n.warnedAt = now;
+        this.log.warn('websocket handshake refused: the upstream has as many tunnels as it may take', { upstream, maxTunnels: max, open: n.open, opening: n.opening });
+      }
+      return false;
+    }
+    n.opening++;
+    return true;
+  }
+
+  /** The handshake admitted for `upstream` has its answer (see admit). */
+  settled(upstream: string): void {
+    const n = this.perUpstream.get(upstream);
+    if (n && n.opening > 0) n.opening--;
+    this.forgetIdle(upstream, n);
+  }
+
+  private forgetIdle(upstream: string, n: { open: number; opening: number; warnedAt: number } | undefined): void {
+    if (n && n.open === 0 && n.opening === 0 && Date.now() - n.warnedAt >= LIMIT_WARNING_EVERY_MS) this.perUpstream.delete(upstream);
+  }
+
   /** Pipes client and upstream together until one of the ends above. */
   add(client: Duplex, upstream: Duplex, owner: Principal, info: { requestId: string; path: string; upstream: string }): void {
     const t: Tunnel = { client, upstream, owner, requestId: info.requestId, path: info.path, upstreamName: info.upstream, openedAt: Date.now(), ended: false };
     if (owner.via === 'basic') t.uv = this.checks.credentialVersion(owner.user);
     this.open.add(t);
+    let n = this.perUpstream.get(t.upstreamName);
+    if (!n) this.perUpstream.set(t.upstreamName, (n = { open: 0, opening: 0, warnedAt: 0 }));
+    n.open++;
     this.checks.counted?.(t.upstreamName, 1);
     if (owner.via === 'bearer') {
       let set = this.bySid.get(owner.sid);
@@ -189,6 +230,9 @@ export class Tunnels {
     t.ended = true;
     clearTimeout(t.expiry);
     this.open.delete(t);
+    const n = this.perUpstream.get(t.upstreamName);
+    if (n) n.open--;
+    this.forgetIdle(t.upstreamName, n);
     this.checks.counted?.(t.upstreamName, -1);
     if (t.owner.via === 'bearer') {
       const set = this.bySid.get(t.owner.sid);

@@ -295,6 +295,88 @@ describe('other upgrades (h2c)', () => {
   });
 });
 
+describe('WebSocket tunnels per upstream (maxTunnels)', () => {
+  /** An upstream that holds each handshake until told how to answer it (a slow WebSocket service). */
+  const held: import('node:net').Socket[] = [];
+  let holding: import('node:http').Server;
+  let holdingUrl = '';
+  const gw = gatewayFixture({
+    users: USERS,
+    echo: false,
+    log: 'warn',
+    before: async () => {
+      holding = createServer((_req, res) => res.end('plain'));
+      holding.on('upgrade', (_req, socket) => held.push(socket as import('node:net').Socket));
+      await new Promise<void>((resolve) => holding.listen(0, '127.0.0.1', resolve));
+      holdingUrl = `http://127.0.0.1:${(holding.address() as { port: number }).port}`;
+    },
+    after: () => new Promise<void>((resolve) => {
+      for (const s of held) s.destroy();
+      holding.close(() => resolve());
+    }),
+    config: () => ({
+      upstreams: { ws: { url: up.url, maxTunnels: 2 }, other: { url: up.url }, slow: { url: holdingUrl, maxTunnels: 1 } },
+      routes: [{ path: '/v1/live', upstream: 'ws' }, { path: '/v1/other', upstream: 'other' }, { path: '/v1/slow', upstream: 'slow' }],
+    }),
+  });
+  const auth = { authorization: basic('alice', 'alice-pw') };
+  const clients: WebSocket[] = [];
+  const track = (w: WebSocket) => (clients.push(w), w);
+  afterEach(() => {
+    for (const c of clients.splice(0)) c.terminate();
+  });
+
+  it('past maxTunnels open to an upstream, a handshake gets 503 with Retry-After before anything is sent upstream; another upstream is not limited; a place freed is taken again', async () => {
+    const url = `ws://127.0.0.1:${gw.port}`;
+    const first = track(await open(`${url}/v1/live`, { headers: auth }));
+    track(await open(`${url}/v1/live`, { headers: auth }));
+    const seen = up.handshakes.length;
+    const refused = await refusal(open(`${url}/v1/live`, { headers: auth }));
+    expectProblem(refused, 503, 'service_unavailable');
+    expect(refused.headers['retry-after']).toBe('1');
+    expect(JSON.parse(refused.body).detail).toContain('(2)');
+    expect(up.handshakes.length).toBe(seen);
+    // Logged once for the burst, with the counts.
+    await refusal(open(`${url}/v1/live`, { headers: auth }));
+    const warnings = gw.logs.filter((l) => l.includes('websocket handshake refused'));
+    expect(warnings).toHaveLength(1);
+    expect(JSON.parse(warnings[0]!)).toMatchObject({ upstream: 'ws', maxTunnels: 2, open: 2, opening: 0 });
+    // The limit is the upstream's: a third tunnel to another upstream opens.
+    const elsewhere = track(await open(`${url}/v1/other`, { headers: auth }));
+    elsewhere.send('x');
+    expect(await nextMessage(elsewhere)).toBe('echo:x');
+    // One closes: its place is free again.
+    first.close();
+    const openToWs = async () => (await gw.gateway.metrics.webSocketTunnels.get()).values.find((v) => v.labels.upstream === 'ws')?.value;
+    await expect.poll(openToWs, { timeout: 2000 }).toBe(1);
+    const again = track(await open(`${url}/v1/live`, { headers: auth }));
+    again.send('y');
+    expect(await nextMessage(again)).toBe('echo:y');
+  });
+
+  it('a handshake the upstream has not answered yet holds its place; a refusal by the upstream gives it back', async () => {
+    const url = `ws://127.0.0.1:${gw.port}`;
+    const pending = new WebSocket(`${url}/v1/slow`, { headers: auth });
+    track(pending);
+    const answered = new Promise<number>((resolve) => pending.once('unexpected-response', (_req, res) => resolve(res.statusCode!)));
+    pending.on('error', () => {});
+    await until(() => held.length === 1);
+    // The upstream is still thinking: the one place is taken.
+    expectProblem(await refusal(open(`${url}/v1/slow`, { headers: auth })), 503, 'service_unavailable');
+    expect(held).toHaveLength(1);
+    // It answers without switching: the client gets that answer and the place is free.
+    held[0]!.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+    expect(await answered).toBe(404);
+    const next = new WebSocket(`${url}/v1/slow`, { headers: auth });
+    track(next);
+    next.on('error', () => {});
+    let nextStatus = 0;
+    next.once('unexpected-response', (_req, res) => (nextStatus = res.statusCode!));
+    await until(() => held.length === 2 || nextStatus !== 0);
+    expect(nextStatus).toBe(0);
+  });
+});
+
 describe('WebSocket and graceful shutdown', () => {
   const f = gatewayFixture({ users: USERS, echo: false, gateway: false });
 

@@ -42,7 +42,7 @@ describe('validation takes its defaults and known keys from the table', () => {
     'server.maxPipelinedRequests': config.server.maxPipelinedRequests,
     'server.trustProxy': config.server.trustProxy, 'server.workers': config.server.workers,
     'server.acceptGraceMs': config.server.acceptGraceMs, 'store.durability': redis?.durability,
-    'upstreams.<name>.maxConnections': config.upstreams.up!.maxConnections, 'upstreams.<name>.maxQueued': config.upstreams.up!.maxQueued,
+    'upstreams.<name>.maxConnections': config.upstreams.up!.maxConnections, 'upstreams.<name>.maxQueued': config.upstreams.up!.maxQueued, 'upstreams.<name>.maxTunnels': config.upstreams.up!.maxTunnels,
     'identity.assertion.header': withIdentity.config.identity.assertion?.header,
     'identity.assertion.alg': withIdentity.config.identity.assertion?.alg,
     'identity.assertion.ttlSeconds': withIdentity.config.identity.assertion?.ttlSeconds,

@@ -115,4 +115,27 @@ describe('Tunnels', () => {
     h.tunnels.stop();
     expect(h.listeners.size).toBe(0);
   });
+
+  it('admits up to max tunnels open or opening per upstream; an ended tunnel or a settled handshake frees its place', async () => {
+    const h = harness(60_000);
+    stop = () => h.tunnels.stop();
+    const alice = { user: 'alice', via: 'basic' } as const;
+    expect(h.tunnels.admit('up', 2)).toBe(true);
+    const [c, u] = [socket(), socket()];
+    // Opened: counted open before its handshake settles, so the count never dips between the two.
+    h.tunnels.add(c, u, alice, { requestId: 'r1', path: '/p', upstream: 'up' });
+    h.tunnels.settled('up');
+    expect(h.tunnels.admit('up', 2)).toBe(true);
+    expect(h.tunnels.admit('up', 2)).toBe(false);
+    expect(h.tunnels.admit('other', 2)).toBe(true);
+    // The opening one is answered without a tunnel: its place is free.
+    h.tunnels.settled('up');
+    expect(h.tunnels.admit('up', 2)).toBe(true);
+    h.tunnels.settled('up');
+    // The open one ends: its place is free as well (both free now).
+    c.destroy();
+    await closed(u);
+    expect(h.tunnels.admit('up', 2) && h.tunnels.admit('up', 2)).toBe(true);
+    expect(h.tunnels.admit('up', 2)).toBe(false);
+  });
 });
