@@ -120,7 +120,7 @@ export const SETTINGS = {
   'upstreams.<name>.preserveHost': { type: 'boolean', default: false, meaning: 'Send the client\'s `Host` instead of the upstream\'s own, for backends that build URLs from it.' },
   'upstreams.<name>.maxConnections': { type: 'integer', default: 256, min: 1, meaning: 'Connections to each target at most (the keep-alive agent\'s `maxSockets`).' },
   'upstreams.<name>.maxQueued': { type: 'integer', default: 1024, min: 0, meaning: 'Requests per target that may wait for one of those connections; past both, 503 `service_unavailable` with `Retry-After: 1`.' },
-  'upstreams.<name>.maxTunnels': { type: 'integer', default: 4096, min: 1, meaning: 'WebSocket connections open to this upstream at most, all its targets together and handshakes in progress included (a tunnel holds two sockets outside the connection pool until one side leaves); past it, a handshake gets 503 `service_unavailable` with `Retry-After: 1`.' },
+  'upstreams.<name>.maxTunnels': { type: 'integer', default: 4096, min: 1, meaning: 'WebSocket connections open to this upstream at most, per process (each worker counts its own), all its targets together and handshakes in progress included (a tunnel holds two sockets outside the connection pool until one side leaves); past it, a handshake gets 503 `service_unavailable` with `Retry-After: 1`.' },
 
   // routes
   'routes': { type: 'list of route', default: [], meaning: 'Path prefixes and where they go; matched on segment boundaries, the longest wins.' },
