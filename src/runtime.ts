@@ -95,7 +95,8 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   if (!sameUsers) groups.onChange(() => shared.tunnels.recheckNow());
   // Another users file: who was in the old one and is gone or changed in the new one ends too.
   else if (previous) ended(endedUsers(previous.credentials.verifier.table, credentials.verifier.table));
-  const forwarder = previous !== undefined && same(previous.config.upstreams, config.upstreams)
+  // maxTunnels is read by the tunnel hand-off, not the Forwarder: changing it keeps the pools.
+  const forwarder = previous !== undefined && same(previous.config.upstreams, config.upstreams, 'maxTunnels')
     ? previous.forwarder
     : new Forwarder(config.upstreams, log, shared.onUpstreamError);
   const lockout = new Lockout(shared.counters, config.lockout, log);
@@ -189,8 +190,10 @@ export function restartOnlyChanges(old: Config, next: Config): string[] {
   return changed;
 }
 
-function same(a: unknown, b: unknown): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
+/** Whether two settings objects are the same, `ignored` keys left out at any depth. */
+function same(a: unknown, b: unknown, ...ignored: string[]): boolean {
+  const replacer = ignored.length === 0 ? undefined : (key: string, value: unknown) => (ignored.includes(key) ? undefined : value);
+  return JSON.stringify(a, replacer) === JSON.stringify(b, replacer);
 }
 
 /** The token router as an own endpoint: what it leaves unanswered gets `fallback`, never the pipeline. */

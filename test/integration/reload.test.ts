@@ -1,4 +1,5 @@
-import { request } from 'node:http';
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -167,6 +168,35 @@ describe('what a reload changes', () => {
       expect((await fetch(`${gw.base}/v1/a/x`, { headers: { authorization: `Bearer ${fresh.accessToken}` } })).status).toBe(200);
     } finally {
       await gw.close();
+    }
+  });
+
+  it('upstream pools: a reload that changes only maxTunnels keeps the keep-alive connections; one that changes maxConnections opens new ones', async () => {
+    let connections = 0;
+    const counting = createServer((_req, res) => res.end('ok'));
+    counting.on('connection', () => connections++);
+    await new Promise<void>((resolve) => counting.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(counting.address() as AddressInfo).port}`;
+    const withUpstream = (limits: { maxTunnels: number; maxConnections?: number }) => {
+      const c = base(`tokens: { signing: { alg: HS256, secret: "${SECRET}" } }`);
+      c.upstreams.up = { ...c.upstreams.up!, url, targets: [url], ...limits };
+      return c;
+    };
+    const gw = await startGateway(withUpstream({ maxTunnels: 10 }));
+    const get = async () => expect((await fetch(`${gw.base}/v1/a/x`, { headers: { authorization: ALICE } })).status).toBe(200);
+    try {
+      await get();
+      expect(connections).toBe(1);
+      gw.gateway.reload(withUpstream({ maxTunnels: 20 }));
+      await get();
+      expect(connections).toBe(1);
+      gw.gateway.reload(withUpstream({ maxTunnels: 20, maxConnections: 8 }));
+      await get();
+      expect(connections).toBe(2);
+    } finally {
+      await gw.close();
+      counting.closeAllConnections();
+      await new Promise((resolve) => counting.close(resolve));
     }
   });
 
