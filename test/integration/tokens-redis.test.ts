@@ -102,6 +102,8 @@ describe('refresh reuse grace', () => {
       tokens: { signing: { alg: 'HS256', secret: 'x'.repeat(40) }, refreshReuseGraceSeconds: 0 },
     }));
     try {
+      // As for the one above: the first create waits for the store's connection, not the gateway's start.
+      await waitForHttp(`${strict.base}/readyz`);
       const first = await createTokens(strict.base, 'alice', 'alice-pw');
       const second = (await (await postJson(strict.base, '/v1/tokens/refresh', { refreshToken: first.refreshToken })).json()) as typeof first;
       expect((await postJson(strict.base, '/v1/tokens/refresh', { refreshToken: first.refreshToken })).status).toBe(401);
