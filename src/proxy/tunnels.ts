@@ -33,6 +33,13 @@ interface Tunnel {
   ended: boolean;
 }
 
+/** Per upstream: tunnels open, handshakes admitted whose answer has not come yet, the last refusal logged. */
+interface UpstreamCount {
+  open: number;
+  opening: number;
+  warnedAt: number;
+}
+
 /** How long a revoked session id is remembered, so a tunnel opened just after its revocation ends too. */
 const RECENT_REVOCATION_MS = 60_000;
 const RECENT_REVOCATIONS_MAX = 10_000;
@@ -58,8 +65,7 @@ const LIMIT_WARNING_EVERY_MS = 60_000;
 export class Tunnels {
   private readonly open = new Set<Tunnel>();
   private readonly bySid = new Map<string, Set<Tunnel>>();
-  /** Per upstream: tunnels open, and handshakes admitted whose answer has not come yet. */
-  private readonly perUpstream = new Map<string, { open: number; opening: number; warnedAt: number }>();
+  private readonly perUpstream = new Map<string, UpstreamCount>();
   /** Session ids revoked lately (heard on the channel), with when: in insertion order, oldest first. */
   private readonly recentlyRevoked = new Map<string, number>();
   private readonly unsubscribe: () => void;
@@ -87,8 +93,7 @@ export class Tunnels {
    * its answer, whether it became a tunnel (add(), called before settled(), counts it as open) or not.
    */
   admit(upstream: string, max: number): boolean {
-    let n = this.perUpstream.get(upstream);
-    if (!n) this.perUpstream.set(upstream, (n = { open: 0, opening: 0, warnedAt: 0 }));
+    const n = this.countOf(upstream);
     if (n.open + n.opening >= max) {
       const now = Date.now();
       if (now - n.warnedAt >= LIMIT_WARNING_EVERY_MS) {
@@ -108,7 +113,13 @@ export class Tunnels {
     this.forgetIdle(upstream, n);
   }
 
-  private forgetIdle(upstream: string, n: { open: number; opening: number; warnedAt: number } | undefined): void {
+  private countOf(upstream: string): UpstreamCount {
+    let n = this.perUpstream.get(upstream);
+    if (!n) this.perUpstream.set(upstream, (n = { open: 0, opening: 0, warnedAt: 0 }));
+    return n;
+  }
+
+  private forgetIdle(upstream: string, n: UpstreamCount | undefined): void {
     if (n && n.open === 0 && n.opening === 0 && Date.now() - n.warnedAt >= LIMIT_WARNING_EVERY_MS) this.perUpstream.delete(upstream);
   }
 
@@ -117,9 +128,7 @@ export class Tunnels {
     const t: Tunnel = { client, upstream, owner, requestId: info.requestId, path: info.path, upstreamName: info.upstream, openedAt: Date.now(), ended: false };
     if (owner.via === 'basic') t.uv = this.checks.credentialVersion(owner.user);
     this.open.add(t);
-    let n = this.perUpstream.get(t.upstreamName);
-    if (!n) this.perUpstream.set(t.upstreamName, (n = { open: 0, opening: 0, warnedAt: 0 }));
-    n.open++;
+    this.countOf(t.upstreamName).open++;
     this.checks.counted?.(t.upstreamName, 1);
     if (owner.via === 'bearer') {
       let set = this.bySid.get(owner.sid);
