@@ -34,6 +34,16 @@ export class PasswordCheck {
       if (!options.trustCache) await this.lockout.check(attempt.user, attempt.address);
       return;
     }
+    // The same user:password being checked right now (clients reconnecting together after a restart,
+    // parallel requests of one client): the answer of that check, without a place in the address's lane,
+    // where a burst of identical sign-ins would be refused as a flood. It is the same guess, so it adds
+    // nothing to guess with, and a failure is counted once, by that check.
+    const running = verifier.running(attempt.user, attempt.password);
+    if (running) {
+      if (!(await running)) throw invalidCredentials();
+      if (!options.trustCache) await this.lockout.check(attempt.user, attempt.address);
+      return;
+    }
     // Through the address's lane (see AddressLanes): concurrent guesses from one address cannot all pass
     // the check before any failure is counted, while a clean address's users sign in side by side.
     // Guesses at one user from many addresses can overshoot the account limit by the number in flight

@@ -77,6 +77,16 @@ export class PasswordVerifier {
   }
 
   /**
+   * The check of this exact user:password running now, if there is one (a concurrent identical attempt
+   * waits for its answer). No HMAC is made while no check runs.
+   */
+  running(user: string, password: string): Promise<boolean> | undefined {
+    if (this.inFlight.size === 0) return undefined;
+    const hash = this.users.get(user);
+    return hash === undefined ? undefined : this.inFlight.get(this.cacheKey(user, password, hash));
+  }
+
+  /**
    * Unknown users cost the same bcrypt as wrong passwords (a dummy hash of the same cost). Past
    * maxPending bcrypt checks waiting for the thread pool, 503: a flood of guesses from many addresses
    * must not queue unbounded work (and memory, and latency) behind it.

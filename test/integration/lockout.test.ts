@@ -160,3 +160,21 @@ describe('brute-force policy', () => {
     for (const t of throttles) expect(t).toMatchObject({ scope: 'address', address: expect.stringMatching(/^198\.51\.100\.[78]$/), retryAfterSeconds: expect.any(Number) });
   });
 });
+
+describe('identical sign-ins at once (a reconnect storm through one address)', () => {
+  // A real bcrypt cost, so the first check is still running when the others arrive.
+  const storm = gatewayFixture({
+    users: { dana: 'dana-password' },
+    cost: 12,
+    config: (fx) => ({ upstreams: { up: { url: fx.echo.url } }, routes: [{ path: '/v1/conversations', upstream: 'up' }] }),
+  });
+  const burst = (password: string) => Promise.all(Array.from({ length: 100 }, () =>
+    fetch(`${storm.base}/v1/conversations`, { headers: { authorization: basic('dana', password) } }).then((r) => r.status)));
+
+  it('100 requests with the same Basic credentials from one address, before any is verified, are all judged by one check: all 200, or all 401', async () => {
+    const wrong = await burst('not-the-password');
+    expect(wrong.filter((s) => s !== 401)).toEqual([]);
+    const right = await burst('dana-password');
+    expect(right.filter((s) => s !== 200)).toEqual([]);
+  });
+});
