@@ -7,7 +7,10 @@ import { startCluster, type TestCluster } from '../support/redis-cluster.js';
 
 /** Two gateway instances on a real 3-master Redis Cluster: every token operation, across instances. */
 
-const names = Array.from({ length: 12 }, (_, i) => `user${i}`);
+// user0-user11 for the checks below; user12-user41 spread the first test's sessions, so that none of them
+// is used more than twice (four requests, the rate limit's burst) however long the sessions take to reach
+// every master.
+const names = Array.from({ length: 42 }, (_, i) => `user${i}`);
 let cluster: TestCluster;
 const f = gatewayFixture({
   users: Object.fromEntries(names.map((n) => [n, `${n}-pw`])),
@@ -54,7 +57,7 @@ describe('two gateways on a Redis Cluster', () => {
       // Session ids are random: go on until every master holds some (8 at least, 60 at most).
       for (let i = 0; i < 60 && (i < 8 || (await perNode()).includes(0)); i++) {
         // user0 and user1 once only: they are checked below, under a rate limit of 4 requests a minute.
-        const user = i < 2 ? names[i]! : names[2 + ((i - 2) % 6)]!;
+        const user = i < 2 ? names[i]! : names[12 + ((i - 2) % 30)]!;
         const pair = await createTokens(a.base, user, `${user}-pw`);
         expect((await bearer(b, pair.accessToken)).status).toBe(200);
         const res = await refresh(b, pair.refreshToken);
