@@ -1,5 +1,8 @@
 import type Koa from 'koa';
 import { authenticate } from './auth/authenticate.js';
+import type { Authenticator } from './auth/authenticator.js';
+import { basicAuthenticator } from './auth/basic.js';
+import { bearerAuthenticator } from './auth/bearer.js';
 import { allowRules } from './authz/allow-step.js';
 import { answerForwardAuth, asForwardAuthCall } from './authz/forward-auth.js';
 import { GroupsFile, noGroups, type Groups } from './authz/groups.js';
@@ -12,7 +15,7 @@ import { endedUsers } from './credentials/password-verifier.js';
 import { originPolicy } from './http/origin-policy.js';
 import { HttpProblem } from './http/problem.js';
 import { requestForm } from './http/request-form.js';
-import type { GatewayContext, GatewayState } from './http/state.js';
+import type { GatewayExchange, GatewayState } from './http/state.js';
 import type { Logger } from './log.js';
 import { paging } from './paging/paging-step.js';
 import { forward, tunnel } from './pipeline/hand-offs.js';
@@ -47,6 +50,8 @@ export interface Shared {
   onUpstreamError: UpstreamErrorListener;
   /** The open WebSocket tunnels (they outlive a reload). */
   tunnels: Tunnels;
+  /** Answers a request with one of the gateway's own endpoints (the Koa application). */
+  serveOwn: (ex: GatewayExchange, handler: OwnHandler) => Promise<void>;
 }
 
 /**
@@ -66,12 +71,14 @@ export interface Runtime {
   tokens: TokenService;
   /** The identity assertions (signer and header), when configured. */
   assertions?: Assertions;
+  /** The identity sources the authenticate step asks, in order. */
+  authenticators: readonly Authenticator[];
   /**
    * One request's way through: the request form, then the own-endpoint lookup (health, /openapi.json,
    * /.well-known/jwks.json, CORS preflights, /v1/tokens/*) or else the pipeline (authenticate → route →
    * allow → origin → rate limit → paging → upstream headers → hand-off: forward | tunnel | answer).
    */
-  handle: (ctx: GatewayContext) => void | Promise<void>;
+  handle: (ex: GatewayExchange) => void | Promise<void>;
 }
 
 /**
@@ -122,8 +129,13 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     forwardAuth: config.forwardAuth ? { path: config.forwardAuth.path, enter: asForwardAuthCall } : undefined,
   });
   const signed = assertionKeys ? assertionsFor(config, assertionKeys, clock, previous) : undefined;
+  // The identity sources, in the order they are asked (docs/pipeline-extension.md: adding one).
+  const authenticators: Authenticator[] = [
+    basicAuthenticator(passwords, (user) => credentials.verifier.credentialVersion(user)),
+    bearerAuthenticator(tokens),
+  ] as Authenticator[];
   const runPipeline = pipeline([
-    authenticate(passwords, tokens),
+    authenticate(authenticators),
     route(routes),
     allowRules(groups),
     originPolicy(trustForwarded),
@@ -135,12 +147,12 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     tunnel: tunnel(forwarder, shared.tunnels, (upstream) => config.upstreams[upstream]!.maxTunnels),
     answer: answerForwardAuth(signed),
   });
-  const handle = (ctx: GatewayContext) => {
-    requestForm(ctx);
-    const own = findOwn(ctx);
-    return own ? own(ctx) : runPipeline(ctx);
+  const handle = (ex: GatewayExchange) => {
+    requestForm(ex);
+    const own = findOwn(ex);
+    return own ? shared.serveOwn(ex, own) : runPipeline(ex);
   };
-  return { config, routes, forwarder, credentials, groups, lockout, passwords, tokens, handle, assertions: signed };
+  return { config, routes, forwarder, credentials, groups, lockout, passwords, tokens, authenticators, handle, assertions: signed };
 }
 
 /**

@@ -14,6 +14,10 @@ import { Drain, pacedBy, type DrainPacing } from './http/drain.js';
 import { handleExpectations } from './http/expect.js';
 import { answerPlainHttp, readTlsOptions, watchCertificate } from './http/tls.js';
 import { observe } from './http/observe.js';
+import { answerError } from './http/errors.js';
+import { exchangeOf, newExchange } from './core/exchange.js';
+import type { OwnHandler } from './pipeline/own-endpoints.js';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { RequestLanes } from './http/pipelining.js';
 import type { GatewayState } from './http/state.js';
 import { silentLogger, type Logger } from './log.js';
@@ -99,27 +103,49 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   // Open WebSocket tunnels outlive a reload; what ends them is read from the runtime in force.
   const tunnels = new Tunnels({
     onRevoked: (listener) => timedStore.onRevoked(listener),
-    verifyToken: (token) => current.tokens.verifyAccessToken(token),
-    credentialVersion: (user) => current.credentials.verifier.credentialVersion(user),
+    // The owner's source as configured now (a reload may have replaced it); one no longer configured: gone.
+    recheck: (owner) => current.authenticators.find((a) => a.via === owner.via)?.recheck(owner) ?? 'credentials no longer accepted',
     stillAllowed: (owner, path) => stillAllowed(current.routes, current.groups, owner, path),
     counted: (upstream, delta) => metrics.webSocketTunnels.inc({ upstream }, delta),
   }, log, config.log.access);
+  // The gateway's own endpoints (tokens, health, /openapi.json, the JWK Set, preflights) are a Koa
+  // application; its context's state is the request's exchange. Everything else never meets Koa.
+  const app = new Koa<GatewayState>({ proxy: config.server.trustProxy > 0, maxIpsCount: config.server.trustProxy });
+  app.silent = true;
+  const ownHandlers = new WeakMap<IncomingMessage, OwnHandler>();
+  app.use(async function serveOwnEndpoint(ctx) {
+    const ex = exchangeOf<GatewayState['route'] & object>(ctx.req)!;
+    ctx.state = ex as GatewayState;
+    try {
+      await ownHandlers.get(ctx.req)!(ctx);
+    } catch (err) {
+      ctx.respond = false;
+      answerError(ex, err, log);
+    }
+  });
+  const koa = app.callback();
+
   const shared: Shared = {
     clock, log, store: timedStore, counters: instrumentStore(counters, metrics), ping: readiness, tunnels,
     onUpstreamError: (upstream, kind) => metrics.upstreamErrors.inc({ upstream, kind }),
+    serveOwn: (ex, handler) => {
+      ownHandlers.set(ex.req, handler);
+      return koa(ex.req, ex.res);
+    },
   };
   let current = buildRuntime(config, shared);
 
-  const app = new Koa<GatewayState>({ proxy: config.server.trustProxy > 0, maxIpsCount: config.server.trustProxy });
-  app.silent = true;
-  // The rest of the way is the runtime's, picked up once: a reload mid-request does not change it.
-  app.use(observe({
+  const serve = observe({
     count: requestCounter(metrics, (path) => current.routes.match(path)?.path),
     log,
     accessLog: () => current.config.log.access,
-  }, (ctx) => current.handle(ctx)));
-
-  const handle = lanes.wrap(app.callback());
+  }, (ex) => current.handle(ex as GatewayState));
+  // The rest of the way is the runtime's, picked up once: a reload mid-request does not change it.
+  const handle = lanes.wrap((req: IncomingMessage, res: ServerResponse) => {
+    // Koa's default, kept for the access line of a request cut before any answer.
+    res.statusCode = 404;
+    serve(newExchange(req, res, current.config.server.trustProxy));
+  });
   const serverOptions = {
     // Headers must arrive in time; bodies are judged by the idle limit of their route (a slow but
     // steady upload passes) or, on token endpoints, by server.bodyTimeoutMs: no total request limit.

@@ -1,4 +1,4 @@
-import type { GatewayContext } from '../http/state.js';
+import type { Exchange } from '../core/exchange.js';
 import type { LockoutEndpoint, Metrics, TokenOperation } from './metrics.js';
 
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
@@ -16,17 +16,16 @@ const OWN_PATHS: Record<string, string> = { '/healthz': 'health', '/readyz': 'he
  * `routeOf` names the configured route of a path, so no raw path ever becomes a label. The labelled
  * children are kept per label set: a request costs a Map lookup, not prom-client's hashing of a label object.
  */
-export function requestCounter(metrics: Metrics, routeOf: (path: string) => string | undefined): (ctx: GatewayContext, started: number) => void {
+export function requestCounter(metrics: Metrics, routeOf: (path: string) => string | undefined): (ex: Exchange) => void {
   const counters = new Map<string, { inc(): void }>();
   const durations = new Map<string, { observe(value: number): void }>();
-  return (ctx, started) => {
-    // Koa cannot parse some absolute-form targets (ctx.path throws); those were refused as invalid_path.
-    const path = ctx.req.url?.startsWith('/') ? ctx.path : '';
-    const route = routeLabel(ctx, path, routeOf);
-    const method = METHODS.has(ctx.method) ? ctx.method : 'other';
-    const status = ctx.respond === false ? ctx.res.statusCode : ctx.status;
+  return (ex) => {
+    const path = ex.path;
+    const route = routeLabel(ex, path, routeOf);
+    const method = METHODS.has(ex.method) ? ex.method : 'other';
+    const status = ex.res.statusCode;
     const statusClass = STATUS_CLASSES[Math.floor(status / 100)] ?? 'other';
-    const auth = ctx.state.principal?.via ?? 'none';
+    const auth = ex.principal?.via ?? 'none';
     const key = `${route}\0${method}\0${statusClass}\0${auth}`;
     let counter = counters.get(key);
     if (!counter) counters.set(key, (counter = metrics.requests.labels({ route, method, status_class: statusClass, auth })));
@@ -34,24 +33,24 @@ export function requestCounter(metrics: Metrics, routeOf: (path: string) => stri
     const durationKey = `${route}\0${method}`;
     let duration = durations.get(durationKey);
     if (!duration) durations.set(durationKey, (duration = metrics.requestDuration.labels({ route, method })));
-    duration.observe((performance.now() - started) / 1000);
-    if (status >= 400 || route === 'tokens') countOutcome(metrics, ctx, path, route, status);
-    if (ctx.state.forwardAuth) metrics.forwardAuthAnswers.inc({ status: String(status) });
+    duration.observe((performance.now() - ex.started) / 1000);
+    if (status >= 400 || route === 'tokens') countOutcome(metrics, ex, path, route, status);
+    if (ex.forwardAuth) metrics.forwardAuthAnswers.inc({ status: String(status) });
   };
 }
 
 const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx'];
 
-function routeLabel(ctx: GatewayContext, path: string, routeOf: (path: string) => string | undefined): string {
-  if (ctx.state.route) return ctx.state.route.path;
+function routeLabel(ex: Exchange, path: string, routeOf: (path: string) => string | undefined): string {
+  if (ex.route) return ex.route.path;
   if (path === '') return 'none';
   if (path === '/v1/tokens' || path.startsWith('/v1/tokens/')) return 'tokens';
   return OWN_PATHS[path] ?? routeOf(path) ?? 'none';
 }
 
-function countOutcome(metrics: Metrics, ctx: GatewayContext, path: string, route: string, status: number): void {
-  const code = problemCode(ctx);
-  const operation = ctx.method === 'POST' ? TOKEN_OPERATIONS[path] : undefined;
+function countOutcome(metrics: Metrics, ex: Exchange, path: string, route: string, status: number): void {
+  const code = ex.problem;
+  const operation = ex.method === 'POST' ? TOKEN_OPERATIONS[path] : undefined;
   if (operation) metrics.tokenOperations.inc({ operation, outcome: status < 400 ? 'ok' : code ?? `http_${status}` });
   if (code === 'too_many_attempts') {
     const endpoint: LockoutEndpoint = route === 'tokens' ? 'create' : 'basic';
@@ -62,9 +61,4 @@ function countOutcome(metrics: Metrics, ctx: GatewayContext, path: string, route
     metrics.forbidden.inc({ route });
   }
   // Upstream errors are counted by the Forwarder, which knows refused from reset and sees retried attempts.
-}
-
-/** The problem code of an answer the gateway wrote: the error handler's, or the Forwarder's own 502/504/408. */
-function problemCode(ctx: GatewayContext): string | undefined {
-  return ctx.state.problem ?? ctx.state.outcome?.code;
 }

@@ -1,9 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import Koa from 'koa';
-import { errorHandler } from '../http/errors.js';
+import { toProblem } from '../http/errors.js';
+import { writeProblem } from '../http/problem-writer.js';
 import { health } from '../http/health.js';
 import { HttpProblem } from '../http/problem.js';
-import type { GatewayState } from '../http/state.js';
 import type { Logger } from '../log.js';
 
 /**
@@ -18,9 +18,22 @@ export interface MetricsText {
 }
 
 export function createAdminServer(metrics: MetricsText, ping: () => Promise<void>, log: Logger): Server {
-  const app = new Koa<GatewayState>();
+  const app = new Koa();
   app.silent = true;
-  app.use(errorHandler(log));
+  app.use(async function handleErrors(ctx, next) {
+    try {
+      await next();
+    } catch (err) {
+      const problem = toProblem(err);
+      if (problem.code === 'internal_error') log.error('admin request failed', { path: ctx.req.url, error: (err as Error).message });
+      if (ctx.headerSent || !ctx.writable) {
+        ctx.req.socket.destroy();
+        return;
+      }
+      ctx.respond = false;
+      writeProblem(ctx.res, problem);
+    }
+  });
   app.use(async function originFormOnly(ctx, next) {
     // Koa cannot parse some absolute-form targets (ctx.path would throw): refuse them first.
     if (!ctx.req.url?.startsWith('/')) throw new HttpProblem(400, 'invalid_path', 'the request target must be a path starting with /');

@@ -1,57 +1,54 @@
-import type { PasswordCheck } from '../credentials/password-check.js';
-import { HttpProblem, REALM } from '../http/problem.js';
-import type { GatewayContext } from '../http/state.js';
-import type { TokenService } from '../tokens/service.js';
-import { parseAuthorization, type Credentials } from './authorization-header.js';
-import type { Principal } from './principal.js';
-
-export const BASIC_CHALLENGE = `Basic realm="${REALM}", charset="UTF-8"`;
-export const BEARER_CHALLENGE = `Bearer realm="${REALM}"`;
+import type { Exchange } from '../core/exchange.js';
+import type { Principal } from '../core/principal.js';
+import { HttpProblem } from '../http/problem.js';
+import type { Authenticator } from './authenticator.js';
 
 /**
- * The authenticate step: every request that reaches it carries Basic or Bearer credentials, verified
- * here once; sets ctx.state.principal (and, for Basic, ctx.state.triedUser before the check, so a
- * refusal's access line names the user name that was tried).
+ * The authenticate step: the first of the enabled authenticators that recognises the request's
+ * credentials proves them once and sets `ex.principal`. Synchronous when the authenticator answers
+ * synchronously (cache hits). A request without credentials gets 401 `missing_credentials` with every
+ * challenge; an Authorization scheme none of them answers to, 401 `invalid_credentials`.
  */
-export function authenticate(passwords: PasswordCheck, tokens: TokenService): (ctx: GatewayContext) => Promise<void> {
-  return async function authenticateRequest(ctx) {
-    const credentials = readCredentials(ctx);
-    ctx.state.principal = await verify(credentials, ctx, passwords, tokens);
+export function authenticate(authenticators: readonly Authenticator[]): (ex: Exchange) => void | Promise<void> {
+  const challenges = authenticators.flatMap((a) => (a.challenge === undefined ? [] : [a.challenge]));
+  const schemes = authenticators.flatMap((a) => (a.scheme === undefined ? [] : [a.scheme[0]!.toUpperCase() + a.scheme.slice(1)]));
+  return function authenticateRequest(ex) {
+    const req = ex.req;
+    if (ex.repeatedAuthorization) throw new HttpProblem(400, 'invalid_request', 'the request carries more than one Authorization header');
+    for (const authenticator of authenticators) {
+      const credentials = authenticator.parse(req);
+      if (credentials === undefined) continue;
+      let verified: Principal | Promise<Principal>;
+      try {
+        verified = authenticator.verify(credentials, ex);
+      } catch (err) {
+        throw challenged(err, authenticator);
+      }
+      if (!(verified instanceof Promise)) {
+        ex.principal = verified;
+        return undefined;
+      }
+      return verified.then((principal) => {
+        ex.principal = principal;
+      }, (err: unknown) => {
+        throw challenged(err, authenticator);
+      });
+    }
+    if (req.headers.authorization === undefined) {
+      throw challenge('missing_credentials', `credentials are required: Authorization: ${schemes.join(' or ')}`, challenges);
+    }
+    throw challenge('invalid_credentials', `the Authorization scheme must be ${schemes.join(' or ')}`, challenges);
   };
 }
 
-function readCredentials(ctx: GatewayContext): Credentials {
-  const header = ctx.req.headers.authorization;
-  if (header === undefined) {
-    throw challenge('missing_credentials', 'credentials are required: Authorization: Basic or Bearer', [BASIC_CHALLENGE, BEARER_CHALLENGE]);
+/** A 401 from an authenticator carries its challenge. */
+function challenged(err: unknown, authenticator: Authenticator): unknown {
+  if (err instanceof HttpProblem && err.status === 401 && authenticator.challenge !== undefined && err.headers['WWW-Authenticate'] === undefined) {
+    err.headers['WWW-Authenticate'] = authenticator.challenge;
   }
-  if (ctx.state.repeatedAuthorization) {
-    throw new HttpProblem(400, 'invalid_request', 'the request carries more than one Authorization header');
-  }
-  const parsed = parseAuthorization(header);
-  if (parsed.ok) return parsed.credentials;
-  if (parsed.scheme === 'bearer') {
-    throw challenge('invalid_token', parsed.reason, [`${BEARER_CHALLENGE}, error="invalid_request"`]);
-  }
-  const challenges = parsed.scheme === 'basic' ? [BASIC_CHALLENGE] : [BASIC_CHALLENGE, BEARER_CHALLENGE];
-  throw challenge('invalid_credentials', parsed.reason, challenges);
+  return err;
 }
 
-async function verify(credentials: Credentials, ctx: GatewayContext, passwords: PasswordCheck, tokens: TokenService): Promise<Principal> {
-  if (credentials.scheme === 'bearer') {
-    const { user, sid, exp } = await tokens.verifyAccessToken(credentials.token);
-    return { via: 'bearer', user, sid, exp, token: credentials.token };
-  }
-  ctx.state.triedUser = credentials.user;
-  try {
-    await passwords.check({ user: credentials.user, password: credentials.password, address: ctx.ip }, { trustCache: true });
-  } catch (err) {
-    if (err instanceof HttpProblem && err.status === 401) err.headers['WWW-Authenticate'] = BASIC_CHALLENGE;
-    throw err;
-  }
-  return { via: 'basic', user: credentials.user };
-}
-
-function challenge(code: 'missing_credentials' | 'invalid_credentials' | 'invalid_token', detail: string, challenges: string[]): HttpProblem {
+function challenge(code: 'missing_credentials' | 'invalid_credentials', detail: string, challenges: string[]): HttpProblem {
   return new HttpProblem(401, code, detail, { headers: { 'WWW-Authenticate': challenges } });
 }

@@ -26,7 +26,7 @@ export function parseAuthorization(header: string): ParseResult {
   return { ok: false, scheme: 'unknown', reason: 'the Authorization scheme must be Basic or Bearer' };
 }
 
-function parseBasic(value: string): ParseResult {
+export function parseBasic(value: string): ParseResult {
   const fail = (reason: string): ParseResult => ({ ok: false, scheme: 'basic', reason });
   if (!BASE64.test(value)) return fail('the Basic credentials are not valid base64');
   const bytes = Buffer.from(value, 'base64');

@@ -1,7 +1,7 @@
 import { HttpProblem } from '../http/problem.js';
-import type { GatewayContext } from '../http/state.js';
+import type { GatewayExchange } from '../http/state.js';
 import type { RouteTable } from '../proxy/route-table.js';
-import type { Principal } from '../auth/principal.js';
+import type { Principal } from '../core/principal.js';
 import { decide } from './allow.js';
 import type { Groups } from './groups.js';
 
@@ -12,13 +12,13 @@ import type { Groups } from './groups.js';
  * WebSocket handshakes and forward-auth answers all pass this one step (a forward-auth call is judged on
  * the method and path it describes).
  */
-export function allowRules(groups: Groups): (ctx: GatewayContext) => void {
-  return function checkAllowRules(ctx) {
-    const principal = ctx.state.principal!;
+export function allowRules(groups: Groups): (ex: GatewayExchange) => void {
+  return function checkAllowRules(ex) {
+    const principal = ex.principal!;
     principal.groups ??= groups.of(principal.user);
-    const route = ctx.state.route!;
+    const route = ex.route!;
     if (!route.allow) return;
-    const decision = decide(route.allow, { user: principal.user, groups: principal.groups }, ctx.method);
+    const decision = decide(route.allow, { user: principal.user, groups: principal.groups }, ex.method);
     if (!decision.allowed) throw new HttpProblem(403, 'forbidden', decision.detail);
   };
 }

@@ -1,4 +1,4 @@
-import type { GatewayContext } from '../http/state.js';
+import type { GatewayExchange } from '../http/state.js';
 import type { Assertions } from '../identity/identity-headers.js';
 import { identityHeaders } from '../identity/identity-headers.js';
 import { describedRequest } from './forward-auth-request.js';
@@ -10,13 +10,13 @@ import { describedRequest } from './forward-auth-request.js';
  * judges the described request as it would judge that request sent to the gateway itself; credentials
  * and the client address are the forward-auth request's own.
  */
-export function asForwardAuthCall(ctx: GatewayContext): void {
-  const described = describedRequest(ctx.req);
-  ctx.state.handOff = 'answer';
-  ctx.state.forwardAuth = { path: ctx.path, host: described.host, proto: described.proto };
-  ctx.method = described.method;
-  ctx.path = described.path;
-  ctx.querystring = described.querystring;
+export function asForwardAuthCall(ex: GatewayExchange): void {
+  const described = describedRequest(ex.req);
+  ex.handOff = 'answer';
+  ex.forwardAuth = { path: ex.path, host: described.host, proto: described.proto };
+  ex.method = described.method;
+  ex.path = described.path;
+  ex.query = described.querystring;
 }
 
 /**
@@ -25,11 +25,15 @@ export function asForwardAuthCall(ctx: GatewayContext): void {
  * on. Refusals never get here: the steps threw (401 with WWW-Authenticate, 403, 429 with Retry-After).
  * Paging is not checked: the gateway cannot rewrite a request another proxy forwards.
  */
-export function answerForwardAuth(signed: Assertions | undefined): (ctx: GatewayContext) => void {
-  return function answer(ctx) {
-    ctx.set(identityHeaders(ctx.state.principal!, ctx.state.route!, signed));
-    ctx.set('Cache-Control', 'no-store');
-    ctx.status = 200;
-    ctx.body = '';
+export function answerForwardAuth(signed: Assertions | undefined): (ex: GatewayExchange) => void {
+  return function answer(ex) {
+    const res = ex.res;
+    const identity = identityHeaders(ex.principal!, ex.route!.audience, signed);
+    for (const name in identity) res.setHeader(name, identity[name]!);
+    res.setHeader('Cache-Control', 'no-store');
+    res.setHeader('Content-Type', 'text/plain; charset=utf-8');
+    res.setHeader('Content-Length', '0');
+    res.statusCode = 200;
+    res.end();
   };
 }

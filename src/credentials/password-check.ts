@@ -27,11 +27,17 @@ export class PasswordCheck {
    * verified moments ago passes without a store round trip: the guess it proves is already the
    * right one, and an attacker who locks a user out does not also cut off that user's running clients.
    */
-  async check(attempt: PasswordAttempt, options: { trustCache: boolean }): Promise<void> {
+  check(attempt: PasswordAttempt, options: { trustCache: boolean }): void | Promise<void> {
+    // A proven password is no guess: with trustCache it passes at once, without a promise.
+    if (options.trustCache && this.verifier.isCached(attempt.user, attempt.password)) return undefined;
+    return this.checkNow(attempt, options.trustCache);
+  }
+
+  private async checkNow(attempt: PasswordAttempt, trustCache: boolean): Promise<void> {
     const verifier = this.verifier;
     if (verifier.isCached(attempt.user, attempt.password)) {
-      // A proven password is no guess: it need not wait in line, only (for create) respect a lockout.
-      if (!options.trustCache) await this.lockout.check(attempt.user, attempt.address);
+      // A proven password need not wait in line, only (for create) respect a lockout.
+      if (!trustCache) await this.lockout.check(attempt.user, attempt.address);
       return;
     }
     // The same user:password being checked right now (clients reconnecting together after a restart,
@@ -41,7 +47,7 @@ export class PasswordCheck {
     const running = verifier.running(attempt.user, attempt.password);
     if (running) {
       if (!(await running)) throw invalidCredentials();
-      if (!options.trustCache) await this.lockout.check(attempt.user, attempt.address);
+      if (!trustCache) await this.lockout.check(attempt.user, attempt.address);
       return;
     }
     // Through the address's lane (see AddressLanes): concurrent guesses from one address cannot all pass

@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { CorsPolicy } from '../config/types.js';
 import type { RouteTable } from '../proxy/route-table.js';
 import { HttpProblem } from './problem.js';
-import type { GatewayContext } from './state.js';
+import type { GatewayContext, GatewayExchange } from './state.js';
 
 const TOKENS_PREFIX = '/v1/tokens';
 
@@ -25,30 +25,35 @@ const guards = new WeakMap<ServerResponse, Guard>();
  *
  * Returns the preflight's handler when the request is one, else undefined (the guard is installed).
  */
-export function corsLookup(routes: RouteTable, tokens: CorsPolicy | undefined): (ctx: GatewayContext) => OwnHandler | undefined {
+export function corsLookup(routes: RouteTable, tokens: CorsPolicy | undefined): (ex: GatewayExchange) => OwnHandler | undefined {
   // Nothing configured: no route lookup per request (the route is matched once, after authentication).
   if (!tokens && !routes.anyCors) return () => undefined;
-  return function applyCors(ctx) {
-    const path = ctx.path;
+  return function applyCors(ex) {
+    const path = ex.path;
     const underTokens = path === TOKENS_PREFIX || path.startsWith(`${TOKENS_PREFIX}/`);
     const policy = underTokens ? tokens : routes.match(path)?.cors;
-    return policy ? withPolicy(ctx, policy) : undefined;
+    return policy ? withPolicy(ex, policy) : undefined;
   };
 }
 
 /** A handler the own-endpoint lookup found: it answers the request itself. */
 export type OwnHandler = (ctx: GatewayContext) => void | Promise<void>;
 
-function withPolicy(ctx: GatewayContext, policy: CorsPolicy): OwnHandler | undefined {
-  const origin = ctx.get('origin');
+function withPolicy(ex: GatewayExchange, policy: CorsPolicy): OwnHandler | undefined {
+  const origin = headerValue(ex, 'origin');
   const listed = origin !== '' && (policy.origins === '*' || policy.origins.includes(origin));
-  const requestedMethod = ctx.get('access-control-request-method');
-  if (ctx.method === 'OPTIONS' && origin !== '' && requestedMethod !== '') return (c) => preflight(c, policy, origin, listed, requestedMethod);
-  guardCorsHeaders(ctx.res, listed ? {
+  const requestedMethod = headerValue(ex, 'access-control-request-method');
+  if (ex.method === 'OPTIONS' && origin !== '' && requestedMethod !== '') return (c) => preflight(c, policy, origin, listed, requestedMethod);
+  guardCorsHeaders(ex.res, listed ? {
     ...allowOrigin(policy, origin),
     ...(policy.exposedHeaders.length > 0 ? { 'Access-Control-Expose-Headers': policy.exposedHeaders.join(', ') } : {}),
   } : {}, ['Origin']);
   return undefined;
+}
+
+/** A request header's value as Koa's ctx.get reads it ('' when absent). */
+function headerValue(ex: GatewayExchange, name: 'origin' | 'access-control-request-method'): string {
+  return ex.req.headers[name] ?? '';
 }
 
 function preflight(ctx: GatewayContext, policy: CorsPolicy, origin: string, listed: boolean, requestedMethod: string): void {

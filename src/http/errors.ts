@@ -2,37 +2,28 @@ import { StoreUnavailableError } from '../tokens/store/types.js';
 import type { Logger } from '../log.js';
 import { HttpProblem, internalError, type ProblemCode } from './problem.js';
 import { writeProblem } from './problem-writer.js';
-import type { GatewayContext, GatewayMiddleware } from './state.js';
+import type { Exchange } from '../core/exchange.js';
 
-/** Turns anything thrown below it into a problem body; nothing internal is ever sent. */
-export function errorHandler(log: Logger): GatewayMiddleware {
-  return async function handleErrors(ctx, next) {
-    try {
-      await next();
-    } catch (err) {
-      answerError(ctx, err, log);
-    }
-  };
-}
-
-/** Answers a request whose handling threw: its problem body, or a cut once a response began. */
-export function answerError(ctx: GatewayContext, err: unknown, log: Logger): void {
+/**
+ * Answers a request whose handling threw: its problem body (the one writer of problem bodies, for Koa's
+ * own endpoints, the pipeline and handshakes alike), or a cut once a response began.
+ */
+export function answerError(ex: Exchange, err: unknown, log: Logger): void {
   const problem = toProblem(err);
   if (problem.code === 'internal_error') {
-    log.error('request failed', { requestId: ctx.state.requestId, status: problem.status, error: describe(err) });
+    log.error('request failed', { requestId: ex.requestId, status: problem.status, error: describe(err) });
   } else if (problem.status >= 500) {
     // Expected failures (store down, overload) are logged once per outage where they arise, not per request.
-    log.debug('request refused', { requestId: ctx.state.requestId, status: problem.status, code: problem.code });
+    log.debug('request refused', { requestId: ex.requestId, status: problem.status, code: problem.code });
   }
-  if (ctx.headerSent || !ctx.writable) {
-    // Too late for a problem body (a proxied response already started): cut the stream.
-    ctx.req.socket.destroy();
+  const res = ex.res;
+  if (res.headersSent || res.writableEnded || (res.socket && !res.socket.writable)) {
+    // Too late for a problem body (a proxied response already started), or nobody to read it: cut the stream.
+    ex.req.socket.destroy();
     return;
   }
-  // Written here, not by Koa: the same writer answers every problem, handshakes included.
-  ctx.respond = false;
-  ctx.state.problem = problem.code;
-  writeProblem(ctx.res, problem);
+  ex.problem = problem.code;
+  writeProblem(res, problem);
 }
 
 /** Maps any error to the HttpProblem the client sees. */

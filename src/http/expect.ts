@@ -2,7 +2,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { HttpProblem } from './problem.js';
 import { writeProblem, writeRawProblem } from './problem-writer.js';
-import type { GatewayContext } from './state.js';
+import type { Exchange } from '../core/exchange.js';
 
 const CONTINUE = /^\s*100-continue\s*$/i;
 
@@ -28,9 +28,9 @@ export function handleExpectations(server: Server, handle: (req: IncomingMessage
 }
 
 /** Sends `100 Continue` if the client waits for it (once): call when its body is wanted. */
-export function continueIfExpected(ctx: GatewayContext): void {
-  const expect = ctx.req.headers.expect;
-  if (expect === undefined || ctx.state.continued || !CONTINUE.test(expect)) return;
-  ctx.state.continued = true;
-  ctx.res.writeContinue();
+export function continueIfExpected(ex: Exchange): void {
+  const expect = ex.req.headers.expect;
+  if (expect === undefined || ex.continued || !CONTINUE.test(expect)) return;
+  ex.continued = true;
+  ex.res.writeContinue();
 }

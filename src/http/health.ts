@@ -1,13 +1,13 @@
 import { HttpProblem } from './problem.js';
-import type { GatewayContext, GatewayMiddleware } from './state.js';
+import type { Context, Middleware } from 'koa';
 
 /** /healthz: the process answers. */
-export function healthz(ctx: GatewayContext): void {
+export function healthz(ctx: Context): void {
   ctx.body = { status: 'ok' };
 }
 
 /** /readyz: the configuration is loaded and the store answers. */
-export function readyz(ping: () => Promise<void>): (ctx: GatewayContext) => Promise<void> {
+export function readyz(ping: () => Promise<void>): (ctx: Context) => Promise<void> {
   return async function ready(ctx) {
     try {
       await ping();
@@ -21,7 +21,7 @@ export function readyz(ping: () => Promise<void>): (ctx: GatewayContext) => Prom
 }
 
 /** Both as one middleware (the admin listener); anything else passes on. */
-export function health(ping: () => Promise<void>): GatewayMiddleware {
+export function health(ping: () => Promise<void>): Middleware {
   const ready = readyz(ping);
   return function healthEndpoints(ctx, next) {
     if (ctx.path === '/healthz') {

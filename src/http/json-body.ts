@@ -18,7 +18,7 @@ export function jsonBody(limitBytes: number, timeoutMs: number): GatewayMiddlewa
     }
     const declared = Number(ctx.get('content-length') || 0);
     if (declared > limitBytes) throw tooLarge(limitBytes);
-    continueIfExpected(ctx);
+    continueIfExpected(ctx.state);
     const raw = await readLimited(ctx.req, limitBytes, timeoutMs);
     if (raw.toString('utf8').trim() === '') throw emptyBody();
     let parsed: unknown;

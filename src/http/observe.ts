@@ -1,39 +1,43 @@
+import type { Exchange } from '../core/exchange.js';
 import type { Logger } from '../log.js';
 import { accessLine } from './access-log.js';
 import { answerError } from './errors.js';
-import { assignRequestId } from './request-id.js';
-import type { GatewayContext, GatewayMiddleware } from './state.js';
 
 export interface Observers {
-  /** Counts a finished request in the metrics (`started`: performance.now() at its start). */
-  count(ctx: GatewayContext, started: number): void;
+  /** Counts a finished request in the metrics. */
+  count(ex: Exchange): void;
   log: Logger;
   /** Whether the access log is on (it can change with a reload). */
   accessLog(): boolean;
 }
 
 /**
- * The frame of every request, and Koa's only middleware: its id as it arrives; then `handle` (the
- * runtime: request form, own endpoints or the pipeline); anything it throws answered as a problem body;
- * once it is answered, its count in the metrics and its access line. One function rather than a
- * middleware each, since each is a before-and-after around the same request, and every layer costs
- * each request a promise; a handler that finished without awaiting is not awaited.
+ * The frame of every request: `handle` (the runtime: request form, then an own endpoint or the
+ * pipeline) runs on the request's exchange; anything it throws is answered as a problem body; once it
+ * is done, the request is counted in the metrics and gets its access line. A handle that finished
+ * without waiting is finished here at once, without a promise.
  */
-export function observe(observers: Observers, handle: (ctx: GatewayContext) => void | Promise<void>): GatewayMiddleware {
+export function observe(observers: Observers, handle: (ex: Exchange) => void | Promise<void>): (ex: Exchange) => void {
   const line = accessLine(observers.log);
   const log = observers.log;
-  return async function serveRequest(ctx) {
-    assignRequestId(ctx);
-    const started = performance.now();
-    const finishLine = observers.accessLog() ? line(ctx, started) : undefined;
+  const end = (ex: Exchange) => {
+    observers.count(ex);
+    if (observers.accessLog()) line(ex);
+  };
+  return function serveRequest(ex) {
+    let pending: void | Promise<void> = undefined;
     try {
-      const pending = handle(ctx);
-      if (pending !== undefined) await pending;
+      pending = handle(ex);
     } catch (err) {
-      answerError(ctx, err, log);
-    } finally {
-      observers.count(ctx, started);
-      finishLine?.();
+      answerError(ex, err, log);
     }
+    if (pending === undefined) {
+      end(ex);
+      return;
+    }
+    pending.then(() => end(ex), (err: unknown) => {
+      answerError(ex, err, log);
+      end(ex);
+    });
   };
 }

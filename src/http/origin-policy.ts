@@ -1,6 +1,6 @@
 import { clientHost, clientScheme } from '../proxy/headers.js';
 import { HttpProblem } from './problem.js';
-import type { GatewayContext } from './state.js';
+import type { GatewayExchange } from './state.js';
 
 /**
  * The origin step. CORS headers of plain requests were settled by the own-endpoint lookup (so a 401
@@ -11,15 +11,15 @@ import type { GatewayContext } from './state.js';
  * - Bearer: the token is something a page had to hold and send on purpose; on a route with a cors
  *   block the origin must be listed (or `*`), elsewhere any.
  */
-export function originPolicy(trustForwarded: boolean): (ctx: GatewayContext) => void {
-  return function checkOrigin(ctx) {
-    if (ctx.state.handOff !== 'tunnel') return;
-    const origin = ctx.req.headers.origin;
+export function originPolicy(trustForwarded: boolean): (ex: GatewayExchange) => void {
+  return function checkOrigin(ex) {
+    if (ex.handOff !== 'tunnel') return;
+    const origin = ex.req.headers.origin;
     if (origin === undefined || origin === '') return;
-    const policy = ctx.state.route!.cors;
+    const policy = ex.route!.cors;
     const listed = policy !== undefined && policy.origins !== '*' && policy.origins.includes(origin);
-    if (ctx.state.principal!.via === 'basic') {
-      if (listed || origin === ownOrigin(ctx, trustForwarded)) return;
+    if (ex.principal!.ambient) {
+      if (listed || origin === ownOrigin(ex, trustForwarded)) return;
       throw new HttpProblem(403, 'cors_not_allowed', 'this origin may not open a WebSocket with Basic credentials here');
     }
     if (policy && policy.origins !== '*' && !listed) {
@@ -28,8 +28,8 @@ export function originPolicy(trustForwarded: boolean): (ctx: GatewayContext) => 
   };
 }
 
-function ownOrigin(ctx: GatewayContext, trustForwarded: boolean): string | undefined {
-  const req = ctx.req;
+function ownOrigin(ex: GatewayExchange, trustForwarded: boolean): string | undefined {
+  const req = ex.req;
   const host = clientHost(req, trustForwarded ? req.headers['x-forwarded-host'] : undefined);
   return host === undefined ? undefined : `${clientScheme(req, trustForwarded ? req.headers['x-forwarded-proto'] : undefined)}://${host}`;
 }

@@ -3,7 +3,7 @@ import { isValidHost } from '../proxy/headers.js';
 import { takeBearerProtocol } from '../proxy/websocket-protocol.js';
 import { normalizePath } from './path.js';
 import { HttpProblem } from './problem.js';
-import type { GatewayContext } from './state.js';
+import type { Exchange } from '../core/exchange.js';
 
 /** Methods the gateway never forwards: TRACE reflects headers (credentials included), CONNECT opens tunnels. */
 const REFUSED_METHODS = new Set(['TRACE', 'CONNECT']);
@@ -16,8 +16,8 @@ const ALLOW = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS';
  * It picks the hand-off: a WebSocket handshake (RFC 6455 section 4.1: a GET without a body) is
  * tunnelled, anything else forwarded. rawHeaders are scanned once, here.
  */
-export function requestForm(ctx: GatewayContext): void {
-  const req = ctx.req;
+export function requestForm(ex: Exchange): void {
+  const req = ex.req;
   if (REFUSED_METHODS.has(req.method!)) {
     throw new HttpProblem(405, 'method_not_allowed', `${req.method} is not served by the gateway`, { headers: { Allow: ALLOW } });
   }
@@ -32,11 +32,14 @@ export function requestForm(ctx: GatewayContext): void {
     else if (name.length === 13 && name.toLowerCase() === 'authorization') authorizations++;
   }
   checkHost(hosts, req.headers.host, req.httpVersionMajor === 1 && req.httpVersionMinor === 0);
-  if (authorizations > 1) ctx.state.repeatedAuthorization = true;
-  const path = ctx.path;
-  const normalized = normalizePath(path);
-  if (normalized !== path) ctx.path = normalized;
-  ctx.state.handOff = (req as { upgrade?: boolean }).upgrade === true ? upgradeForm(req) : 'forward';
+  if (authorizations > 1) ex.repeatedAuthorization = true;
+  const normalized = normalizePath(ex.path);
+  if (normalized !== ex.path) {
+    ex.path = normalized;
+    // The gateway's own endpoints (Koa) read the target from the request.
+    req.url = ex.target;
+  }
+  if ((req as { upgrade?: boolean }).upgrade === true) ex.handOff = upgradeForm(req);
 }
 
 /**

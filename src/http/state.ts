@@ -1,46 +1,13 @@
 import type { ParameterizedContext, Middleware } from 'koa';
-import type { Principal } from '../auth/principal.js';
+import type { Exchange } from '../core/exchange.js';
 import type { Route } from '../proxy/route-table.js';
-import type { ProblemCode } from './problem.js';
 
-/**
- * How a request that went through the pipeline is finished: forwarded to the upstream, (a WebSocket
- * handshake) tunnelled to it, or (a forward-auth call) answered with who it is. The request form picks it; a path the own-endpoint lookup knows may pick
- * another. Adding one: a name here and a function in src/pipeline/hand-offs.ts (docs/pipeline-extension.md).
- */
-export type HandOffName = 'forward' | 'tunnel' | 'answer';
+export type { HandOffName } from '../core/exchange.js';
 
-/** How a forwarded exchange ended, for the access log and metrics. */
-export interface ForwardOutcome {
-  /** The problem code when the gateway answered in the upstream's place. */
-  code?: ProblemCode;
-  /** Why the response was cut after it began (it was logged as started, never as complete). */
-  cut?: 'client_closed' | 'upstream_closed' | 'response_idle';
-}
+/** A request's record (see Exchange), with the route table's routes. */
+export type GatewayExchange = Exchange<Route>;
 
-/** What the gateway's steps put on ctx.state, in the order of the pipeline. */
-export interface GatewayState {
-  requestId: string;
-  /** Set by the request form: how the pipeline ends for this request. */
-  handOff: HandOffName;
-  /** The request form saw more than one Authorization header (authentication refuses it). */
-  repeatedAuthorization?: boolean;
-  /** The user name a request tried (Basic, token create) before it was verified: for the access line. */
-  triedUser?: string;
-  principal?: Principal;
-  /** A forward-auth call: the path it was sent to (ctx.method/path are the request it describes). */
-  forwardAuth?: { path: string; host: string | undefined; proto: 'http' | 'https' | undefined };
-  /** The route the path matched (set after authentication). */
-  route?: Route;
-  /** The parsed JSON body of a /v1/tokens request. */
-  body?: Record<string, unknown>;
-  /** `100 Continue` was sent. */
-  continued?: boolean;
-  /** The problem code, when the gateway answered with a problem body itself. */
-  problem?: ProblemCode;
-  /** How a forwarded exchange ended. */
-  outcome?: ForwardOutcome;
-}
-
+/** The gateway's own endpoints run on Koa; their ctx.state is the request's exchange. */
+export type GatewayState = GatewayExchange;
 export type GatewayContext = ParameterizedContext<GatewayState>;
 export type GatewayMiddleware = Middleware<GatewayState>;

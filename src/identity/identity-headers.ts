@@ -1,7 +1,6 @@
-import type { Principal } from '../auth/principal.js';
 import type { AssertionConfig } from '../config/types.js';
+import type { Principal } from '../core/principal.js';
 import { headerSafe } from '../proxy/headers.js';
-import type { Route } from '../proxy/route-table.js';
 import type { AssertionSigner } from './assertion.js';
 
 /** The configured assertion: its header (lower case) and the signer. */
@@ -14,18 +13,23 @@ export function assertions(config: AssertionConfig, signer: AssertionSigner): As
   return { header: config.header.toLowerCase(), signer };
 }
 
+/** The signed assertion of who the principal is, for a route's audience. */
+export function signedAssertion(principal: Principal, audience: string, signed: Assertions): string {
+  return signed.signer.assertion({ user: principal.user, via: principal.via, groups: principal.groups ?? [], audience });
+}
+
 /**
  * Who the request is, as headers: X-Authenticated-User, -Via, -Groups (comma-separated, empty when
- * none) and, when configured, the signed assertion for the route's audience. The same set goes to the
- * upstream (upstream headers step) and into a forward-auth answer.
+ * none) and, when configured, the signed assertion for the route's audience: a forward-auth answer's
+ * headers (the upstream headers step sets the same names on the upstream request).
  */
-export function identityHeaders(principal: Principal, route: Route, signed: Assertions | undefined): Record<string, string> {
+export function identityHeaders(principal: Principal, audience: string, signed: Assertions | undefined): Record<string, string> {
   const groups = principal.groups ?? [];
   const headers: Record<string, string> = {
     'x-authenticated-user': headerSafe(principal.user),
     'x-authenticated-via': principal.via,
     'x-authenticated-groups': groups.map(headerSafe).join(','),
   };
-  if (signed) headers[signed.header] = signed.signer.assertion({ user: principal.user, via: principal.via, groups, audience: route.audience });
+  if (signed) headers[signed.header] = signedAssertion(principal, audience, signed);
   return headers;
 }

@@ -1,4 +1,4 @@
-import type { GatewayContext } from '../http/state.js';
+import type { GatewayExchange } from '../http/state.js';
 import { canonicalQuery } from './normalize.js';
 
 const PAGED_METHODS = new Set(['GET', 'HEAD']);
@@ -8,12 +8,12 @@ const PAGED_METHODS = new Set(['GET', 'HEAD']);
  * handshake included) has its `size`, `page` and `sort` validated and rewritten to the one canonical
  * form (400 otherwise); with stripPrefix the rest of the path is what the upstream sees.
  */
-export function paging(ctx: GatewayContext): void {
+export function paging(ex: GatewayExchange): void {
   // A forward-auth answer: the gateway cannot rewrite what another proxy forwards (docs/authorization.md).
-  if (ctx.state.handOff === 'answer') return;
-  const route = ctx.state.route!;
-  let search = ctx.querystring;
-  if (route.paging && PAGED_METHODS.has(ctx.method)) search = canonicalQuery(search, route.paging);
-  const path = route.stripPrefix ? ctx.path.slice(route.path.length) || '/' : ctx.path;
-  ctx.req.url = search ? `${path}?${search}` : path;
+  if (ex.handOff === 'answer') return;
+  const route = ex.route!;
+  let search = ex.query;
+  if (route.paging && PAGED_METHODS.has(ex.method)) search = canonicalQuery(search, route.paging);
+  const path = route.stripPrefix ? ex.path.slice(route.path.length) || '/' : ex.path;
+  ex.req.url = search ? `${path}?${search}` : path;
 }

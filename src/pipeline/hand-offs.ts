@@ -1,6 +1,7 @@
 import { HttpProblem, shuttingDown } from '../http/problem.js';
-import type { GatewayContext, HandOffName } from '../http/state.js';
-import type { Forwarder } from '../proxy/forward.js';
+import type { GatewayExchange, HandOffName } from '../http/state.js';
+import type { ForwardOptions, Forwarder } from '../proxy/forward.js';
+import type { Route } from '../proxy/route-table.js';
 import type { Tunnels } from '../proxy/tunnels.js';
 import { offeredProtocols, switchClient, switchProblem } from '../proxy/websocket.js';
 import { takePendingBytes } from '../http/request-form.js';
@@ -9,17 +10,22 @@ import type { Step } from './step.js';
 /** The last step of the pipeline, one per HandOffName; the request form (or the lookup) picks it. */
 export type HandOffs = Record<HandOffName, Step>;
 
-function forwardOptions(ctx: GatewayContext) {
-  const route = ctx.state.route!;
-  // The route step let only routes with an upstream through to forward and tunnel.
-  return { upstream: route.upstream!, timeouts: route.timeouts, strippedPrefix: route.stripPrefix ? route.path : undefined };
+/** What forwarding needs of a route, made once per route. */
+const optionsOf = new WeakMap<Route, ForwardOptions>();
+function forwardOptions(route: Route): ForwardOptions {
+  let options = optionsOf.get(route);
+  if (!options) {
+    // The route step let only routes with an upstream through to forward and tunnel.
+    options = { upstream: route.upstream!, timeouts: route.timeouts, strippedPrefix: route.stripPrefix ? route.path : undefined };
+    optionsOf.set(route, options);
+  }
+  return options;
 }
 
 /** forward: the request to the route's upstream, the answer back (http-proxy, see Forwarder). */
 export function forward(forwarder: Forwarder): Step {
-  return async function forwardRequest(ctx) {
-    ctx.respond = false;
-    ctx.state.outcome = await forwarder.forward(ctx.req, ctx.res, forwardOptions(ctx));
+  return function forwardRequest(ex) {
+    return forwarder.forward(ex.req, ex.res, forwardOptions(ex.route!), ex);
   };
 }
 
@@ -29,9 +35,9 @@ export function forward(forwarder: Forwarder): Step {
  * registry; any other 101 is a 502.
  */
 export function tunnel(forwarder: Forwarder, tunnels: Tunnels, maxTunnels: (upstream: string) => number): Step {
-  return async function tunnelHandshake(ctx) {
+  return async function tunnelHandshake(ex) {
     if (tunnels.closing) throw shuttingDown();
-    const route = ctx.state.route!;
+    const route = ex.route!;
     const name = route.upstream!;
     const max = maxTunnels(name);
     if (!tunnels.admit(name, max)) throw tooManyTunnels(name, max);
@@ -43,24 +49,23 @@ export function tunnel(forwarder: Forwarder, tunnels: Tunnels, maxTunnels: (upst
       if (held) tunnels.settled(name);
       held = false;
     };
-    ctx.res.once('finish', settle);
+    ex.res.once('finish', settle);
     try {
-      await handshake(ctx);
+      await handshake(ex);
     } finally {
-      ctx.res.off('finish', settle);
+      ex.res.off('finish', settle);
       settle();
     }
   };
 
-  async function handshake(ctx: GatewayContext): Promise<void> {
-    const { req, res } = ctx;
-    const route = ctx.state.route!;
+  function handshake(ex: GatewayExchange): Promise<void> {
+    const { req, res } = ex;
+    const route = ex.route!;
     const clientHead = takePendingBytes(req);
     const key = req.headers['sec-websocket-key'];
     const offered = offeredProtocols(req.headers['sec-websocket-protocol']);
-    ctx.respond = false;
-    ctx.state.outcome = await forwarder.forward(req, res, {
-      ...forwardOptions(ctx),
+    return forwarder.forward(req, res, {
+      ...forwardOptions(route),
       onSwitch(upstreamRes, upstream, upstreamHead) {
         const wrong = switchProblem(upstreamRes, key, offered);
         if (wrong !== undefined) return wrong;
@@ -75,12 +80,10 @@ export function tunnel(forwarder: Forwarder, tunnels: Tunnels, maxTunnels: (upst
         }
         if (clientHead.length > 0) upstream.write(clientHead);
         upstream.setNoDelay(true);
-        // The path the client asked for (the paging step left the upstream's in req.url: stripPrefix).
-        const path = route.stripPrefix ? route.path + (ctx.path === '/' ? '' : ctx.path) : ctx.path;
-        tunnels.add(client, upstream, ctx.state.principal!, { requestId: ctx.state.requestId, path, upstream: route.upstream! });
+        tunnels.add(client, upstream, ex.principal!, { requestId: ex.requestId, path: ex.path, upstream: route.upstream! });
         return undefined;
       },
-    });
+    }, ex);
   }
 }
 

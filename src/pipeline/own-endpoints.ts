@@ -4,7 +4,7 @@ import { corsLookup, type OwnHandler } from '../http/cors.js';
 import { healthz, readyz } from '../http/health.js';
 import { openApi } from '../http/openapi.js';
 import { isTokenPath } from '../http/request-form.js';
-import type { GatewayContext } from '../http/state.js';
+import type { GatewayExchange } from '../http/state.js';
 import type { RouteTable } from '../proxy/route-table.js';
 
 export type { OwnHandler };
@@ -23,7 +23,7 @@ export interface OwnEndpointDeps {
   /** GET /.well-known/jwks.json (identity assertions configured). */
   jwks?: OwnHandler;
   /** The forward-auth path: not answered here, but turned into the request it describes, ending in `answer`. */
-  forwardAuth?: { path: string; enter: (ctx: GatewayContext) => void };
+  forwardAuth?: { path: string; enter: (ex: GatewayExchange) => void };
 }
 
 /**
@@ -34,7 +34,7 @@ export interface OwnEndpointDeps {
  * handler; a miss goes down the pipeline (the forward-auth path too, as the request it describes,
  * ending in the `answer` hand-off).
  */
-export function ownEndpoints(config: Config, routes: RouteTable, deps: OwnEndpointDeps): (ctx: GatewayContext) => OwnHandler | undefined {
+export function ownEndpoints(config: Config, routes: RouteTable, deps: OwnEndpointDeps): (ex: GatewayExchange) => OwnHandler | undefined {
   const exact = new Map<string, ExactEndpoint>([
     ['/healthz', { handler: healthz }],
     ['/readyz', { handler: readyz(deps.ping) }],
@@ -43,17 +43,17 @@ export function ownEndpoints(config: Config, routes: RouteTable, deps: OwnEndpoi
   if (deps.jwks) exact.set(JWKS_PATH, { methods: READ, handler: deps.jwks });
   const forwardAuth = deps.forwardAuth;
   const cors = corsLookup(routes, config.tokens.cors);
-  return function findOwnEndpoint(ctx) {
-    const path = ctx.path;
+  return function findOwnEndpoint(ex) {
+    const path = ex.path;
     if (forwardAuth && path === forwardAuth.path) {
       // A miss that runs the pipeline about another request (see asForwardAuthCall).
-      forwardAuth.enter(ctx);
+      forwardAuth.enter(ex);
       return undefined;
     }
     const own = exact.get(path);
-    if (own && (!own.methods || own.methods.has(ctx.method))) return own.handler;
+    if (own && (!own.methods || own.methods.has(ex.method))) return own.handler;
     // The preflight, or the CORS headers every answer on this path will carry.
-    const preflight = cors(ctx);
+    const preflight = cors(ex);
     if (preflight) return preflight;
     return isTokenPath(path) ? deps.tokenEndpoints : undefined;
   };

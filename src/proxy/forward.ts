@@ -5,7 +5,7 @@ import httpProxy from 'http-proxy';
 import type { Timeouts, UpstreamConfig } from '../config/types.js';
 import { HttpProblem, type ProblemCode } from '../http/problem.js';
 import { writeProblem } from '../http/problem-writer.js';
-import type { ForwardOutcome } from '../http/state.js';
+import type { Cut } from '../core/exchange.js';
 import type { Logger } from '../log.js';
 import { removeHopByHop } from './headers.js';
 import { rewriteLocation, type LocationMap } from './location.js';
@@ -29,7 +29,13 @@ interface Upstream {
   preserveHost: boolean;
 }
 
-export type { ForwardOutcome };
+/** How a forwarded exchange ended, for the access log and metrics (the request's exchange). */
+export interface ForwardOutcome {
+  /** The problem code when the gateway answered in the upstream's place. */
+  problem: string | undefined;
+  /** Why the response was cut after it began (it was logged as started, never as complete). */
+  cut: Cut | undefined;
+}
 
 /**
  * Takes an upstream's `101 Switching Protocols` over: returns why it is refused (the gateway then
@@ -111,8 +117,11 @@ export class Forwarder {
     this.proxy.on('econnreset', () => {});
   }
 
-  /** Forwards req (url and headers already rewritten); settles when the response is done or the client left. */
-  forward(req: IncomingMessage, res: ServerResponse, options: ForwardOptions): Promise<ForwardOutcome> {
+  /**
+   * Forwards req (url and headers already rewritten); settles when the response is done or the client
+   * left, with how it ended written to `outcome`.
+   */
+  forward(req: IncomingMessage, res: ServerResponse, options: ForwardOptions, outcome: ForwardOutcome): Promise<void> {
     const upstream = this.upstreams.get(options.upstream)!;
     const target = upstream.pool.pick(Date.now());
     if (!target) throw upstream.pool.busy();
@@ -134,14 +143,14 @@ export class Forwarder {
         exchange.done();
       };
       const exchange: Exchange = {
-        upstream, target, options, res, phase: Phase.Sending, connected: false, retried: false, outcome: {},
+        upstream, target, options, res, phase: Phase.Sending, connected: false, retried: false, outcome,
         done: () => {
           if (over) return;
           over = true;
           socket.off('close', gone);
           exchange.target.inFlight--;
           if (--this.inFlight === 0 && this.retired) this.close();
-          resolve(exchange.outcome);
+          resolve();
         },
       };
       (req as Tagged)[EXCHANGE] = exchange;
@@ -390,7 +399,7 @@ export class Forwarder {
       res.destroy();
       return;
     }
-    exchange.outcome.code = failure.code;
+    exchange.outcome.problem = failure.code;
     writeProblem(res, new HttpProblem(failure.status, failure.code, failure.detail));
   }
 }

@@ -1,5 +1,5 @@
 import { HttpProblem } from '../http/problem.js';
-import type { GatewayContext } from '../http/state.js';
+import type { GatewayExchange } from '../http/state.js';
 import type { RouteTable } from './route-table.js';
 
 /**
@@ -7,16 +7,16 @@ import type { RouteTable } from './route-table.js';
  * client learns nothing about which paths exist). A handshake needs a route that takes WebSocket; a
  * route without upstream (forward-auth only) serves forward-auth answers and nothing else.
  */
-export function route(routes: RouteTable): (ctx: GatewayContext) => void {
-  return function findRoute(ctx) {
-    const found = routes.match(ctx.path);
-    if (!found) throw new HttpProblem(404, 'not_found', `no service is configured for ${ctx.path}`);
-    if (ctx.state.handOff === 'tunnel' && !found.websocket) {
+export function route(routes: RouteTable): (ex: GatewayExchange) => void {
+  return function findRoute(ex) {
+    const found = routes.match(ex.path);
+    if (!found) throw new HttpProblem(404, 'not_found', `no service is configured for ${ex.path}`);
+    if (ex.handOff === 'tunnel' && !found.websocket) {
       throw new HttpProblem(403, 'websocket_not_allowed', `the route ${found.path} does not accept WebSocket connections`);
     }
-    if (found.upstream === undefined && ctx.state.handOff !== 'answer') {
+    if (found.upstream === undefined && ex.handOff !== 'answer') {
       throw new HttpProblem(404, 'not_found', `the route ${found.path} is served by another proxy (forward-auth only)`);
     }
-    ctx.state.route = found;
+    ex.route = found;
   };
 }

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import type { Principal } from '../auth/principal.js';
+import type { Principal } from '../core/principal.js';
 
 /**
  * Hop-by-hop headers (RFC 9110 section 7.6.1): never forwarded, either way. Transfer-Encoding and
@@ -46,34 +46,54 @@ export interface ForwardContext {
   allowHeaders: readonly string[];
   /** Trust the client-sent X-Forwarded-* chain (a trusted proxy sits in front of the gateway). */
   trustForwarded: boolean;
+  /** One more header name (lower case) only the gateway may set, in any spelling: the assertion's. */
+  reserved: string | undefined;
 }
 
+const HOP_BY_HOP_SET = new Set(HOP_BY_HOP);
+
 /**
- * Rewrites the incoming request's headers into what the upstream receives. Done on the request itself,
- * before http-proxy copies them (its `proxyReq` event does not fire for `Expect` requests).
+ * The headers the upstream receives, as a new object (the request's own is left as Node parsed it, and
+ * http-proxy copies a plain object of a stable shape): every header of the request but the hop-by-hop
+ * ones (and those its Connection header names), identity, forwarding and override headers (unless the
+ * route lets an override through), Expect (the gateway answers it itself, after authentication) and,
+ * unless the route forwards it, Authorization; then the gateway's own: X-Authenticated-User/-Via,
+ * X-Request-Id, X-Forwarded-For/-Proto/-Host. Identity headers beyond user and via are the caller's.
  */
-export function prepareUpstreamHeaders(req: IncomingMessage, f: ForwardContext): void {
+export function upstreamHeaderObject(req: IncomingMessage, f: ForwardContext): IncomingHttpHeaders {
   const h = req.headers;
-  const forwarded = f.trustForwarded ? { for: h['x-forwarded-for'], proto: h['x-forwarded-proto'], host: h['x-forwarded-host'] } : undefined;
-  removeHopByHop(h);
+  const named = connectionNamed(h.connection);
+  const out: IncomingHttpHeaders = {};
   for (const name in h) {
+    if (HOP_BY_HOP_SET.has(name) || named?.has(name) || name === 'expect') continue;
+    if (name === 'authorization' && !f.forwardAuthorization) continue;
     // CGI-style upstreams read `_` as `-`: X-Authenticated_User must not pass as X-Authenticated-User.
     const dashed = name.includes('_') ? name.replace(/_/g, '-') : name;
-    if (REMOVED.has(dashed) && !(name === dashed && f.allowHeaders.includes(name))) delete h[name];
+    if (REMOVED.has(dashed) && !(name === dashed && f.allowHeaders.includes(name))) continue;
+    if (dashed === f.reserved) continue;
+    out[name] = h[name];
   }
-  // The gateway answers Expect itself, after authentication (see continueAfterAuth).
-  delete h.expect;
-  if (!f.forwardAuthorization) delete h.authorization;
-
-  h['x-authenticated-user'] = headerSafe(f.principal.user);
-  h['x-authenticated-via'] = f.principal.via;
-  h['x-request-id'] = f.requestId;
-
+  out['x-authenticated-user'] = headerSafe(f.principal.user);
+  out['x-authenticated-via'] = f.principal.via;
+  out['x-request-id'] = f.requestId;
+  const forwardedFor = f.trustForwarded ? h['x-forwarded-for'] : undefined;
   const peer = req.socket.remoteAddress ?? '';
-  h['x-forwarded-for'] = typeof forwarded?.for === 'string' && forwarded.for ? `${forwarded.for}, ${peer}` : peer;
-  h['x-forwarded-proto'] = clientScheme(req, forwarded?.proto);
-  const host = clientHost(req, forwarded?.host);
-  if (host) h['x-forwarded-host'] = host;
+  out['x-forwarded-for'] = typeof forwardedFor === 'string' && forwardedFor ? `${forwardedFor}, ${peer}` : peer;
+  out['x-forwarded-proto'] = clientScheme(req, f.trustForwarded ? h['x-forwarded-proto'] : undefined);
+  const host = clientHost(req, f.trustForwarded ? h['x-forwarded-host'] : undefined);
+  if (host) out['x-forwarded-host'] = host;
+  return out;
+}
+
+/** The header names a Connection header lists (hop-by-hop by its word), but never framing or Host. */
+function connectionNamed(connection: string | undefined): Set<string> | undefined {
+  if (connection === undefined || connection === 'keep-alive' || connection === 'close') return undefined;
+  const named = new Set<string>();
+  for (const name of connection.split(',')) {
+    const n = name.trim().toLowerCase();
+    if (n && n !== 'host' && n !== 'transfer-encoding' && n !== 'content-length') named.add(n);
+  }
+  return named;
 }
 
 /** The scheme the client used: a trusted proxy's word for it, else the connection's. */

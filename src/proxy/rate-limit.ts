@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { RateLimitRule } from '../config/types.js';
 import { HttpProblem } from '../http/problem.js';
-import type { GatewayContext } from '../http/state.js';
+import type { GatewayExchange } from '../http/state.js';
 import type { RateBuckets } from '../counters/types.js';
 
 /**
@@ -10,15 +10,15 @@ import type { RateBuckets } from '../counters/types.js';
  * cannot answer, requests pass (the counter store logs that once per outage): an outage of the counters
  * must not become an outage of the API.
  */
-export function rateLimit(store: RateBuckets): (ctx: GatewayContext) => void | Promise<void> {
+export function rateLimit(store: RateBuckets): (ex: GatewayExchange) => void | Promise<void> {
   // Not async itself: a route without a limit passes without a promise of its own.
-  return function limitRate(ctx) {
-    const rule = ctx.state.route!.rateLimit;
-    return rule ? limited(ctx, rule) : undefined;
+  return function limitRate(ex) {
+    const rule = ex.route!.rateLimit;
+    return rule ? limited(ex, rule) : undefined;
   };
 
-  async function limited(ctx: GatewayContext, rule: RateLimitRule): Promise<void> {
-    const key = `${ctx.state.route!.path}\0${ctx.state.principal!.user}`;
+  async function limited(ex: GatewayExchange, rule: RateLimitRule): Promise<void> {
+    const key = `${ex.route!.path}\0${ex.principal!.user}`;
     let decision;
     try {
       decision = await store.take(createHash('sha256').update(key).digest('base64url'), rule.requests, rule.windowSeconds);
@@ -35,6 +35,6 @@ export function rateLimit(store: RateBuckets): (ctx: GatewayContext) => void | P
         headers: { ...headers, 'Retry-After': String(decision.retryAfterSeconds) },
       });
     }
-    ctx.set(headers);
+    for (const name in headers) ex.res.setHeader(name, headers[name as keyof typeof headers]);
   }
 }

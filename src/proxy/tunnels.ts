@@ -1,15 +1,13 @@
 import type { Duplex } from 'node:stream';
-import type { Principal } from '../auth/principal.js';
-import { HttpProblem } from '../http/problem.js';
+import type { Principal } from '../core/principal.js';
 import type { Logger } from '../log.js';
 import { CloseFrameWatch } from './close-frame.js';
 
 export interface TunnelChecks {
   /** Subscribes to revoked session ids (the store's revocation channel); returns the unsubscribe. */
   onRevoked(listener: (sid: string) => void): () => void;
-  /** Resolves while the bearer token is good; throws an HttpProblem (401) when it is not. */
-  verifyToken(token: string): Promise<unknown>;
-  credentialVersion(user: string): string | undefined;
+  /** Checks the owner's credential again (its authenticator's recheck): undefined while it holds, else why not. */
+  recheck(owner: Principal): string | undefined | Promise<string | undefined>;
   /** Whether the owner may still use the route of `path` (its allow rule, the groups in force); absent: yes. */
   stillAllowed?(owner: Principal, path: string): boolean;
   /** Told each time a tunnel to `upstream` opens (+1) or ends (-1): the open-tunnels gauge. */
@@ -21,8 +19,6 @@ interface Tunnel {
   upstream: Duplex;
   /** The handshake's principal: a Bearer one's session (its revocation ends the tunnel), expiry and token. */
   owner: Principal;
-  /** Basic: the user's credential version at the upgrade (a changed password or removed user ends it). */
-  uv?: string;
   /** Which side sent the first WebSocket close frame (that side closed the tunnel, whoever drops TCP first). */
   closing?: 'client' | 'upstream';
   requestId: string;
@@ -126,16 +122,15 @@ export class Tunnels {
   /** Pipes client and upstream together until one of the ends above. */
   add(client: Duplex, upstream: Duplex, owner: Principal, info: { requestId: string; path: string; upstream: string }): void {
     const t: Tunnel = { client, upstream, owner, requestId: info.requestId, path: info.path, upstreamName: info.upstream, openedAt: Date.now(), ended: false };
-    if (owner.via === 'basic') t.uv = this.checks.credentialVersion(owner.user);
     this.open.add(t);
     this.countOf(t.upstreamName).open++;
     this.checks.counted?.(t.upstreamName, 1);
-    if (owner.via === 'bearer') {
+    if (owner.sid !== undefined) {
       let set = this.bySid.get(owner.sid);
       if (!set) this.bySid.set(owner.sid, (set = new Set()));
       set.add(t);
-      this.armExpiry(t, owner.exp);
     }
+    if (owner.expiresAt !== undefined) this.armExpiry(t, owner.expiresAt);
     for (const [from, to, side] of [[client, upstream, 'client'], [upstream, client, 'upstream']] as const) {
       const watch = new CloseFrameWatch();
       const onData = (chunk: Buffer) => {
@@ -155,7 +150,7 @@ export class Tunnels {
     // A revocation heard while the upstream was answering the handshake found no tunnel yet: it ends
     // this one now. (The handshake's token was verified once, by authenticate; one the channel did not
     // carry is found by the periodic recheck, as for any open tunnel.) A Basic user changed meanwhile: the same.
-    if (owner.via === 'bearer' ? this.recentlyRevoked.has(owner.sid) : false) this.end(t, 'session revoked', true);
+    if (owner.sid !== undefined && this.recentlyRevoked.has(owner.sid)) this.end(t, 'session revoked', true);
   }
 
   private rememberRevoked(sid: string): void {
@@ -222,16 +217,8 @@ export class Tunnels {
       this.end(t, 'forbidden', true);
       return;
     }
-    if (owner.via === 'basic') {
-      if (this.checks.credentialVersion(owner.user) !== t.uv) this.end(t, 'credentials changed', true);
-      return;
-    }
-    try {
-      await this.checks.verifyToken(owner.token);
-    } catch (err) {
-      // A 401 ends it; the store being down does not (open tunnels outlive a Redis blip).
-      if (err instanceof HttpProblem && err.status === 401) this.end(t, err.code, true);
-    }
+    const reason = await this.checks.recheck(owner);
+    if (reason !== undefined) this.end(t, reason, true);
   }
 
   private end(t: Tunnel, reason: string, force: boolean): void {
@@ -243,7 +230,7 @@ export class Tunnels {
     if (n) n.open--;
     this.forgetIdle(t.upstreamName, n);
     this.checks.counted?.(t.upstreamName, -1);
-    if (t.owner.via === 'bearer') {
+    if (t.owner.sid !== undefined) {
       const set = this.bySid.get(t.owner.sid);
       set?.delete(t);
       if (set?.size === 0) this.bySid.delete(t.owner.sid);

@@ -1,9 +1,13 @@
 import { Duplex } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { Principal } from '../../src/core/principal.js';
 import { HttpProblem } from '../../src/http/problem.js';
 import { silentLogger } from '../../src/log.js';
 import { Tunnels, type TunnelChecks } from '../../src/proxy/tunnels.js';
 import { StoreUnavailableError } from '../../src/tokens/store/types.js';
+
+const bearer = (sid: string, exp: number): Principal => ({ user: 'bob', via: 'bearer', groups: undefined, sid, expiresAt: exp, ambient: false, proof: 't' });
+const basic = (user: string): Principal => ({ user, via: 'basic', groups: undefined, sid: undefined, expiresAt: undefined, ambient: true, proof: 'v1' });
 
 /** A socket stand-in: accepts writes, reads nothing; ended, it closes (as a peer answering the FIN would). */
 const socket = () => new Duplex({
@@ -19,15 +23,19 @@ const closed = (s: Duplex) => new Promise<void>((resolve) => (s.destroyed ? reso
 function harness(recheckMs = 20) {
   const listeners = new Set<(sid: string) => void>();
   const state = { versions: new Map([['alice', 'v1']]), tokenError: undefined as Error | undefined };
+  let verified = 0;
+  // As the Basic and Bearer authenticators recheck: the credential version, or the token (a 401 ends it, a store error does not).
   const checks: TunnelChecks = {
     onRevoked: (l) => (listeners.add(l), () => listeners.delete(l)),
-    verifyToken: async () => {
-      if (state.tokenError) throw state.tokenError;
+    recheck: async (owner) => {
+      if (owner.via === 'basic') return state.versions.get(owner.user) === owner.proof ? undefined : 'credentials changed';
+      verified++;
+      const err = state.tokenError;
+      return err instanceof HttpProblem && err.status === 401 ? err.code : undefined;
     },
-    credentialVersion: (user) => state.versions.get(user),
   };
   const tunnels = new Tunnels(checks, silentLogger, false, recheckMs);
-  return { tunnels, state, revoke: (sid: string) => listeners.forEach((l) => l(sid)), listeners };
+  return { tunnels, state, revoke: (sid: string) => listeners.forEach((l) => l(sid)), listeners, verified: () => verified };
 }
 
 let stop: (() => void) | undefined;
@@ -38,8 +46,8 @@ describe('Tunnels', () => {
     const h = harness(60_000);
     stop = () => h.tunnels.stop();
     const [a1, a2, b1, b2] = [socket(), socket(), socket(), socket()];
-    h.tunnels.add(a1, a2, { user: 'bob', via: 'bearer', sid: 's1', token: 't', exp: Date.now() / 1000 + 60 }, { requestId: 'r1', path: '/p', upstream: 'up' });
-    h.tunnels.add(b1, b2, { user: 'bob', via: 'bearer', sid: 's2', token: 't', exp: Date.now() / 1000 + 60 }, { requestId: 'r2', path: '/p', upstream: 'up' });
+    h.tunnels.add(a1, a2, bearer('s1', Date.now() / 1000 + 60), { requestId: 'r1', path: '/p', upstream: 'up' });
+    h.tunnels.add(b1, b2, bearer('s2', Date.now() / 1000 + 60), { requestId: 'r2', path: '/p', upstream: 'up' });
     h.revoke('s1');
     await Promise.all([closed(a1), closed(a2)]);
     expect(b1.destroyed || b2.destroyed).toBe(false);
@@ -49,19 +57,15 @@ describe('Tunnels', () => {
   it('a tunnel opened just after its session\'s revocation was heard ends at once, without verifying the token again', async () => {
     const h = harness(60_000);
     stop = () => h.tunnels.stop();
-    let verified = 0;
-    const tunnels = h.tunnels as unknown as { checks: TunnelChecks };
-    const verify = tunnels.checks.verifyToken;
-    tunnels.checks.verifyToken = (t) => (verified++, verify(t));
     h.revoke('s-late');
     const [c, u] = [socket(), socket()];
-    h.tunnels.add(c, u, { user: 'bob', via: 'bearer', sid: 's-late', token: 't', exp: Date.now() / 1000 + 60 }, { requestId: 'r', path: '/p', upstream: 'up' });
+    h.tunnels.add(c, u, bearer('s-late', Date.now() / 1000 + 60), { requestId: 'r', path: '/p', upstream: 'up' });
     await Promise.all([closed(c), closed(u)]);
     const [c2, u2] = [socket(), socket()];
-    h.tunnels.add(c2, u2, { user: 'bob', via: 'bearer', sid: 's-fine', token: 't', exp: Date.now() / 1000 + 60 }, { requestId: 'r2', path: '/p', upstream: 'up' });
+    h.tunnels.add(c2, u2, bearer('s-fine', Date.now() / 1000 + 60), { requestId: 'r2', path: '/p', upstream: 'up' });
     await new Promise((r) => setTimeout(r, 20));
     expect(c2.destroyed).toBe(false);
-    expect(verified).toBe(0);
+    expect(h.verified()).toBe(0);
   });
 
   it('ends a bearer tunnel at its exp', async () => {
@@ -69,7 +73,7 @@ describe('Tunnels', () => {
     stop = () => h.tunnels.stop();
     const [c, u] = [socket(), socket()];
     const started = Date.now();
-    h.tunnels.add(c, u, { user: 'bob', via: 'bearer', sid: 's', token: 't', exp: (Date.now() + 150) / 1000 }, { requestId: 'r', path: '/p', upstream: 'up' });
+    h.tunnels.add(c, u, bearer('s', (Date.now() + 150) / 1000), { requestId: 'r', path: '/p', upstream: 'up' });
     await closed(c);
     expect(Date.now() - started).toBeGreaterThanOrEqual(140);
   });
@@ -78,7 +82,7 @@ describe('Tunnels', () => {
     const h = harness();
     stop = () => h.tunnels.stop();
     const [c, u] = [socket(), socket()];
-    h.tunnels.add(c, u, { user: 'bob', via: 'bearer', sid: 's', token: 't', exp: Date.now() / 1000 + 60 }, { requestId: 'r', path: '/p', upstream: 'up' });
+    h.tunnels.add(c, u, bearer('s', Date.now() / 1000 + 60), { requestId: 'r', path: '/p', upstream: 'up' });
     h.state.tokenError = new StoreUnavailableError();
     await new Promise((r) => setTimeout(r, 100));
     expect(c.destroyed).toBe(false);
@@ -90,7 +94,7 @@ describe('Tunnels', () => {
     const h = harness();
     stop = () => h.tunnels.stop();
     const [c, u] = [socket(), socket()];
-    h.tunnels.add(c, u, { user: 'alice', via: 'basic' }, { requestId: 'r', path: '/p', upstream: 'up' });
+    h.tunnels.add(c, u, basic('alice'), { requestId: 'r', path: '/p', upstream: 'up' });
     await new Promise((r) => setTimeout(r, 60));
     expect(c.destroyed).toBe(false);
     h.state.versions.delete('alice');
@@ -101,13 +105,13 @@ describe('Tunnels', () => {
     const h = harness(60_000);
     stop = () => h.tunnels.stop();
     const [c, u] = [socket(), socket()];
-    h.tunnels.add(c, u, { user: 'alice', via: 'basic' }, { requestId: 'r', path: '/p', upstream: 'up' });
+    h.tunnels.add(c, u, basic('alice'), { requestId: 'r', path: '/p', upstream: 'up' });
     c.destroy();
     await closed(u);
     expect(h.tunnels.size).toBe(0);
 
     const [c2, u2] = [socket(), socket()];
-    h.tunnels.add(c2, u2, { user: 'alice', via: 'basic' }, { requestId: 'r', path: '/p', upstream: 'up' });
+    h.tunnels.add(c2, u2, basic('alice'), { requestId: 'r', path: '/p', upstream: 'up' });
     const started = Date.now();
     await h.tunnels.drain(100);
     expect(Date.now() - started).toBeGreaterThanOrEqual(95);
@@ -119,7 +123,7 @@ describe('Tunnels', () => {
   it('admits up to max tunnels open or opening per upstream; an ended tunnel or a settled handshake frees its place', async () => {
     const h = harness(60_000);
     stop = () => h.tunnels.stop();
-    const alice = { user: 'alice', via: 'basic' } as const;
+    const alice = basic('alice');
     expect(h.tunnels.admit('up', 2)).toBe(true);
     const [c, u] = [socket(), socket()];
     // Opened: counted open before its handshake settles, so the count never dips between the two.

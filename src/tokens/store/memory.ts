@@ -59,6 +59,10 @@ export class MemorySessionStore implements SessionStore {
     return this.liveSession(sid) !== undefined;
   }
 
+  isLiveNow(sid: string): boolean {
+    return this.liveSession(sid) !== undefined;
+  }
+
   async revoke(sid: string): Promise<string | undefined> {
     const user = this.liveSession(sid)?.sub;
     this.sessions.delete(sid);

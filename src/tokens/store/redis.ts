@@ -148,6 +148,12 @@ export class RedisSessionStore implements SessionStore {
     });
   }
 
+  /** True when the liveness cache knows the session live now (channel up and fresh); else undefined. */
+  isLiveNow(sid: string): true | undefined {
+    // The command connection must be up too: a cached answer is no answer while Redis is unreachable.
+    return this.client.status === 'ready' && this.liveness.isLive(sid, monotonic()) ? true : undefined;
+  }
+
   /** From the liveness cache while the revocation channel is up and fresh; else one PTTL round trip. */
   async isLive(sid: string): Promise<boolean> {
     const now = monotonic();

@@ -11,6 +11,11 @@ export interface SessionStore {
   /** True while the session has been neither revoked nor let expire. */
   isLive(sid: string): Promise<boolean>;
   /**
+   * isLive without waiting: the answer when it is known right now (the memory store always knows; Redis
+   * from its liveness cache), else undefined (ask isLive).
+   */
+  isLiveNow(sid: string): boolean | undefined;
+  /**
    * Deletes the session: every token of it stops working at once. When this (or revokeUser, or a
    * rotation answering 'reused') has answered, no instance accepts the session's tokens. Takes the same
    * steps whether or not the session exists. Answers the user of the session it ended (for the audit

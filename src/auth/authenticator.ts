@@ -1,0 +1,49 @@
+import type { IncomingMessage } from 'node:http';
+import type { Exchange } from '../core/exchange.js';
+import type { Principal } from '../core/principal.js';
+
+/**
+ * One source of identities: it recognises its credentials on a request and proves them. The
+ * authenticate step asks each enabled authenticator in turn; the first that recognises the request
+ * decides. Adding a source is a new authenticator (and its configuration), nothing else:
+ * docs/pipeline-extension.md.
+ */
+export interface Authenticator<C = unknown> {
+  /** The `via` of the principals it makes: headers, logs and metrics name the source by it. */
+  readonly via: string;
+  /**
+   * The `Authorization` scheme it answers to (lower case), or undefined for credentials carried
+   * elsewhere (another header, a cookie, the connection).
+   */
+  readonly scheme: string | undefined;
+  /** The WWW-Authenticate challenge of a 401 for its credentials (undefined: none). */
+  readonly challenge: string | undefined;
+  /**
+   * Its credentials on the request, or undefined when the request carries none of its kind. Throws a
+   * 401 HttpProblem (with its challenge) for credentials of its kind that are malformed.
+   */
+  parse(req: IncomingMessage): C | undefined;
+  /**
+   * Proves them: the principal, synchronously when nothing must be waited for (a cache hit), else a
+   * promise of it. Throws (or rejects with) a 401 or 429 HttpProblem, or a store error (503).
+   */
+  verify(credentials: C, ex: Exchange): Principal | Promise<Principal>;
+  /**
+   * Checks a principal it made again, later (an open WebSocket tunnel, periodically): undefined while
+   * it holds, else why it no longer does. A store that cannot answer is no reason: the check holds.
+   */
+  recheck(owner: Principal): string | undefined | Promise<string | undefined>;
+}
+
+/**
+ * Whether an Authorization header names `scheme` (lower case) as its first word, in any case. The
+ * common spellings (`Basic x`, `basic x`) are matched without allocating.
+ */
+export function schemeMatcher(scheme: string): (header: string) => boolean {
+  const n = scheme.length;
+  const capitalised = scheme[0]!.toUpperCase() + scheme.slice(1);
+  return (header) => {
+    if (header.length > n && header.charCodeAt(n) === 0x20 && (header.startsWith(capitalised) || header.startsWith(scheme))) return true;
+    return header.trimStart().split(/[ \t]/, 1)[0]!.toLowerCase() === scheme;
+  };
+}

@@ -1,0 +1,139 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { parse as legacyParse } from 'node:url';
+import type { Principal } from './principal.js';
+
+/**
+ * How a request that went through the pipeline is finished: forwarded to the upstream, (a WebSocket
+ * handshake) tunnelled to it, or (a forward-auth call) answered with who it is. The request form picks it;
+ * a path the own-endpoint lookup knows may pick another. Adding one: a name here and a function in
+ * src/pipeline/hand-offs.ts (docs/pipeline-extension.md).
+ */
+export type HandOffName = 'forward' | 'tunnel' | 'answer';
+
+/** Why a forwarded response was cut after it began (it was logged as started, never as complete). */
+export type Cut = 'client_closed' | 'upstream_closed' | 'response_idle';
+
+/** What the exchange needs of a route: the route table's own type is a layer above. */
+export interface RouteRef {
+  readonly path: string;
+  readonly upstream: string | undefined;
+}
+
+const WELL_FORMED_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * One request's record, from its arrival to its access line: the request and response, the target as
+ * the gateway reads it, and what each step decided. Every request the gateway handles gets one, made by
+ * `newExchange` (one class, every field set in the constructor: one shape for the engine). The pipeline's
+ * steps read and write it; the gateway's own endpoints (Koa) see it as `ctx.state`.
+ */
+export class Exchange<R extends RouteRef = RouteRef> {
+  /** performance.now() when the request arrived. */
+  readonly started: number;
+  /** socket.bytesWritten when the request arrived (the access line's byte count starts there). */
+  readonly bytesBefore: number;
+  /** The request's id: a well-formed X-Request-Id it carried, else a new one; echoed on the response. */
+  readonly requestId: string;
+  /** The method the pipeline judges: the request's own, or the one a forward-auth call describes. */
+  method: string;
+  /** The path the pipeline judges (normalized by the request form; a forward-auth call's described one). */
+  path: string;
+  /** The query string without `?` ('' when there is none). */
+  query: string;
+  /** How the pipeline ends for this request. */
+  handOff: HandOffName = 'forward';
+  /** The request carries more than one Authorization header (authentication refuses it). */
+  repeatedAuthorization = false;
+  /** The user name a request tried (Basic, token create) before it was verified: for the access line. */
+  triedUser: string | undefined = undefined;
+  principal: Principal | undefined = undefined;
+  /** The route the path matched (set after authentication). */
+  route: R | undefined = undefined;
+  /** A forward-auth call: the path it was sent to, and the host and scheme it describes. */
+  forwardAuth: { path: string; host: string | undefined; proto: 'http' | 'https' | undefined } | undefined = undefined;
+  /** The parsed JSON body of a /v1/tokens request. */
+  body: Record<string, unknown> | undefined = undefined;
+  /** `100 Continue` was sent. */
+  continued = false;
+  /** The problem code, when the gateway answered with a problem body itself (also in the upstream's place). */
+  problem: string | undefined = undefined;
+  /** Why a forwarded response was cut after it began. */
+  cut: Cut | undefined = undefined;
+  private ip: string | undefined = undefined;
+
+  constructor(
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    /** server.trustProxy: how many X-Forwarded-For entries from the right a trusted proxy wrote. */
+    private readonly trustProxy: number,
+  ) {
+    this.started = performance.now();
+    this.bytesBefore = req.socket.bytesWritten;
+    const offered = req.headers['x-request-id'];
+    this.requestId = typeof offered === 'string' && WELL_FORMED_ID.test(offered) ? offered : randomUUID();
+    res.setHeader('X-Request-Id', this.requestId);
+    this.method = req.method ?? 'GET';
+    const target = splitTarget(req.url ?? '');
+    this.path = target.path;
+    this.query = target.query;
+  }
+
+  /**
+   * The client's address: the socket's peer, or behind `trustProxy` proxies the leftmost of the last
+   * `trustProxy` X-Forwarded-For entries (what those proxies wrote; anything left of them the client may
+   * have invented).
+   */
+  get address(): string {
+    if (this.ip === undefined) {
+      const forwarded = this.trustProxy > 0 ? this.req.headers['x-forwarded-for'] : undefined;
+      let ip: string | undefined;
+      if (typeof forwarded === 'string' && forwarded !== '') {
+        const entries = forwarded.split(',');
+        ip = entries[Math.max(0, entries.length - this.trustProxy)]!.trim();
+      }
+      this.ip = ip || this.req.socket.remoteAddress || '';
+    }
+    return this.ip;
+  }
+
+  /** The target the upstream gets, as the paging step leaves it (path and query). */
+  get target(): string {
+    return this.query ? `${this.path}?${this.query}` : this.path;
+  }
+}
+
+/**
+ * The path and query of a request target, split exactly as Koa (parseurl) splits them: at the first `?`,
+ * with the legacy URL parser for targets holding whitespace or `#` (which it reads as a fragment).
+ * A target that is not origin-form has no path (the request form refuses it).
+ */
+export function splitTarget(url: string): { path: string; query: string } {
+  if (url.charCodeAt(0) !== 0x2f) return { path: '', query: '' };
+  let q = -1;
+  for (let i = 1; i < url.length; i++) {
+    const c = url.charCodeAt(i);
+    if (c === 0x3f) {
+      if (q < 0) q = i;
+    } else if (c === 0x23 || c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0c || c === 0x0d || c === 0xa0 || c === 0xfeff) {
+      const parsed = legacyParse(url);
+      return { path: parsed.pathname ?? '', query: parsed.query as string | null ?? '' };
+    }
+  }
+  return q < 0 ? { path: url, query: '' } : { path: url.slice(0, q), query: url.slice(q + 1) };
+}
+
+const EXCHANGE = Symbol('exchange');
+type Tagged = IncomingMessage & { [EXCHANGE]?: Exchange };
+
+/** The one factory of exchanges; the request can find its exchange again (`exchangeOf`). */
+export function newExchange<R extends RouteRef>(req: IncomingMessage, res: ServerResponse, trustProxy: number): Exchange<R> {
+  const ex = new Exchange<R>(req, res, trustProxy);
+  (req as Tagged)[EXCHANGE] = ex as unknown as Exchange;
+  return ex;
+}
+
+/** The exchange `newExchange` made for this request. */
+export function exchangeOf<R extends RouteRef = RouteRef>(req: IncomingMessage): Exchange<R> | undefined {
+  return (req as Tagged)[EXCHANGE] as unknown as Exchange<R> | undefined;
+}

@@ -1,0 +1,23 @@
+/**
+ * Who a request is, made by the authenticator that recognised its credentials and read by every later
+ * step, the tunnel registry and the access line. One fixed shape whatever the source: nothing outside
+ * the authenticators branches on where it came from.
+ */
+export interface Principal {
+  readonly user: string;
+  /** Which kind of credential proved it ("basic", "bearer", …): a label for headers, logs and metrics. */
+  readonly via: string;
+  /** Groups the user is in (set once by the allow step, from the groups its source knows). */
+  groups: readonly string[] | undefined;
+  /** The session whose revocation ends what this principal opened (a tunnel); undefined: none. */
+  readonly sid: string | undefined;
+  /** When the credential expires, in seconds since the epoch (a tunnel ends then); undefined: never. */
+  readonly expiresAt: number | undefined;
+  /**
+   * A browser sends this credential by itself (cached Basic credentials, a cookie): a cross-site page
+   * could make it send one, so unsafe methods and WebSocket handshakes with it need a trusted Origin.
+   */
+  readonly ambient: boolean;
+  /** What its authenticator needs to check it again later (an open tunnel); opaque to everyone else. */
+  readonly proof: string;
+}
