@@ -104,7 +104,10 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   const tunnels = new Tunnels({
     onRevoked: (listener) => timedStore.onRevoked(listener),
     // The owner's source as configured now (a reload may have replaced it); one no longer configured: gone.
-    recheck: (owner) => current.authenticators.find((a) => a.via === owner.via)?.recheck(owner) ?? 'credentials no longer accepted',
+    recheck: (owner) => {
+      const source = current.authenticators.find((a) => a.via === owner.via);
+      return source ? source.recheck(owner) : 'credentials no longer accepted';
+    },
     stillAllowed: (owner, path) => stillAllowed(current.routes, current.groups, owner, path),
     counted: (upstream, delta) => metrics.webSocketTunnels.inc({ upstream }, delta),
   }, log, config.log.access);
@@ -129,6 +132,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
     clock, log, store: timedStore, counters: instrumentStore(counters, metrics), ping: readiness, tunnels,
     onUpstreamError: (upstream, kind) => metrics.upstreamErrors.inc({ upstream, kind }),
     serveOwn: (ex, handler) => {
+      ex.own = true;
       ownHandlers.set(ex.req, handler);
       return koa(ex.req, ex.res);
     },

@@ -1,5 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ReplicationStats } from '../tokens/store/types.js';
+import { TallyCounter, TallyHistogram } from './tally.js';
 
 export const METRIC_PREFIX = 'auth_gateway_';
 
@@ -27,9 +28,13 @@ export interface MetricSources {
  */
 export interface Metrics {
   readonly registry: Registry;
-  /** route: a configured route path, or `tokens`, `health`, `openapi`, `none`; method: bounded (see METHODS); status_class: `2xx`…; auth: `basic`, `bearer`, `none`. */
-  readonly requests: Counter<'route' | 'method' | 'status_class' | 'auth'>;
-  readonly requestDuration: Histogram<'route' | 'method'>;
+  /**
+   * route: a configured route path, or `tokens`, `health`, `openapi`, `none`; method: bounded (see METHODS);
+   * status_class: `2xx`…; auth: a principal's `via` or `none`. Counted in plain numbers (see TallyCounter).
+   */
+  readonly requests: TallyCounter;
+  /** By route and method. */
+  readonly requestDuration: TallyHistogram;
   readonly upstreamErrors: Counter<'upstream' | 'kind'>;
   /** outcome: `ok` or the problem code the gateway answered with. */
   readonly tokenOperations: Counter<'operation' | 'outcome'>;
@@ -104,19 +109,8 @@ export function createMetrics(): Metrics {
 
   return {
     registry,
-    requests: new Counter({
-      name: `${METRIC_PREFIX}requests_total`,
-      help: 'requests answered, by route, method, status class and auth method',
-      labelNames: ['route', 'method', 'status_class', 'auth'] as const,
-      registers,
-    }),
-    requestDuration: new Histogram({
-      name: `${METRIC_PREFIX}request_duration_seconds`,
-      help: 'time from the request to the end of its response, by route and method',
-      labelNames: ['route', 'method'] as const,
-      buckets: SECONDS_BUCKETS,
-      registers,
-    }),
+    requests: new TallyCounter(`${METRIC_PREFIX}requests_total`, 'requests answered, by route, method, status class and auth method', registry),
+    requestDuration: new TallyHistogram(`${METRIC_PREFIX}request_duration_seconds`, 'time from the request to the end of its response, by route and method', SECONDS_BUCKETS, registry),
     upstreamErrors: new Counter({
       name: `${METRIC_PREFIX}upstream_errors_total`,
       help: 'requests an upstream did not answer, by upstream and kind (refused, reset, timeout; unavailable: refused or reset)',
@@ -155,7 +149,7 @@ export function createMetrics(): Metrics {
     }),
     storeCommandDuration: new Histogram({
       name: `${METRIC_PREFIX}store_command_duration_seconds`,
-      help: 'token store calls by command and result, as the gateway waits for them (liveness cache hits included)',
+      help: 'token store calls by command and result, as the gateway waits for them (liveness cache hits, answered without waiting, are not store calls)',
       labelNames: ['command', 'result'] as const,
       buckets: STORE_BUCKETS,
       registers,

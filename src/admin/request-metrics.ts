@@ -17,8 +17,6 @@ const OWN_PATHS: Record<string, string> = { '/healthz': 'health', '/readyz': 'he
  * children are kept per label set: a request costs a Map lookup, not prom-client's hashing of a label object.
  */
 export function requestCounter(metrics: Metrics, routeOf: (path: string) => string | undefined): (ex: Exchange) => void {
-  const counters = new Map<string, { inc(): void }>();
-  const durations = new Map<string, { observe(value: number): void }>();
   return (ex) => {
     const path = ex.path;
     const route = routeLabel(ex, path, routeOf);
@@ -26,14 +24,11 @@ export function requestCounter(metrics: Metrics, routeOf: (path: string) => stri
     const status = ex.res.statusCode;
     const statusClass = STATUS_CLASSES[Math.floor(status / 100)] ?? 'other';
     const auth = ex.principal?.via ?? 'none';
-    const key = `${route}\0${method}\0${statusClass}\0${auth}`;
-    let counter = counters.get(key);
-    if (!counter) counters.set(key, (counter = metrics.requests.labels({ route, method, status_class: statusClass, auth })));
-    counter.inc();
     const durationKey = `${route}\0${method}`;
-    let duration = durations.get(durationKey);
-    if (!duration) durations.set(durationKey, (duration = metrics.requestDuration.labels({ route, method })));
-    duration.observe((performance.now() - ex.started) / 1000);
+    const countKey = `${durationKey}\0${statusClass}\0${auth}`;
+    if (!metrics.requests.inc(countKey)) metrics.requests.add(countKey, { route, method, status_class: statusClass, auth });
+    const seconds = (performance.now() - ex.started) / 1000;
+    if (!metrics.requestDuration.observe(durationKey, seconds)) metrics.requestDuration.add(durationKey, { route, method }, seconds);
     if (status >= 400 || route === 'tokens') countOutcome(metrics, ex, path, route, status);
     if (ex.forwardAuth) metrics.forwardAuthAnswers.inc({ status: String(status) });
   };

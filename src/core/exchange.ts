@@ -60,6 +60,8 @@ export class Exchange<R extends RouteRef = RouteRef> {
   problem: string | undefined = undefined;
   /** Why a forwarded response was cut after it began. */
   cut: Cut | undefined = undefined;
+  /** Answered by one of the gateway's own endpoints (Koa), which may still be writing when its handler returns. */
+  own = false;
   private ip: string | undefined = undefined;
 
   constructor(

@@ -36,8 +36,8 @@ export function accessLine(log: Logger): (ex: Exchange) => void {
       if (PROBES.has(line.path)) log.debug('request', line);
       else log.info('request', line);
     };
-    // A proxied or refused request's answer is out by now; one the gateway answers itself may still be writing.
-    if (res.writableFinished || res.destroyed) write();
+    // A proxied, tunnelled or refused request's answer is out by now; an own endpoint's may still be writing.
+    if (!ex.own || res.writableFinished || res.destroyed) write();
     else res.once('close', write);
   };
 }
