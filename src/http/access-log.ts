@@ -20,7 +20,8 @@ export function accessLine(log: Logger): (ctx: GatewayContext, started: number) 
         requestId: ctx.state.requestId,
         address: ctx.ip,
         method: ctx.method,
-        path: loggablePath(ctx),
+        // A forward-auth call: the path it described as written (the judged one is the same, or refused).
+        path: ctx.state.forwardAuth?.described?.slice(0, 2048) ?? loggablePath(ctx),
         status: ctx.respond === false ? ctx.res.statusCode : ctx.status,
         code: ctx.state.problem ?? outcome?.code,
         cut: outcome?.cut,

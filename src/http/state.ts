@@ -28,8 +28,11 @@ export interface GatewayState {
   /** The user name a request tried (Basic, token create) before it was verified: for the access line. */
   triedUser?: string;
   principal?: Principal;
-  /** A forward-auth call: the path it was sent to (ctx.method/path are the request it describes). */
-  forwardAuth?: { path: string; host: string | undefined; proto: 'http' | 'https' | undefined };
+  /**
+   * A forward-auth call: the path it was sent to (ctx.method/path are the request it describes), and
+   * the described path as written (set once method and URI are well-formed; the access line shows it).
+   */
+  forwardAuth?: { path: string; host: string | undefined; proto: 'http' | 'https' | undefined; described?: string };
   /** The route the path matched (set after authentication). */
   route?: Route;
   /** The parsed JSON body of a /v1/tokens request. */
