@@ -1,19 +1,25 @@
 import type { IncomingMessage } from 'node:http';
-import { normalizePath } from '../http/path.js';
+import { requireNormalPath } from '../http/path.js';
 import { HttpProblem } from '../http/problem.js';
 import { isValidHost } from '../proxy/headers.js';
 
 /** The request a forward-auth call asks about, as the proxy in front described it. */
 export interface DescribedRequest {
   method: string;
-  /** The normalized path (the same spelling rules as a request the gateway forwards itself). */
+  /** The path as described, which is in normal form (see requireNormalPath). */
   path: string;
   /** The query string without `?` (may be empty). */
   querystring: string;
   /** X-Forwarded-Host, when well-formed. */
   host: string | undefined;
-  /** X-Forwarded-Proto, when http or https. */
+  /** X-Forwarded-Proto (http or https; any other is refused), lower case. */
   proto: 'http' | 'https' | undefined;
+}
+
+/** The method and URI a forward-auth call names, read before they are judged (for the access line). */
+export interface Description {
+  method: string;
+  target: string;
 }
 
 /** A method token (RFC 9110 section 9.1). */
@@ -34,7 +40,7 @@ const MAX_TARGET = 8192;
  * most once. Refusals are 400 problems (`invalid_request`, or `invalid_path` for a path the gateway
  * would refuse itself).
  */
-export function describedRequest(req: IncomingMessage): DescribedRequest {
+export function readDescription(req: IncomingMessage): Description {
   const raw = req.rawHeaders;
   const method = agreed(raw, 'x-forwarded-method', 'x-original-method');
   const target = agreed(raw, 'x-forwarded-uri', 'x-original-uri');
@@ -48,17 +54,46 @@ export function describedRequest(req: IncomingMessage): DescribedRequest {
   if (target.length > MAX_TARGET || !TARGET.test(target)) {
     throw new HttpProblem(400, 'invalid_path', 'the original URI must be a path (and query) starting with /');
   }
+  return { method: method.toUpperCase(), target };
+}
+
+/** The path part of a described URI (everything before the first `?`), as written. */
+export function describedPath(target: string): string {
   const q = target.indexOf('?');
-  const path = normalizePath(q < 0 ? target : target.slice(0, q));
+  return q < 0 ? target : target.slice(0, q);
+}
+
+/**
+ * The request a forward-auth call describes (readDescription), judged. The proxy in front forwards the
+ * URI as the client wrote it, and the upstream reads that spelling its own way, so only a URI already in
+ * normal form is judged: dot segments (`..`, `%2e%2e`), a `#` anywhere, backslashes, repeated slashes,
+ * encoded slashes and escapes of unreserved characters are refused with 400 `invalid_path` rather than
+ * resolved (`/admin/x/../../items` would be judged as `/items` while the upstream serves the admin's
+ * page). A scheme other than http or https is refused (400 `invalid_request`); a malformed host is
+ * left out (not shown on the access line).
+ */
+export function describedRequest(req: IncomingMessage, read: Description = readDescription(req)): DescribedRequest {
+  const { method, target } = read;
+  if (target.includes('#')) throw new HttpProblem(400, 'invalid_path', 'the original URI contains # (a fragment is never part of a request)');
+  const path = requireNormalPath(describedPath(target));
+  const q = target.indexOf('?');
+  const raw = req.rawHeaders;
   const host = single(raw, 'x-forwarded-host');
-  const proto = single(raw, 'x-forwarded-proto');
+  const scheme = schemeOf(single(raw, 'x-forwarded-proto'));
   return {
-    method: method.toUpperCase(),
+    method,
     path,
     querystring: q < 0 ? '' : target.slice(q + 1),
     host: host !== undefined && isValidHost(host) ? host : undefined,
-    proto: proto === 'http' || proto === 'https' ? proto : undefined,
+    proto: scheme,
   };
+}
+
+/** X-Forwarded-Proto (schemes are case-insensitive): http, https or absent; anything else is refused. */
+function schemeOf(value: string | undefined): 'http' | 'https' | undefined {
+  const scheme = value?.toLowerCase();
+  if (scheme === undefined || scheme === 'http' || scheme === 'https') return scheme;
+  throw new HttpProblem(400, 'invalid_request', 'X-Forwarded-Proto must be http or https');
 }
 
 /** The value of whichever of the two headers is present; both present must agree. */

@@ -1,20 +1,26 @@
 import type { GatewayExchange } from '../http/state.js';
 import type { Assertions } from '../identity/identity-headers.js';
 import { identityHeaders } from '../identity/identity-headers.js';
-import { describedRequest } from './forward-auth-request.js';
+import { describedPath, describedRequest, readDescription } from './forward-auth-request.js';
 
 /**
  * For the own-endpoint lookup: a request to exactly the forward-auth path becomes the request it
  * describes (method, path and query from X-Forwarded-* / X-Original-*, see describedRequest) and runs
- * the pipeline to the `answer` hand-off. Every later step (authenticate, route, allow, rate limit)
- * judges the described request as it would judge that request sent to the gateway itself; credentials
- * and the client address are the forward-auth request's own.
+ * the pipeline to the `answer` hand-off. Every later step (authenticate, route, allow, rate limit,
+ * the paging parameters' names) judges the described request as it would judge that request sent to
+ * the gateway itself; credentials and the client address are the forward-auth request's own. The
+ * access line names the described method and path as written, also when the description is refused.
  */
 export function asForwardAuthCall(ex: GatewayExchange): void {
-  const described = describedRequest(ex.req);
   ex.handOff = 'answer';
-  ex.forwardAuth = { path: ex.path, host: described.host, proto: described.proto };
-  ex.method = described.method;
+  const state: NonNullable<GatewayExchange['forwardAuth']> = { path: ex.path, host: undefined, proto: undefined, described: undefined };
+  ex.forwardAuth = state;
+  const read = readDescription(ex.req);
+  ex.method = read.method;
+  state.described = describedPath(read.target);
+  const described = describedRequest(ex.req, read);
+  state.host = described.host;
+  state.proto = described.proto;
   ex.path = described.path;
   ex.query = described.querystring;
 }
@@ -23,7 +29,8 @@ export function asForwardAuthCall(ex: GatewayExchange): void {
  * The `answer` hand-off: 200 with an empty body and the identity headers (user, via, groups, and the
  * assertion when configured), never cached. The proxy in front copies them onto the request it sends
  * on. Refusals never get here: the steps threw (401 with WWW-Authenticate, 403, 429 with Retry-After).
- * Paging is not checked: the gateway cannot rewrite a request another proxy forwards.
+ * Paging values are not checked (the gateway cannot rewrite a request another proxy forwards); the
+ * paging step refuses the parameters' name variants (`size[]`, `SIZE`) on paged routes.
  */
 export function answerForwardAuth(signed: Assertions | undefined): (ex: GatewayExchange) => void {
   return function answer(ex) {

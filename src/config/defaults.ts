@@ -124,7 +124,7 @@ export const SETTINGS = {
 
   // routes
   'routes': { type: 'list of route', default: [], meaning: 'Path prefixes and where they go; matched on segment boundaries, the longest wins.' },
-  'routes[].path': { type: 'string', defaultText: 'required', meaning: 'Path prefix of plain segments, e.g. `/v1/conversations` (never under `/v1/tokens`).' },
+  'routes[].path': { type: 'string', defaultText: 'required', meaning: 'Path prefix of plain segments, e.g. `/v1/conversations` (never under `/v1/tokens`); the longest one matches, without regard to ASCII case (`/V1/Conversations/7` too), so no two may differ only in case.' },
   'routes[].upstream': { type: 'string', defaultText: 'required (optional with `forwardAuth`)', meaning: 'Name of an upstream. Without one (only with `forwardAuth`), the route is matched only for forward-auth answers.' },
   'routes[].forwardAuthorization': { type: 'boolean', default: false, meaning: 'Pass the client\'s `Authorization` header on.' },
   'routes[].stripPrefix': { type: 'boolean', default: false, meaning: 'Remove the route\'s path before forwarding and join the rest onto the upstream URL\'s path; redirects map back.' },
@@ -133,7 +133,7 @@ export const SETTINGS = {
   'routes[].timeouts.responseMs': { type: 'integer', min: 1, defaultText: 'the upstream\'s', meaning: 'As `upstreams.<name>.timeouts.responseMs`, for this route.' },
   'routes[].timeouts.idleMs': { type: 'integer', min: 1, defaultText: 'the upstream\'s', meaning: 'As `upstreams.<name>.timeouts.idleMs`, for this route.' },
   'routes[].allowHeaders': { type: 'list of header names', default: [], meaning: 'Request-target and method override headers (`X-HTTP-Method-Override`, `X-Original-URL`, …) this route passes on; every other one is removed.' },
-  'routes[].paging': { type: 'mapping or `true`', defaultText: 'none', meaning: 'Apply the paging rules on GET/HEAD (`true`: the defaults, nothing sortable).' },
+  'routes[].paging': { type: 'mapping or `true`', defaultText: 'none', meaning: 'Apply the paging rules on GET/HEAD (`true`: the defaults, nothing sortable); other spellings of `size`, `page`, `sort` (`SIZE`, `size[]`, `size.x`) are refused.' },
   'routes[].paging.sizes': { type: 'list of integer', default: [10, 20, 50, 100, 200], meaning: 'The page sizes a client may ask for.' },
   'routes[].paging.defaultSize': { type: 'integer', default: 20, min: 1, meaning: 'The size when none is asked for; one of `sizes`.' },
   'routes[].paging.sortable': { type: 'list of string', default: [], meaning: 'Properties a client may sort by.' },

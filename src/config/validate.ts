@@ -278,7 +278,7 @@ function readTimeouts(c: Checker, key: string, t: Record<string, unknown>, defau
 
 
 function readRoutes(c: Checker, raw: unknown, upstreams: Record<string, UpstreamConfig>, groupsFile: string | undefined): RouteConfig[] {
-  const seen = new Set<string>();
+  const seen = new Map<string, string>();
   return c.list('routes', raw).map((value, i) => {
     const key = `routes[${i}]`;
     const r = c.obj(key, value, true);
@@ -286,11 +286,14 @@ function readRoutes(c: Checker, raw: unknown, upstreams: Record<string, Upstream
     const path = c.str(`${key}.path`, r.path);
     if (path && !/^\/(?:[A-Za-z0-9._~-]+\/)*[A-Za-z0-9._~-]+$/.test(path)) {
       c.problem(`${key}.path`, 'must be an absolute path of plain segments without a trailing slash, e.g. /v1/conversations');
-    } else if (path.startsWith('/v1/tokens')) {
+    } else if (path.toLowerCase().startsWith('/v1/tokens')) {
       c.problem(`${key}.path`, 'must not be under /v1/tokens (served by the gateway itself)');
     }
-    if (seen.has(path)) c.problem(`${key}.path`, `repeats ${path}`);
-    seen.add(path);
+    // Routes match without regard to case (src/proxy/route-table.ts): /api/Admin repeats /api/admin.
+    const earlier = seen.get(path.toLowerCase());
+    if (earlier === path) c.problem(`${key}.path`, `repeats ${path}`);
+    else if (earlier !== undefined) c.problem(`${key}.path`, `repeats ${earlier} (routes match without regard to case)`);
+    seen.set(path.toLowerCase(), path);
     // Left out: a route matched only for its rules (forward-auth; checked with forwardAuth).
     const upstream = r.upstream === undefined || r.upstream === null ? undefined : c.str(`${key}.upstream`, r.upstream);
     if (upstream && !upstreams[upstream]) c.problem(`${key}.upstream`, `names no upstream (known: ${Object.keys(upstreams).join(', ') || 'none'})`);

@@ -50,8 +50,11 @@ export class Exchange<R extends RouteRef = RouteRef> {
   principal: Principal | undefined = undefined;
   /** The route the path matched (set after authentication). */
   route: R | undefined = undefined;
-  /** A forward-auth call: the path it was sent to, and the host and scheme it describes. */
-  forwardAuth: { path: string; host: string | undefined; proto: 'http' | 'https' | undefined } | undefined = undefined;
+  /**
+   * A forward-auth call: the path it was sent to, the host and scheme it describes, and the described
+   * path as written (set once method and URI are well-formed; the access line shows it).
+   */
+  forwardAuth: { path: string; host: string | undefined; proto: 'http' | 'https' | undefined; described: string | undefined } | undefined = undefined;
   /** The parsed JSON body of a /v1/tokens request. */
   body: Record<string, unknown> | undefined = undefined;
   /** `100 Continue` was sent. */

@@ -18,7 +18,8 @@ export function accessLine(log: Logger): (ex: Exchange) => void {
         requestId: ex.requestId,
         address: ex.address,
         method: ex.method,
-        path: loggablePath(ex),
+        // A forward-auth call: the path it described as written (the judged one is the same, or refused).
+        path: ex.forwardAuth?.described?.slice(0, 2048) ?? loggablePath(ex),
         status: res.statusCode,
         code: ex.problem,
         cut: ex.cut,

@@ -64,3 +64,30 @@ function decodeUnreserved(raw: string): string {
 function invalidPath(detail: string): HttpProblem {
   return new HttpProblem(400, 'invalid_path', detail);
 }
+
+const ESCAPE = /%([0-9A-Fa-f]{2})/g;
+
+/**
+ * For a path another proxy forwards as it was written (a forward-auth description): the gateway cannot
+ * make it canonical, so it judges only a path that already is. Returned unchanged when normalizePath
+ * would return it unchanged and it has no `#`; otherwise 400, naming what is not canonical: dot
+ * segments (`..`, `%2e%2e`), repeated slashes, a percent-escape of an unreserved character or in
+ * lower case, and everything normalizePath refuses (encoded slashes, backslashes, bad escapes).
+ * nginx and Caddy forward `/a/b/../../c` and `/a#/../c` as written, and upstreams read them their
+ * own way, so judging any resolved spelling would judge a path other than the one served.
+ */
+export function requireNormalPath(raw: string): string {
+  if (raw.includes('#')) throw invalidPath('the path contains # (a fragment is never part of a request)');
+  const normal = normalizePath(raw);
+  if (normal === raw) return raw;
+  throw invalidPath(`the path is not in normal form: ${notNormal(raw)}; send it as ${normal.slice(0, 2048)}`);
+}
+
+function notNormal(raw: string): string {
+  if (/\/\//.test(raw)) return 'it has repeated slashes';
+  for (const [, hex] of raw.matchAll(ESCAPE)) {
+    if (UNRESERVED.test(String.fromCharCode(parseInt(hex!, 16)))) return `%${hex} escapes an unreserved character`;
+    if (hex !== hex!.toUpperCase()) return `%${hex} is not in upper case`;
+  }
+  return 'it has a dot segment (. or ..)';
+}

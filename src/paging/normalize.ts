@@ -14,7 +14,7 @@ export function normalizePaging(query: URLSearchParams, rules: PagingRules): URL
   const out = new URLSearchParams();
   const given: Given = { sizes: [], pages: [], sorts: [] };
   for (const [name, value] of query) {
-    if (!take(given, name, value)) out.append(name, value);
+    if (!take(given, pagingName(name), value)) out.append(name, value);
   }
   const paging = pagingOf(given, rules);
   out.append('size', String(paging.size));
@@ -30,7 +30,7 @@ interface Given {
   sorts: string[];
 }
 
-function take(given: Given, name: string, value: string): boolean {
+function take(given: Given, name: PagingName | undefined, value: string): boolean {
   if (name === 'size') given.sizes.push(value);
   else if (name === 'page') given.pages.push(value);
   else if (name === 'sort') given.sorts.push(value);
@@ -48,7 +48,57 @@ function pagingOf(given: Given, rules: PagingRules): { size: number; page: numbe
   };
 }
 
-const PAGING_PARAMS = new Set(['size', 'page', 'sort']);
+type PagingName = 'size' | 'page' | 'sort';
+const PAGING_PARAMS: ReadonlySet<string> = new Set<PagingName>(['size', 'page', 'sort']);
+const CODES: Record<PagingName, 'invalid_page_size' | 'invalid_page' | 'invalid_sort'> = { size: 'invalid_page_size', page: 'invalid_page', sort: 'invalid_sort' };
+/**
+ * A name some upstream reads as a paging parameter: any case, and with what query parsers take as
+ * nesting around it: `size[]`, `size[0]`, `[size]` (qs, Express), `size.x`, `.size` (qs allowDots).
+ */
+const VARIANT = /^[[\].]*(size|page|sort)(?:[[\].]|$)/i;
+
+/**
+ * A decoded parameter name: `size`, `page` or `sort` when it is exactly one of them; undefined for any
+ * other parameter; 400 for another spelling of a paging name (`SIZE`, `size[]`, `size%5B%5D`, `Page.x`),
+ * which Express (qs) or ASP.NET would read as the paging parameter next to the canonical one the
+ * gateway writes.
+ */
+function pagingName(name: string): PagingName | undefined {
+  if (PAGING_PARAMS.has(name)) return name as PagingName;
+  const m = VARIANT.exec(name);
+  if (!m) return undefined;
+  const canonical = m[1]!.toLowerCase() as PagingName;
+  throw new HttpProblem(400, CODES[canonical], `the paging parameter is spelt ${canonical} exactly (lower case, no brackets or dots); ${JSON.stringify(name.slice(0, 64))} is refused on this paged list`);
+}
+
+/**
+ * The name of a raw `name=value` part as a paging name (see pagingName), decoded as qs decodes it
+ * (the whole name, left as written when malformed) and as URLSearchParams does (each valid escape):
+ * a variant under either reading is refused.
+ */
+function rawPagingName(rawName: string): PagingName | undefined {
+  const strict = decodeComponent(rawName);
+  if (strict !== undefined) return pagingName(strict);
+  pagingName(rawName.replace(/\+/g, ' '));
+  pagingName(lenientDecode(rawName));
+  return undefined;
+}
+
+/** WHATWG (URLSearchParams) decoding: `+` is a space, valid escapes decoded, others left as written. */
+function lenientDecode(raw: string): string {
+  return raw.replace(/\+/g, ' ').replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) => Buffer.from(run.replace(/%/g, ''), 'hex').toString('utf8'));
+}
+
+/**
+ * On a paged list that another proxy forwards (a forward-auth answer): the values are not checked, but
+ * another spelling of a paging name is refused (400) as it is on a forwarded request.
+ */
+export function refusePagingVariants(search: string): void {
+  for (const part of search === '' ? [] : search.split('&')) {
+    const eq = part.indexOf('=');
+    rawPagingName(eq < 0 ? part : part.slice(0, eq));
+  }
+}
 
 /**
  * The query the upstream receives: every other parameter exactly as the client spelled it (bytes
@@ -61,8 +111,8 @@ export function canonicalQuery(search: string, rules: PagingRules): string {
   for (const part of search === '' ? [] : search.split('&')) {
     if (part === '') continue;
     const eq = part.indexOf('=');
-    const name = decodeComponent(eq < 0 ? part : part.slice(0, eq));
-    if (name === undefined || !PAGING_PARAMS.has(name)) kept.push(part);
+    const name = rawPagingName(eq < 0 ? part : part.slice(0, eq));
+    if (name === undefined) kept.push(part);
     else take(given, name, decodeComponent(eq < 0 ? '' : part.slice(eq + 1)) ?? '\uFFFD');
   }
   const paging = pagingOf(given, rules);

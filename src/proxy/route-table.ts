@@ -25,6 +25,11 @@ export interface Route {
 /**
  * Longest path prefix wins, on a segment boundary: /v1/contacts matches /v1/contacts and
  * /v1/contacts/phoneNumber, never /v1/contactsX. One map lookup per segment of the request path.
+ *
+ * Matched without regard to ASCII case, as Express, ASP.NET and IIS route: `/api/ADMIN/report` gets the
+ * `/api/admin` route (its allow rules, paging and limits), not a catch-all `/api` whose upstream would
+ * serve the admin's page all the same. The request keeps its spelling; a stripped prefix is cut by
+ * the route path's length (case folding keeps the length: route paths are ASCII).
  */
 export class RouteTable {
   private readonly byPath = new Map<string, Route>();
@@ -33,7 +38,7 @@ export class RouteTable {
     for (const r of routes) {
       if (r.upstream !== undefined && !upstreams[r.upstream]) throw new Error(`route ${r.path} names unknown upstream ${r.upstream}`);
       const rateLimit = r.rateLimit === null ? undefined : r.rateLimit ?? globalRateLimit;
-      this.byPath.set(r.path, {
+      this.byPath.set(foldCase(r.path), {
         path: r.path, upstream: r.upstream, forwardAuthorization: r.forwardAuthorization, stripPrefix: r.stripPrefix,
         timeouts: r.timeouts, allowHeaders: r.allowHeaders, paging: r.paging, rateLimit,
         websocket: r.websocket !== false, cors: r.cors,
@@ -50,7 +55,8 @@ export class RouteTable {
 
   /** The route of a normalized path, or undefined. */
   match(path: string): Route | undefined {
-    let prefix = path.endsWith('/') && path.length > 1 ? path.slice(0, -1) : path;
+    const folded = foldCase(path);
+    let prefix = folded.endsWith('/') && folded.length > 1 ? folded.slice(0, -1) : folded;
     for (;;) {
       const route = this.byPath.get(prefix);
       if (route) return route;
@@ -59,4 +65,11 @@ export class RouteTable {
       prefix = prefix.slice(0, cut);
     }
   }
+}
+
+const UPPER = /[A-Z]/;
+
+/** ASCII letters in lower case, nothing else changed (so the length stays). */
+export function foldCase(path: string): string {
+  return UPPER.test(path) ? path.replace(/[A-Z]+/g, (s) => s.toLowerCase()) : path;
 }

@@ -3,11 +3,13 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JWKS_PATH } from '../../src/identity/jwks.js';
 import { basic, createTokens, gatewayFixture, postJson } from '../support/fixtures.js';
+import { request } from '../support/raw-client.js';
 import { newKeyPem } from '../support/assertion-keys.js';
 import { assertionUpstream, type AssertionUpstream } from '../support/assertion-upstream.js';
 import { writeGroups } from '../support/authz.js';
 import { startCaddy, type Caddy } from './support/caddy.js';
 import { startNginx, type Nginx } from './support/nginx.js';
+import { docBlock, fill } from './support/doc-snippets.js';
 
 /**
  * The gateway as the forward-auth service of real proxies from Debian: nginx (auth_request,
@@ -22,71 +24,42 @@ let caddy: Caddy;
 
 const carol = basic('carol', 'carol-pw');
 const dave = basic('dave', 'dave-pw');
+const erin = basic('erin', 'erin-pw');
 
-/** docs/authorization.md, "nginx" (ports filled in). */
+/** The host:port of an http:// URL. */
+const hostPort = (url: string) => url.replace(/^http:\/\//, '');
+
+/** docs/authorization.md, "nginx", as printed there with the addresses filled in. */
 export function nginxForwardAuth(port: number, gateway: string, upstreamUrl: string): string {
-  return `
-  server {
-    listen 127.0.0.1:${port};
-
-    location = /_gateway_auth {
-      internal;
-      proxy_pass ${gateway}/auth/verify;
-      proxy_pass_request_body off;
-      proxy_set_header Content-Length "";
-      proxy_set_header X-Original-Method $request_method;
-      proxy_set_header X-Original-URI $request_uri;
-      proxy_set_header X-Forwarded-Host $host;
-      proxy_set_header X-Forwarded-Proto $scheme;
-      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-      # Only nginx describes the request: client-sent copies of the other pair are dropped.
-      proxy_set_header X-Forwarded-Method "";
-      proxy_set_header X-Forwarded-Uri "";
-    }
-
-    location / {
-      auth_request /_gateway_auth;
-      auth_request_set $gw_user $upstream_http_x_authenticated_user;
-      auth_request_set $gw_via $upstream_http_x_authenticated_via;
-      auth_request_set $gw_groups $upstream_http_x_authenticated_groups;
-      auth_request_set $gw_assertion $upstream_http_x_identity_assertion;
-      proxy_set_header X-Authenticated-User $gw_user;
-      proxy_set_header X-Authenticated-Via $gw_via;
-      proxy_set_header X-Authenticated-Groups $gw_groups;
-      proxy_set_header X-Identity-Assertion $gw_assertion;
-      proxy_set_header Authorization "";
-      proxy_pass ${upstreamUrl};
-    }
-  }`;
+  return fill(docBlock('authorization.md', '### nginx (`auth_request`)', 'nginx'), [
+    ['listen 80;', `listen 127.0.0.1:${port};`],
+    ['server 127.0.0.1:8080;', `server ${hostPort(gateway)};`],
+    ['proxy_pass http://127.0.0.1:9001;', `proxy_pass ${upstreamUrl};`],
+  ]);
 }
 
-/** docs/authorization.md, "Caddy" (ports filled in). */
+/** docs/authorization.md, "Caddy", as printed there with the addresses filled in (plain HTTP: an http:// site address). */
 export function caddyForwardAuth(port: number, gateway: string, upstreamUrl: string): string {
-  return `http://127.0.0.1:${port} {
-	route {
-		forward_auth ${gateway.replace(/^http:\/\//, '')} {
-			uri /auth/verify
-			header_up -X-Original-Method
-			header_up -X-Original-URI
-			copy_headers X-Authenticated-User X-Authenticated-Via X-Authenticated-Groups X-Identity-Assertion
-		}
-		request_header -Authorization
-		reverse_proxy ${upstreamUrl.replace(/^http:\/\//, '')}
-	}
-}`;
+  return fill(docBlock('authorization.md', '### Caddy (`forward_auth`)', 'caddyfile'), [
+    ['api.example.com {', `http://127.0.0.1:${port} {`],
+    ['forward_auth 127.0.0.1:8080 {', `forward_auth ${hostPort(gateway)} {`],
+    ['reverse_proxy 127.0.0.1:9001', `reverse_proxy ${hostPort(upstreamUrl)}`],
+  ]);
 }
 
 const gw = gatewayFixture({
-  users: { carol: 'carol-pw', dave: 'dave-pw' },
+  users: { carol: 'carol-pw', dave: 'dave-pw', erin: 'erin-pw' },
+  log: 'info',
   echo: false,
   before: async (f) => {
-    writeGroups(f.users.dir, { staff: ['carol'], admins: [] });
+    writeGroups(f.users.dir, { staff: ['carol'], admins: ['erin'] });
     writeFileSync(join(f.users.dir, 'assertion-key.pem'), newKeyPem('ES256'));
     upstream = await assertionUpstream({ jwksUrl: () => `${f.base}${JWKS_PATH}`, audience: 'reports', alg: 'ES256' });
   },
   config: (f) => ({
     // The proxy in front is the gateway's client: its X-Forwarded-For names the real one.
     server: { host: '127.0.0.1', port: 0, trustProxy: 1 },
+    log: { level: 'info', access: true },
     users: { htpasswd: f.users.file, groups: join(f.users.dir, 'users.groups'), watch: false },
     forwardAuth: { path: '/auth/verify' },
     identity: { assertion: { keyFile: join(f.users.dir, 'assertion-key.pem') } },
@@ -95,6 +68,10 @@ const gw = gatewayFixture({
       { path: '/v1/reports', audience: 'reports', allow: { groups: ['staff'] } },
       { path: '/v1/admin', audience: 'reports', allow: { groups: ['admins'] } },
       { path: '/v1/limited', audience: 'reports', rateLimit: { requests: 1, windowSeconds: 60 } },
+      // A catch-all /api with an admin-only /api/admin and a paged /api/items under it.
+      { path: '/api', audience: 'reports' },
+      { path: '/api/admin', audience: 'reports', allow: { groups: ['admins'] } },
+      { path: '/api/items', audience: 'reports', paging: { sizes: [10, 20], defaultSize: 10 } },
     ],
   }),
   after: () => upstream?.close(),
@@ -175,5 +152,103 @@ describe('what each proxy makes of the other answers', () => {
     expect(limited.status).toBe(429);
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
     expect((await fetch(`http://127.0.0.1:${nginx.port}/v1/limited`, { headers: { authorization: dave } })).status).toBe(500);
+  });
+});
+
+/**
+ * The spellings that reached the admin-only route through these very configurations: each proxy forwards
+ * the target as the client wrote it (raw bytes here, as curl --path-as-is sends them), so the gateway
+ * must not judge a resolved or differently-cased path. Refused descriptions are 400 (nginx makes it a
+ * 500), other cases get the admin route's 403; the upstream sees none of them.
+ */
+describe.each(['nginx (auth_request)', 'Caddy (forward_auth)'])('%s: a catch-all /api and an admin-only /api/admin', (name) => {
+  const port = () => (name.startsWith('nginx') ? nginx.port : caddy.port);
+  const refused = () => (name.startsWith('nginx') ? 500 : 400);
+
+  async function send(target: string, authorization: string): Promise<{ status: number; reached: boolean }> {
+    const before = upstream.seen.length;
+    const res = await request(port(), target, { headers: { Authorization: authorization } });
+    return { status: res.status, reached: upstream.seen.length > before };
+  }
+
+  it.each([
+    ['a # before dot segments', '/api/admin/report#/../../items'],
+    ['dot-dot segments', '/api/admin/users/../../items'],
+    ['encoded dot-dot segments', '/api/admin/users/%2e%2e/%2e%2e/items'],
+    ['dot-dot segments into the admin route', '/api/items/../admin/report'],
+    ['repeated slashes', '/api//admin/report'],
+    ['an escaped letter', '/api/%61dmin/report'],
+  ])('refused, not resolved: %s', async (_what, target) => {
+    expect(await send(target, carol)).toEqual({ status: refused(), reached: false });
+    // Not even an admin gets a URI not in normal form judged.
+    expect(await send(target, erin)).toEqual({ status: refused(), reached: false });
+  });
+
+  it.each(['/api/ADMIN/report', '/api/Admin', '/API/ADMIN/report'])('%s is the admin route: 403 for a user outside admins, 200 for an admin', async (target) => {
+    expect(await send(target, carol)).toEqual({ status: 403, reached: false });
+    expect(await send(target, erin)).toEqual({ status: 200, reached: true });
+    expect(upstream.seen.at(-1)!.claims).toMatchObject({ sub: 'erin', groups: ['admins'] });
+  });
+
+  it.each([
+    '/api/items?size=10&size[]=100000', '/api/items?size=10&size[0]=100000', '/api/items?size%5B%5D=100000',
+    '/api/items?SIZE=100000', '/api/ITEMS?size.x=100000', '/api/items?page=1&Page=2',
+  ])('another spelling of a paging name is refused: %s', async (target) => {
+    expect(await send(target, carol)).toEqual({ status: refused(), reached: false });
+  });
+
+  it('the legitimate requests pass: the catch-all, the paged list, the admin route for an admin', async () => {
+    expect(await send('/api/items?size=10&page=2', carol)).toEqual({ status: 200, reached: true });
+    expect(await send('/api/other/x', carol)).toEqual({ status: 200, reached: true });
+    expect(await send('/api/admin/report', erin)).toEqual({ status: 200, reached: true });
+    expect(await send('/api/admin/report', carol)).toEqual({ status: 403, reached: false });
+  });
+
+  it('the access line names the described path as the client wrote it', async () => {
+    const before = gw.logs.length;
+    expect((await send('/api/admin/users/../../items', carol)).reached).toBe(false);
+    const line = () => gw.logs.slice(before).map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.forwardAuth === true);
+    for (let i = 0; i < 100 && !line(); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(line()).toMatchObject({ path: '/api/admin/users/../../items', status: 400, code: 'invalid_path' });
+  });
+
+  it('identity headers spelt with _ never reach the upstream', async () => {
+    const forged = {
+      'X-Authenticated_User': 'mallory', 'X_Authenticated-User': 'mallory', 'X_Authenticated_User': 'mallory',
+      'X-Authenticated_Groups': 'admins', 'X_Authenticated_Groups': 'admins', 'X-Authenticated_Via': 'basic',
+      'X_Identity_Assertion': 'forged', 'X-Identity_Assertion': 'forged',
+    };
+    const before = upstream.seen.length;
+    const res = await request(port(), '/api/items', { headers: { Authorization: carol, ...forged } });
+    expect(res.status).toBe(200);
+    expect(upstream.seen.length).toBe(before + 1);
+    const names = Object.keys(upstream.seen.at(-1)!.headers);
+    expect(names.filter((n) => n.includes('_'))).toEqual([]);
+    expect(upstream.seen.at(-1)!.headers['x-authenticated-user']).toBe('carol');
+  });
+});
+
+describe('nginx as documented', () => {
+  it('keeps its connections to the gateway open between checks (upstream keepalive, HTTP/1.1)', async () => {
+    let opened = 0;
+    const count = () => void opened++;
+    gw.gateway.server.on('connection', count);
+    try {
+      for (let i = 0; i < 8; i++) expect((await request(nginx.port, '/api/items', { headers: { Authorization: carol } })).status).toBe(200);
+    } finally {
+      gw.gateway.server.off('connection', count);
+    }
+    // One worker process: its kept connection serves every check (at most one more, if it was closed).
+    expect(opened).toBeLessThanOrEqual(1);
+  });
+
+  it('passes on only the first WWW-Authenticate of a 401 (Caddy passes both)', async () => {
+    const viaNginx = await request(nginx.port, '/api/items');
+    expect(viaNginx.status).toBe(401);
+    expect(viaNginx.headers['www-authenticate']).toMatch(/^Basic realm="auth-gateway"/);
+    expect(viaNginx.headers['www-authenticate']).not.toContain('Bearer');
+    const viaCaddy = await request(caddy.port, '/api/items');
+    expect(viaCaddy.status).toBe(401);
+    expect(viaCaddy.headers['www-authenticate']).toContain('Bearer realm="auth-gateway"');
   });
 });

@@ -27,6 +27,10 @@ const gw = gatewayFixture({
       // No upstream: the proxy in front serves it; the gateway only answers about it.
       { path: '/wiki', allow: { groups: ['staff'] } },
       { path: '/limited', rateLimit: { requests: 1, windowSeconds: 60 } },
+      // An admin-only route under a catch-all one: the spellings below must not reach around it.
+      { path: '/api', allow: { groups: ['staff'] } },
+      { path: '/api/admin', allow: { groups: ['admins'] } },
+      { path: '/api/items', paging: { sizes: [10, 20], defaultSize: 10 } },
     ],
   }),
   deps: () => ({ log }),
@@ -70,9 +74,47 @@ describe('forward-auth', () => {
     expect(await wrongUser.json()).toMatchObject({ code: 'forbidden' });
     // The call itself is a GET; the described DELETE is what is judged.
     expect((await ask('DELETE', '/v1/reports', { authorization: alice })).status).toBe(403);
-    // Normalized as the gateway's own paths are: no spelling reaches around a rule.
-    expect((await ask('GET', '/wiki/../v1/reports', { authorization: carol })).status).toBe(403);
-    expect((await ask('GET', '/wiki/%2e%2e/v1/reports', { authorization: carol })).status).toBe(403);
+  });
+
+  // nginx and Caddy forward the URI as the client wrote it, and the upstream resolves it its own way:
+  // the gateway judges only a URI already in normal form (a resolved spelling is another path).
+  it.each([
+    ['a # before dot segments', '/api/admin/report#/../../items'],
+    ['dot-dot segments out of the admin route', '/api/admin/users/../../items'],
+    ['encoded dot-dot segments', '/api/admin/users/%2e%2e/%2e%2e/items'],
+    ['dot-dot segments into the admin route', '/api/items/../admin/report'],
+    ['encoded dot-dot segments into another route', '/wiki/%2e%2e/v1/reports'],
+    ['a dot segment', '/api/./admin'],
+    ['repeated slashes', '/api//admin/report'],
+    ['an escaped unreserved letter', '/api/%61dmin/report'],
+    ['an escape in lower case', '/api/items/j%c3%a4ger'],
+    ['a # in the query', '/api/items?x=1#/../../admin'],
+  ])('a described URI not in normal form is refused, not resolved: %s (400 invalid_path)', async (_name, uri) => {
+    for (const style of ['forwarded', 'original'] as const) {
+      const res = await ask('GET', uri, { authorization: carol }, style);
+      expect(res.status).toBe(400);
+      expect(await res.json()).toMatchObject({ code: 'invalid_path' });
+    }
+  });
+
+  it('routes match without regard to case: /api/ADMIN is the admin route, not the catch-all /api', async () => {
+    for (const path of ['/api/ADMIN/report', '/api/Admin', '/API/admin/report', '/api/ADMIN/']) {
+      const res = await ask('GET', path, { authorization: carol });
+      expect(res.status, path).toBe(403);
+      expect(await res.json()).toMatchObject({ code: 'forbidden' });
+      expect((await ask('GET', path, { authorization: alice })).status, path).toBe(200);
+    }
+    expect((await ask('GET', '/api/items/7', { authorization: carol })).status).toBe(200);
+    expect((await ask('GET', '/API/other', { authorization: carol })).status).toBe(200);
+  });
+
+  it('a scheme other than http or https is refused (400 invalid_request)', async () => {
+    for (const proto of ['gopher', 'ws', 'file']) {
+      const res = await ask('GET', '/api/items', { authorization: carol, 'x-forwarded-proto': proto });
+      expect(res.status).toBe(400);
+      expect(await res.json()).toMatchObject({ code: 'invalid_request' });
+    }
+    expect((await ask('GET', '/api/items', { authorization: carol, 'x-forwarded-proto': 'https' })).status).toBe(200);
   });
 
   it('a path no route serves: 404; a malformed or ambiguous description: 400', async () => {
@@ -84,8 +126,21 @@ describe('forward-auth', () => {
     expect((await ask('GET', '/a/%2f/b', { authorization: alice })).status).toBe(400);
   });
 
-  it('paging is not enforced (the gateway cannot rewrite what another proxy forwards)', async () => {
+  it('paging values are not enforced (the gateway cannot rewrite what another proxy forwards)', async () => {
     expect((await ask('GET', '/v1/reports?size=7&sort=nope', { authorization: alice })).status).toBe(200);
+  });
+
+  it('other spellings of the paging names are refused on a paged route (400), in any case of the path', async () => {
+    for (const query of ['size=10&size[]=100000', 'size[0]=100000', 'size%5B%5D=100000', 'SIZE=100000', 'size.x=1', 'Page=2', 'sort[]=a']) {
+      for (const path of ['/api/items', '/api/ITEMS']) {
+        const res = await ask('GET', `${path}?${query}`, { authorization: carol });
+        expect(res.status, `${path}?${query}`).toBe(400);
+        expect((await res.json() as { code: string }).code).toMatch(/^invalid_(page_size|page|sort)$/);
+      }
+    }
+    expect((await ask('GET', '/api/items?size=10&page=2&sizes=3', { authorization: carol })).status).toBe(200);
+    // Not a paged route: names are the upstream's business.
+    expect((await ask('GET', '/api/other?size[]=100000', { authorization: carol })).status).toBe(200);
   });
 
   it('the rate limit counts forward-auth answers: 429 with Retry-After', async () => {
@@ -122,6 +177,17 @@ describe('forward-auth', () => {
     expect(metrics).toMatch(/auth_gateway_forward_auth_answers_total\{status="200"\} [1-9]/);
     expect(metrics).toMatch(/auth_gateway_forward_auth_answers_total\{status="403"\} [1-9]/);
     expect(metrics).toMatch(/auth_gateway_forbidden_total\{route="\/v1\/reports"\} [1-9]/);
+  });
+
+  it('a refused description is logged as described: the access line names the raw path, not a resolved one', async () => {
+    log.lines.length = 0;
+    await ask('GET', '/api/admin/users/../../items?size=10', { authorization: carol });
+    expect(await until(() => log.lines.some((l) => l.msg === 'request' && l.forwardAuth === true))).toBe(true);
+    expect(log.lines.find((l) => l.msg === 'request')).toMatchObject({ method: 'GET', path: '/api/admin/users/../../items', status: 400, code: 'invalid_path', forwardAuth: true });
+    log.lines.length = 0;
+    await ask('GET', '/api/ADMIN/report', { authorization: carol });
+    expect(await until(() => log.lines.some((l) => l.msg === 'request' && l.forwardAuth === true))).toBe(true);
+    expect(log.lines.find((l) => l.msg === 'request')).toMatchObject({ path: '/api/ADMIN/report', status: 403, route: '/api/admin', forwardAuth: true });
   });
 
   it('a call about a WebSocket handshake (Upgrade headers copied along, as Caddy does) gets the same plain answer', async () => {

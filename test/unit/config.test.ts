@@ -180,6 +180,12 @@ colour: blue
     ]);
   });
 
+  it('refuses a route that repeats another in another case (routes match without regard to case)', () => {
+    expect(problems(BASE + '  - { path: /V1/Conversations, upstream: conversations }\n')).toEqual([
+      'routes[1].path repeats /v1/conversations (routes match without regard to case)',
+    ]);
+  });
+
   it('refuses invalid YAML with the file name', () => {
     expect(problems('server: [')[0]).toMatch(/^\/etc\/gw\/gateway\.yaml is not valid YAML/);
   });

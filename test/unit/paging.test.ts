@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { PagingRules } from '../../src/config/types.js';
 import { HttpProblem } from '../../src/http/problem.js';
-import { normalizePaging } from '../../src/paging/normalize.js';
+import { canonicalQuery, normalizePaging, refusePagingVariants } from '../../src/paging/normalize.js';
 
 /** The conversations list of the spec: sizes of section 4/8, sortable by campaignId (and createdAt). */
 const RULES: PagingRules = { sizes: [10, 20, 50, 100, 200], defaultSize: 20, sortable: ['campaignId', 'createdAt'] };
@@ -85,7 +85,23 @@ const cases: Case[] = [
   // other parameters
   ['other parameters pass through in order, paging after them', 'q=x&size=10&status=open&page=2&q=y', 'q=x&status=open&q=y&size=10&page=2'],
   ['other parameters keep their decoded values', 'filter=a%2Cb&name=J%C3%BCrgen&empty=', 'filter=a,b&name=Jürgen&empty=&size=20&page=0'],
-  ['parameter names are case-sensitive: Size is not size', 'Size=15', 'Size=15&size=20&page=0'],
+  ['names that only start like a paging name pass', 'sizes=3&pages=2&sorted=1&page_size=9', 'sizes=3&pages=2&sorted=1&page_size=9&size=20&page=0'],
+  ['a nested name under another parameter passes', 'a.size=3&filter[size]=4', 'a.size=3&filter[size]=4&size=20&page=0'],
+  // Another spelling of a paging name, which Express (qs) or ASP.NET reads next to the canonical one: refused.
+  ['Size (another case) is refused', 'Size=15', 'invalid_page_size'],
+  ['SIZE next to size', 'size=10&SIZE=100000', 'invalid_page_size'],
+  ['size[] next to size (qs reads 100000)', 'size=10&size[]=100000', 'invalid_page_size'],
+  ['size[0]', 'size[0]=100000', 'invalid_page_size'],
+  ['size[] encoded', 'size%5B%5D=100000', 'invalid_page_size'],
+  ['[size] (qs reads size)', '[size]=100000', 'invalid_page_size'],
+  ['size.x (qs with allowDots)', 'size.x=1', 'invalid_page_size'],
+  ['size%2ex (an encoded dot)', 'size%2ex=1', 'invalid_page_size'],
+  ['.size', '.size=1', 'invalid_page_size'],
+  ['size[', 'size[=1', 'invalid_page_size'],
+  ['PAGE', 'PAGE=3', 'invalid_page'],
+  ['page[]', 'page[]=3', 'invalid_page'],
+  ['Sort', 'Sort=name', 'invalid_sort'],
+  ['sort[0]', 'sort[0]=name', 'invalid_sort'],
   ['paging and sort among other parameters', 'a=1&sort=createdAt,desc&b=2&size=200', 'a=1&b=2&size=200&page=0&sort=createdAt,desc'],
 ];
 
@@ -172,4 +188,35 @@ describe('normalizePaging (spec section 4, DESIGN "Paging")', () => {
       expect(problem.message).not.toContain('200');
     });
   });
+});
+
+describe('canonicalQuery: other spellings of the paging names, on the raw query', () => {
+  it.each([
+    ['size=10&size[]=100000', 'invalid_page_size'],
+    ['size=10&size%5B%5D=100000', 'invalid_page_size'],
+    ['size=10&size%5b0%5d=100000', 'invalid_page_size'],
+    ['size=10&SIZE=100000', 'invalid_page_size'],
+    ['size=10&%53IZE=100000', 'invalid_page_size'],
+    ['size=10&size.x=100000', 'invalid_page_size'],
+    ['size=10&size%5B%5D%ZZ=1', 'invalid_page_size'],
+    ['size=10&%5Bsize%5D=100000', 'invalid_page_size'],
+    ['page[]=1', 'invalid_page'],
+    ['SORT=campaignId', 'invalid_sort'],
+  ])('refuses %j with %s', (search, code) => {
+    expect(() => canonicalQuery(search, RULES)).toThrow(expect.objectContaining({ status: 400, code }));
+  });
+
+  it('other parameters are left as written', () => {
+    expect(canonicalQuery('sizes=1&a.size=2&size=10', RULES)).toBe('sizes=1&a.size=2&size=10&page=0');
+  });
+});
+
+describe('refusePagingVariants (a forward-auth answer: values unchecked, other spellings refused)', () => {
+  it.each(['', 'size=100000&page=9&sort=x', 'q=1&sizes=2', 'si%zze=1'])('passes %j', (search) => {
+    expect(() => refusePagingVariants(search)).not.toThrow();
+  });
+  it.each([['size[]=100000', 'invalid_page_size'], ['SIZE=1', 'invalid_page_size'], ['size%5B%5D=1', 'invalid_page_size'], ['Page=1', 'invalid_page'], ['sort.x=1', 'invalid_sort']])(
+    'refuses %j with %s', (search, code) => {
+      expect(() => refusePagingVariants(search)).toThrow(expect.objectContaining({ status: 400, code }));
+    });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { normalizePath } from '../../src/http/path.js';
+import { normalizePath, requireNormalPath } from '../../src/http/path.js';
 import { HttpProblem } from '../../src/http/problem.js';
 import { isTokenPath } from '../../src/http/request-form.js';
 
@@ -96,4 +96,31 @@ describe('isTokenPath', () => {
   ])('%s is a token path', (path) => expect(isTokenPath(path)).toBe(true));
   it.each(['/v1/tokensX', '/v1/tokenz', '/v1', '/v1/', '/v1/conversations', '/tokens', '/v2/tokens', '/v1/x/tokens', '/v10/tokens', '/v1/token'])(
     '%s is not a token path', (path) => expect(isTokenPath(path)).toBe(false));
+});
+
+describe('requireNormalPath (a forward-auth description: judged only when already canonical)', () => {
+  it.each(['/', '/api/items', '/api/items/', '/api/a;b', '/api/j%C3%A4ger', '/api/a%20b', '/api/...', '/api/.well-known/x', '/api/100%25'])(
+    '%s is in normal form: returned as it is', (path) => expect(requireNormalPath(path)).toBe(path));
+
+  it.each([
+    ['a fragment left in the path', '/api/admin/report#/../../items'],
+    ['a bare #', '/api/items#'],
+    ['dot-dot segments', '/api/admin/users/../../items'],
+    ['encoded dot-dot segments', '/api/admin/users/%2e%2e/%2e%2e/items'],
+    ['a half-encoded dot-dot', '/api/admin/.%2E/items'],
+    ['a dot segment', '/api/./admin'],
+    ['a trailing dot segment', '/api/admin/.'],
+    ['repeated slashes', '/api//admin'],
+    ['a leading double slash', '//api/admin'],
+    ['an escaped unreserved letter', '/api/%61dmin'],
+    ['an escaped dot inside a segment', '/api/file%2ejson'],
+    ['an escape in lower case', '/api/j%c3%a4ger'],
+    ['an encoded slash', '/api/admin%2f..%2fitems'],
+    ['a backslash', '/api/admin\\..\\items'],
+    ['an encoded backslash', '/api/admin%5c..'],
+    ['a dot segment with parameters', '/api/admin/..;/items'],
+    ['a climb above the root', '/../api'],
+  ])('refuses %s: %j → 400 invalid_path', (_description, path) => {
+    expect(() => requireNormalPath(path)).toThrow(expect.objectContaining({ status: 400, code: 'invalid_path' }));
+  });
 });

@@ -35,14 +35,33 @@ describe('the request a forward-auth call describes', () => {
     ])).path).toBe('/v1/a');
   });
 
-  it('the path is normalized as the gateway normalizes its own: dot segments, encoded dots, double slashes', () => {
-    expect(describedRequest(req([['X-Forwarded-Method', 'GET'], ['X-Forwarded-Uri', '/v1/public/%2e%2e//admin/./x']])).path).toBe('/v1/admin/x');
+  it('a path already in normal form is judged as written, the query with it', () => {
+    expect(describedRequest(req([['X-Forwarded-Method', 'GET'], ['X-Forwarded-Uri', '/v1/j%C3%A4ger/a;b/?q=%2e%2e/x']]))).toMatchObject({ path: '/v1/j%C3%A4ger/a;b/', querystring: 'q=%2e%2e/x' });
   });
 
-  it('a malformed host or scheme is ignored, not believed', () => {
-    const d = describedRequest(req([['X-Forwarded-Method', 'GET'], ['X-Forwarded-Uri', '/a'], ['X-Forwarded-Host', 'a b/c'], ['X-Forwarded-Proto', 'gopher']]));
+  it('a malformed host is ignored, not believed; the scheme is read without regard to case', () => {
+    const d = describedRequest(req([['X-Forwarded-Method', 'GET'], ['X-Forwarded-Uri', '/a'], ['X-Forwarded-Host', 'a b/c'], ['X-Forwarded-Proto', 'HTTPS']]));
     expect(d.host).toBeUndefined();
-    expect(d.proto).toBeUndefined();
+    expect(d.proto).toBe('https');
+  });
+
+  // The proxy in front forwards the URI as written: a resolved spelling would judge another path than the one served.
+  it.each([
+    ['a # with dot segments after it (nginx and Caddy forward it as written)', '/api/admin/report#/../../items'],
+    ['a # in the query', '/api/items?x=1#/../admin'],
+    ['dot-dot segments', '/api/admin/users/../../items'],
+    ['encoded dot-dot segments', '/api/admin/users/%2e%2e/%2e%2e/items'],
+    ['a dot segment', '/v1/./admin'],
+    ['repeated slashes', '/v1//admin'],
+    ['a backslash', '/v1/admin\\x'],
+    ['an encoded unreserved character', '/v1/%61dmin'],
+    ['an escape in lower case', '/v1/j%c3%a4ger'],
+  ])('refuses a URI not in normal form: %s (400 invalid_path)', (_name, uri) => {
+    expect(refusal([['X-Forwarded-Method', 'GET'], ['X-Forwarded-Uri', uri]])).toEqual({ status: 400, code: 'invalid_path' });
+  });
+
+  it.each(['gopher', 'ws', 'ftp', 'http2', 'https,http'])('refuses the scheme %s (400 invalid_request)', (proto) => {
+    expect(refusal([['X-Forwarded-Method', 'GET'], ['X-Forwarded-Uri', '/a'], ['X-Forwarded-Proto', proto]])).toEqual({ status: 400, code: 'invalid_request' });
   });
 
   it.each([
