@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
 import type { ReadStream } from 'node:tty';
-import { clearLockout, listSessions, revokeSessions } from './cli/admin.js';
+import { clearLockout, listSessions, lockoutTarget, revokeSessions } from './cli/admin.js';
 import { parseCommandLine } from './cli/args.js';
 import { COMMANDS, commandUsage, usage, type CommandSpec } from './cli/commands.js';
 import { loadChecked, loadSections } from './cli/config.js';
@@ -51,8 +51,8 @@ async function main(argv: string[]): Promise<number> {
       return print(await (command.name === 'sessions list' ? listSessions(config, user) : revokeSessions(config, user)));
     }
     case 'lockout clear': {
-      if (user === undefined && address === undefined) throw new UsageError('lockout clear needs --user NAME, --address IP or both', command.name);
-      return print(await clearLockout(loadSections(file, ['store', 'lockout']), { user, address }));
+      const target = lockoutTarget(user, address);
+      return print(await clearLockout(loadSections(file, ['store', 'lockout']), target));
     }
     default:
       throw new UsageError(`unknown command "${command.name}"`);

@@ -106,7 +106,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   const forwarder = previous !== undefined && same(previous.config.upstreams, config.upstreams, 'maxTunnels')
     ? previous.forwarder
     : new Forwarder(config.upstreams, log, shared.onUpstreamError);
-  const lockout = new Lockout(shared.counters, config.lockout, log);
+  const lockout = new Lockout(shared.counters, config.lockout, log, () => clock.now());
   // An address that failed stays one-at-a-time until its throttle's bucket could have refilled its burst.
   const narrowForMs = Math.ceil((config.lockout.addressBurst * 60_000) / config.lockout.addressFailuresPerMinute);
   const passwords = new PasswordCheck(credentials.verifier, lockout, { addressBurst: config.lockout.addressBurst, narrowForMs });

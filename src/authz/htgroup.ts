@@ -5,11 +5,13 @@ import { ConfigError } from '../config/errors.js';
 export type GroupTable = ReadonlyMap<string, readonly string[]>;
 
 const GROUP = /^[^\s:#]+$/;
+const MEMBER_NOT = /[:#]/;
 
 /**
  * Parses an Apache htgroup file: `group: user1 user2` lines (members separated by spaces or tabs),
  * `#` comments and blank lines. A group on several lines has the members of all of them (as Apache
- * reads it). Anything else is refused, naming its line, and the whole file with it.
+ * reads it). Anything else is refused, naming its line, and the whole file with it: a member holding `:` or
+ * `#` too (two lines run together, a comment after the members).
  */
 export function parseHtgroup(text: string, file: string): GroupTable {
   const members = new Map<string, Set<string>>();
@@ -24,8 +26,16 @@ export function parseHtgroup(text: string, file: string): GroupTable {
       problems.push(`${where} is not a "group: user1 user2" line`);
       return;
     }
-    for (const user of line.slice(colon + 1).split(/[ \t]+/)) {
-      if (user === '') continue;
+    const users = line.slice(colon + 1).split(/[ \t]+/).filter((user) => user !== '');
+    // `admins: alice staff: bob` is two lines run together, not a member named `staff:`, and a `#` after
+    // the members starts no comment (Apache reads its words as members too). No user name holds `:` or
+    // `#` (htpasswd splits at the first colon; a line starting with `#` is a comment): refuse the file.
+    const odd = users.find((user) => MEMBER_NOT.test(user));
+    if (odd !== undefined) {
+      problems.push(`${where}: the member ${JSON.stringify(odd)} holds "${MEMBER_NOT.exec(odd)![0]}"; members are user names separated by spaces, one group per line`);
+      return;
+    }
+    for (const user of users) {
       let groups = members.get(user);
       if (!groups) members.set(user, (groups = new Set()));
       groups.add(group);

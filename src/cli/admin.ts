@@ -1,6 +1,6 @@
 import { systemClock } from '../clock.js';
 import { ConfigError } from '../config/errors.js';
-import { StoreUnreachableError } from './errors.js';
+import { StoreUnreachableError, UsageError } from './errors.js';
 import type { Config } from '../config/types.js';
 import { Lockout } from '../credentials/lockout.js';
 import { silentLogger } from '../log.js';
@@ -49,10 +49,24 @@ export async function revokeSessions(config: Config, user: string | undefined): 
   return `revoked ${count} session${count === 1 ? '' : 's'} of user "${user}"`;
 }
 
+export interface LockoutTarget {
+  user?: string;
+  address?: string;
+}
+
+/**
+ * What `lockout clear` was told to lift, checked before the configuration is read: no target, or an
+ * `--address` that is no IP address, is a usage error (exit 2, then the command's usage).
+ */
+export function lockoutTarget(user: string | undefined, address: string | undefined): LockoutTarget {
+  if (user === undefined && address === undefined) throw new UsageError('lockout clear needs --user NAME, --address IP or both', 'lockout clear');
+  if (address !== undefined && isIP(address) === 0) throw new UsageError(`lockout clear --address: "${address}" is not an IPv4 or IPv6 address`, 'lockout clear');
+  return { user, address };
+}
+
 /** `lockout clear --user NAME | --address IP`: what it lifted, for the operator. */
-export async function clearLockout(config: Config, target: { user?: string; address?: string }): Promise<string> {
-  if (target.user === undefined && target.address === undefined) throw new ConfigError(['lockout clear needs --user NAME, --address IP or both']);
-  if (target.address !== undefined && isIP(target.address) === 0) throw new ConfigError([`lockout clear --address: "${target.address}" is not an IPv4 or IPv6 address`]);
+export async function clearLockout(config: Config, target: LockoutTarget): Promise<string> {
+  lockoutTarget(target.user, target.address);
   if (config.store.kind === 'memory') {
     throw new ConfigError([`${config.file || 'the configuration'}: store.kind is memory, which lives inside the gateway process; this command needs the shared store (store.kind: redis)`]);
   }

@@ -13,7 +13,8 @@ export interface Standing {
 /**
  * The brute-force policy, in the shared store so every instance applies it together:
  * - one user name from one address: `maxFailuresPerUser` failures within the window, then that pair gets
- *   429 until the window ends (the same user from another address is not affected);
+ *   429 until the window ends, the right password included, also one verified moments ago (the same user
+ *   from another address is not affected);
  * - one user name from all addresses: `maxFailuresPerAccount` consecutive failures (a success starts the
  *   count again; NIST SP 800-63B caps it at 100), then 429 for everyone until the window ends or an operator
  *   clears it, except clients whose password was verified moments ago (see PasswordCheck);
@@ -27,33 +28,68 @@ export interface Standing {
  */
 export class Lockout {
   private readonly bucketWindowSeconds: number;
+  /**
+   * user+address -> when this instance last saw that pair's count in the store below the limit, with no
+   * failure of the pair on this instance since. A cached Basic password checks the pair's lock against
+   * the store only when this note is missing or older than PAIR_RECHECK_MS (see checkPair).
+   */
+  private readonly clearPairs = new Map<string, number>();
 
-  constructor(private readonly store: CounterStore, private readonly config: LockoutConfig, private readonly log: Logger) {
+  constructor(
+    private readonly store: CounterStore,
+    private readonly config: LockoutConfig,
+    private readonly log: Logger,
+    private readonly now: () => number = Date.now,
+  ) {
     // GCRA of `addressBurst` per window: the burst, then one check per (window / burst) seconds.
     this.bucketWindowSeconds = Math.max(1, Math.round((config.addressBurst * 60) / config.addressFailuresPerMinute));
   }
 
-  /** Before a password is judged: 429 when the pair, the account or the address is held back. */
+  /**
+   * Before a password is judged: 429 when the pair, the account or the address is held back. When more
+   * than one holds it back, the answer names the longest, and its Retry-After is that hold's remaining
+   * time: a retry any sooner would be refused again.
+   */
   async check(user: string, address: string): Promise<Standing> {
     const [pair, account, throttle] = await Promise.all([
       this.guard(() => this.store.peek(pairKey(user, address))),
       this.guard(() => this.store.peek(accountKey(user))),
       this.guard(() => this.store.peek(throttleKey(address))),
     ]);
-    if (throttle && throttle.resetSeconds > 0) {
-      throw tooMany(throttle.resetSeconds, 'too many failed sign-in attempts from this address');
-    }
-    if (pair && pair.count >= this.config.maxFailuresPerUser) {
-      throw tooMany(pair.resetSeconds, 'too many failed sign-in attempts for this user from this address');
-    }
-    if (account && account.count >= this.config.maxFailuresPerAccount) {
-      throw tooMany(account.resetSeconds, 'too many failed sign-in attempts for this user');
+    this.notePair(user, address, pair);
+    const holds: Array<[seconds: number, why: string]> = [];
+    if (throttle && throttle.resetSeconds > 0) holds.push([throttle.resetSeconds, 'too many failed sign-in attempts from this address']);
+    if (pair && pair.count >= this.config.maxFailuresPerUser) holds.push([pair.resetSeconds, PAIR_LOCKED]);
+    if (account && account.count >= this.config.maxFailuresPerAccount) holds.push([account.resetSeconds, 'too many failed sign-in attempts for this user']);
+    if (holds.length > 0) {
+      const [seconds, why] = holds.reduce((a, b) => (b[0] > a[0] ? b : a));
+      throw tooMany(seconds, why);
     }
     return { pair, account };
   }
 
+  /**
+   * For a password verified moments ago (cached Basic): only the lock of this user from this address,
+   * the right password included. It reads the store when this instance saw a failure of the pair since
+   * its last read, when the pair is locked, or when its last read is over PAIR_RECHECK_MS old; otherwise
+   * it costs a map lookup. So a lock this instance counted holds at once, and a lock counted by another
+   * instance (or lifted by an operator) holds within PAIR_RECHECK_MS.
+   */
+  checkPair(user: string, address: string): void | Promise<void> {
+    const seenAt = this.clearPairs.get(pairNote(user, address));
+    if (seenAt !== undefined && this.now() - seenAt < PAIR_RECHECK_MS) return undefined;
+    return this.readPair(user, address);
+  }
+
+  private async readPair(user: string, address: string): Promise<void> {
+    const pair = await this.guard(() => this.store.peek(pairKey(user, address)));
+    this.notePair(user, address, pair);
+    if (pair && pair.count >= this.config.maxFailuresPerUser) throw tooMany(pair.resetSeconds, PAIR_LOCKED);
+  }
+
   /** A wrong password (or unknown user): counts toward all three limits. */
   async fail(user: string, address: string): Promise<void> {
+    this.clearPairs.delete(pairNote(user, address));
     const w = this.config.windowSeconds;
     const [pair, account, bucket] = await Promise.all([
       this.guard(() => this.store.hit(pairKey(user, address), w)),
@@ -96,6 +132,15 @@ export class Lockout {
     ]);
   }
 
+  /** Notes a pair read below its limit (see checkPair); a locked or unread pair is read again next time. */
+  private notePair(user: string, address: string, pair: Counter | undefined): void {
+    const note = pairNote(user, address);
+    this.clearPairs.delete(note);
+    if (!pair || pair.count >= this.config.maxFailuresPerUser) return;
+    if (this.clearPairs.size >= MAX_PAIR_NOTES) this.clearPairs.delete(this.clearPairs.keys().next().value!);
+    this.clearPairs.set(note, this.now());
+  }
+
   /** The counter store logs its outage once; here a failed read or write just does not count. */
   private async guard<T>(op: () => Promise<T>): Promise<T | undefined> {
     try {
@@ -105,6 +150,11 @@ export class Lockout {
     }
   }
 }
+
+/** How old a note of a clear pair may be before a cached Basic password reads the pair's lock again. */
+export const PAIR_RECHECK_MS = 1000;
+const MAX_PAIR_NOTES = 10_000;
+const PAIR_LOCKED = 'too many failed sign-in attempts for this user from this address';
 
 function tooMany(retryAfter: number, why: string): HttpProblem {
   const seconds = Math.max(1, retryAfter);
@@ -121,6 +171,10 @@ function digest(...parts: string[]): string {
 /** Every address lock of one user is in the user's group, so `lockout clear --user` lifts them all. */
 function pairKey(user: string, address: string): { group: string; key: string } {
   return { group: userGroup(user), key: `p:${digest(address)}` };
+}
+
+function pairNote(user: string, address: string): string {
+  return digest(user, address);
 }
 
 function userGroup(user: string): string {

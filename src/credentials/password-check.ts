@@ -16,6 +16,12 @@ export interface PasswordAttempt {
  */
 export class PasswordCheck {
   private readonly lanes: AddressLanes;
+  /**
+   * The checks running now, by attempt key (see PasswordVerifier.attemptKey) and address: an identical
+   * attempt from the same address joins the running one from the moment it arrives, whether that one
+   * waits for its place in the lane, for the store's lock check or for bcrypt.
+   */
+  private readonly running = new Map<string, Promise<boolean>>();
 
   /** `addressBurst`: checks of a clean address at once; `narrowForMs`: how long a failure makes it one at a time. */
   constructor(private readonly verifier: PasswordVerifier, private readonly lockout: Lockout, limits: { addressBurst: number; narrowForMs: number }) {
@@ -23,46 +29,54 @@ export class PasswordCheck {
   }
 
   /**
-   * Throws 401 invalid_credentials or 429 too_many_attempts. With `trustCache`, a user:password
-   * verified moments ago passes without a store round trip: the guess it proves is already the
-   * right one, and an attacker who locks a user out does not also cut off that user's running clients.
+   * Throws 401 invalid_credentials or 429 too_many_attempts. A user:password verified within the cache
+   * TTL costs no bcrypt and takes no place in the address's lane; it still respects the lock of that user
+   * from that address (the right password included). With `trustCache` (Basic) that is all it respects, and
+   * it costs a store read only now and then (see Lockout.checkPair): an attacker who locks the account from
+   * other addresses, or slows the address down, does not also cut off the user's running clients. Without
+   * it (token create) every lock and the address's throttle apply.
    */
   check(attempt: PasswordAttempt, options: { trustCache: boolean }): void | Promise<void> {
-    // A proven password is no guess: with trustCache it passes at once, without a promise.
-    if (options.trustCache && this.verifier.isCached(attempt.user, attempt.password)) return undefined;
-    return this.checkNow(attempt, options.trustCache);
+    const key = this.verifier.attemptKey(attempt.user, attempt.password);
+    if (this.verifier.isCachedKey(key)) {
+      // Basic with a fresh note of the pair: no promise at all.
+      if (options.trustCache) return this.lockout.checkPair(attempt.user, attempt.address);
+      return this.lockout.check(attempt.user, attempt.address).then(() => undefined);
+    }
+    return this.checkUncached(key, attempt);
   }
 
-  private async checkNow(attempt: PasswordAttempt, trustCache: boolean): Promise<void> {
-    const verifier = this.verifier;
-    if (verifier.isCached(attempt.user, attempt.password)) {
-      // A proven password need not wait in line, only (for create) respect a lockout.
-      if (!trustCache) await this.lockout.check(attempt.user, attempt.address);
-      return;
+  private async checkUncached(key: string, attempt: PasswordAttempt): Promise<void> {
+    // The same user:password from the same address being checked right now (clients reconnecting
+    // together after a restart, parallel requests of one client): the answer of that check, without a
+    // place in the address's lane, where a burst of identical sign-ins would be refused as a flood. It is
+    // the same guess, so it adds nothing to guess with, and a failure is counted once, by that check; its
+    // lock check was this attempt's (same user, same address), and so is its 429 or 503.
+    const runningKey = `${key} ${attempt.address}`;
+    let running = this.running.get(runningKey);
+    if (!running) {
+      running = this.judge(attempt).finally(() => this.running.delete(runningKey));
+      this.running.set(runningKey, running);
     }
-    // The same user:password being checked right now (clients reconnecting together after a restart,
-    // parallel requests of one client): the answer of that check, without a place in the address's lane,
-    // where a burst of identical sign-ins would be refused as a flood. It is the same guess, so it adds
-    // nothing to guess with, and a failure is counted once, by that check.
-    const running = verifier.running(attempt.user, attempt.password);
-    if (running) {
-      if (!(await running)) throw invalidCredentials();
-      if (!trustCache) await this.lockout.check(attempt.user, attempt.address);
-      return;
-    }
-    // Through the address's lane (see AddressLanes): concurrent guesses from one address cannot all pass
-    // the check before any failure is counted, while a clean address's users sign in side by side.
-    // Guesses at one user from many addresses can overshoot the account limit by the number in flight
-    // (at most users.maxPendingVerifications per instance).
+    if (!(await running)) throw invalidCredentials();
+  }
+
+  /**
+   * Through the address's lane (see AddressLanes): concurrent guesses from one address cannot all pass the
+   * check before any failure is counted, while a clean address's users sign in side by side. Guesses at
+   * one user from many addresses can overshoot the account limit by the number in flight (at most
+   * users.maxPendingVerifications per instance).
+   */
+  private judge(attempt: PasswordAttempt): Promise<boolean> {
     return this.lanes.run(attempt.address, async () => {
       const standing = await this.lockout.check(attempt.user, attempt.address);
-      if (await verifier.verify(attempt.user, attempt.password)) {
+      if (await this.verifier.verify(attempt.user, attempt.password)) {
         await this.lockout.succeed(attempt.user, attempt.address, standing);
-        return;
+        return true;
       }
       this.lanes.failed(attempt.address);
       await this.lockout.fail(attempt.user, attempt.address);
-      throw invalidCredentials();
+      return false;
     });
   }
 }

@@ -66,24 +66,25 @@ export class PasswordVerifier {
 
   /** True when this exact user:password was verified within the cache TTL; costs one HMAC. */
   isCached(user: string, password: string): boolean {
-    const hash = this.users.get(user);
-    if (hash === undefined) return false;
-    const key = this.cacheKey(user, password, hash);
+    return this.users.has(user) && this.isCachedKey(this.attemptKey(user, password));
+  }
+
+  /**
+   * What identifies this user:password against the file in force: the cache's HMAC over the user, the
+   * password and the stored hash (an unknown user's over the dummy hash). Identical attempts have the
+   * same key, so they can wait for one check; the key holds no password.
+   */
+  attemptKey(user: string, password: string): string {
+    return this.cacheKey(user, password, this.users.get(user) ?? this.dummyHash);
+  }
+
+  /** True when the attempt with this key (see attemptKey) was verified within the cache TTL. */
+  isCachedKey(key: string): boolean {
     const expiresAt = this.cache.get(key);
     if (expiresAt === undefined) return false;
     if (expiresAt > this.clock.now()) return true;
     this.cache.delete(key);
     return false;
-  }
-
-  /**
-   * The check of this exact user:password running now, if there is one (a concurrent identical attempt
-   * waits for its answer). No HMAC is made while no check runs.
-   */
-  running(user: string, password: string): Promise<boolean> | undefined {
-    if (this.inFlight.size === 0) return undefined;
-    const hash = this.users.get(user);
-    return hash === undefined ? undefined : this.inFlight.get(this.cacheKey(user, password, hash));
   }
 
   /**
@@ -98,8 +99,8 @@ export class PasswordVerifier {
       await this.bcrypt(password, this.dummyHash);
       return false;
     }
-    if (this.isCached(user, password)) return true;
     const key = this.cacheKey(user, password, hash);
+    if (this.isCachedKey(key)) return true;
     let pending = this.inFlight.get(key);
     if (!pending) {
       pending = this.verifyAndCache(key, password, hash).finally(() => this.inFlight.delete(key));

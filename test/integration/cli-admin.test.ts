@@ -78,13 +78,22 @@ describe('auth-gateway lockout clear', () => {
     expect((await create('alice', 'alice-pw', '203.0.113.5')).status).toBe(200);
   });
 
-  it('--address must be an IP address', async () => {
+  it('--address must be an IP address: a usage error (exit 2, then the command\'s usage), before the configuration is read', async () => {
     for (const address of ['999.1.1.1', 'example.org', '10.0.0.1/8']) {
       const res = await cli(['lockout', 'clear', '--address', address]);
       expect(res.status).toBe(2);
       expect(res.stdout).toBe('');
-      expect(res.stderr).toContain(`"${address}" is not an IPv4 or IPv6 address`);
+      expect(res.stderr).toMatch(new RegExp(`^auth-gateway: usage error: lockout clear --address: "${address.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}" is not an IPv4 or IPv6 address\n\nusage: auth-gateway lockout clear `));
     }
+    // A configuration that cannot be read is not what is wrong with this command line.
+    const spawned = await new Promise<{ status: number | null; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, [CLI, 'lockout', 'clear', '--address', '999.1.1.1', '--config', join(gw.users.dir, 'absent.yaml')], { env: { PATH: process.env.PATH } });
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      child.on('close', (status) => resolve({ status, stderr }));
+    });
+    expect(spawned.status).toBe(2);
+    expect(spawned.stderr).toMatch(/^auth-gateway: usage error: lockout clear --address: "999\.1\.1\.1"/);
     expect((await cli(['lockout', 'clear', '--address', '2001:db8::1'])).status).toBe(0);
   }, 60_000);
 

@@ -1,6 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { createLogger } from '../../src/log.js';
+import { MemoryCounters } from '../../src/counters/memory.js';
+import type { RedisCounters } from '../../src/counters/redis.js';
+import { PAIR_RECHECK_MS } from '../../src/credentials/lockout.js';
 import { MemorySessionStore } from '../../src/tokens/store/memory.js';
 import { basic, gatewayFixture, postJson, startGateway, testConfig, type RunningGateway } from '../support/fixtures.js';
 
@@ -10,31 +14,36 @@ import { basic, gatewayFixture, postJson, startGateway, testConfig, type Running
 const f = gatewayFixture({ users: { alice: 'alice-pw', bob: 'bob-pw', carol: 'carol-pw' }, gateway: false });
 let clock: ManualClock;
 let store: MemorySessionStore;
+let counters: MemoryCounters;
 let gw: RunningGateway;
 let logLines: string[];
+let lockoutConfig: Record<string, number>;
 
 /** Defaults of the shipped policy unless overridden; trustProxy 1 so a test can speak from any address. */
 async function start(lockout: Record<string, number> = {}) {
   clock = new ManualClock(Date.now());
   store = new MemorySessionStore(clock);
+  counters = new MemoryCounters(clock);
   logLines = [];
-  gw = await startGateway(testConfig(f.users.file, {
+  lockoutConfig = lockout;
+  gw = await startInstance();
+}
+
+/** A gateway on the test's clock, store and counters: another instance of the same deployment. */
+function startInstance(): Promise<RunningGateway> {
+  return startGateway(testConfig(f.users.file, {
     server: { host: '127.0.0.1', port: 0, trustProxy: 1 },
-    lockout,
+    lockout: lockoutConfig,
     upstreams: { up: { url: f.echo.url } },
     routes: [{ path: '/v1/conversations', upstream: 'up' }],
-  }), { clock, store, log: createLogger('debug', (line) => logLines.push(line)) });
+  }), { clock, store, counters, log: createLogger('debug', (line) => logLines.push(line)) });
 }
-afterEach(async () => {
-  await gw.close();
-  await store.close();
-});
 
 const from = (address: string) => ({ 'x-forwarded-for': address });
 const create = (appKey: string, appSecret: string, address = '203.0.113.1') =>
   postJson(gw.base, '/v1/tokens/create', { appKey, appSecret }, from(address));
-const list = (user: string, password: string, address = '203.0.113.1') =>
-  fetch(`${gw.base}/v1/conversations`, { headers: { authorization: basic(user, password), ...from(address) } });
+const list = (user: string, password: string, address = '203.0.113.1', on = gw) =>
+  fetch(`${on.base}/v1/conversations`, { headers: { authorization: basic(user, password), ...from(address) } });
 const retryAfter = (res: Response) => Number(res.headers.get('retry-after'));
 const decisions = () => logLines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.event === 'lockout' || l.event === 'throttle');
 
@@ -51,6 +60,12 @@ async function signInWaiting(user: string, password: string, address: string): P
 }
 
 describe('brute-force policy', () => {
+  afterEach(async () => {
+    await gw.close();
+    await store.close();
+    await counters.close();
+  });
+
   it('failures against other and unknown user names from an address hold a real user\'s correct password back for at most a few seconds', async () => {
     await start();
     // As a new user would try it: ten made-up user names, then the real ones, from one address.
@@ -82,6 +97,59 @@ describe('brute-force policy', () => {
     // The window passes: the pair may try again.
     clock.advance(901_000);
     expect((await create('alice', 'alice-pw', '198.51.100.7')).status).toBe(200);
+  });
+
+  it('a password verified moments ago is refused too once its user is locked from that address, by Basic as by create, with the lock\'s remaining time', async () => {
+    await start({ maxFailuresPerUser: 3 });
+    // alice's client signs in with Basic: its password is proven (cached).
+    expect((await list('alice', 'alice-pw', '198.51.100.7')).status).toBe(200);
+    for (let i = 0; i < 3; i++) expect((await create('alice', `guess-${i}`, '198.51.100.7')).status).toBe(401);
+    const basicLocked = await list('alice', 'alice-pw', '198.51.100.7');
+    expect(basicLocked.status).toBe(429);
+    expect(await basicLocked.json()).toMatchObject({ code: 'too_many_attempts', detail: expect.stringMatching(/from this address/) });
+    expect(retryAfter(basicLocked)).toBeGreaterThan(800);
+    expect(retryAfter(basicLocked)).toBeLessThanOrEqual(900);
+    const createLocked = await create('alice', 'alice-pw', '198.51.100.7');
+    expect(createLocked.status).toBe(429);
+    expect(retryAfter(createLocked)).toBe(retryAfter(basicLocked));
+    // The same user from another address is not locked, cached or not.
+    expect((await list('alice', 'alice-pw', '192.0.2.44')).status).toBe(200);
+    // An operator lifts it: the cached password gets in again from that address.
+    await gw.gateway.lockout.clear({ user: 'alice' });
+    expect((await list('alice', 'alice-pw', '198.51.100.7')).status).toBe(200);
+  });
+
+  it('a user+address lock counted by another instance holds a cached Basic password back within PAIR_RECHECK_MS', async () => {
+    await start({ maxFailuresPerUser: 3 });
+    const other = await startInstance();
+    try {
+      expect((await list('alice', 'alice-pw', '198.51.100.7')).status).toBe(200);
+      for (let i = 0; i < 3; i++) {
+        const res = await postJson(other.base, '/v1/tokens/create', { appKey: 'alice', appSecret: `guess-${i}` }, from('198.51.100.7'));
+        expect(res.status).toBe(401);
+      }
+      clock.advance(PAIR_RECHECK_MS);
+      const locked = await list('alice', 'alice-pw', '198.51.100.7');
+      expect(locked.status).toBe(429);
+      expect(retryAfter(locked)).toBeGreaterThan(800);
+      // Every request of the locked pair reads the store again, so an operator's clear holds at once.
+      await other.gateway.lockout.clear({ user: 'alice' });
+      expect((await list('alice', 'alice-pw', '198.51.100.7')).status).toBe(200);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('the first 429 of a user+address lock gives the lock\'s remaining time, also when the address is slowed down at the same moment', async () => {
+    await start({ maxFailuresPerUser: 3, addressBurst: 3 });
+    for (let i = 0; i < 3; i++) expect((await create('alice', `guess-${i}`, '198.51.100.7')).status).toBe(401);
+    const basicLocked = await list('alice', 'alice-pw', '198.51.100.7');
+    expect(basicLocked.status).toBe(429);
+    expect(retryAfter(basicLocked)).toBeGreaterThan(800);
+    const createLocked = await create('alice', 'alice-pw', '198.51.100.7');
+    expect(createLocked.status).toBe(429);
+    expect(await createLocked.json()).toMatchObject({ detail: expect.stringMatching(/for this user from this address/) });
+    expect(retryAfter(createLocked)).toBeGreaterThan(800);
   });
 
   it('guessing one user from many addresses stops at maxFailuresPerAccount consecutive failures; recently verified clients keep working; an operator can lift it', async () => {
@@ -177,4 +245,43 @@ describe('identical sign-ins at once (a reconnect storm through one address)', (
     const right = await burst('dana-password');
     expect(right.filter((s) => s !== 200)).toEqual([]);
   });
+});
+
+describe('identical sign-ins at once while the store is slow to answer the lock check', () => {
+  // A new user per burst: its password is verified by none of the earlier bursts (nothing is cached).
+  const users = Object.fromEntries(Array.from({ length: 3 }, (_, i) => [`erin${i}`, `erin-password-${i}`]));
+  const slow = gatewayFixture({
+    users: { ...users, warm: 'warm-pw' },
+    redis: true,
+    config: (fx) => ({
+      store: { kind: 'redis', url: fx.redis.url, commandTimeoutMs: 3000 },
+      upstreams: { up: { url: fx.echo.url } },
+      routes: [{ path: '/v1/conversations', upstream: 'up' }],
+    }),
+  });
+  let admin: Redis;
+  beforeAll(async () => {
+    expect(await (slow.gateway.counters as RedisCounters).waitUntilReady(5000)).toBe(true);
+    admin = new Redis(slow.redis.url);
+  });
+  afterAll(async () => {
+    await admin.quit();
+  });
+  const get = (user: string, password: string) =>
+    fetch(`${slow.base}/v1/conversations`, { headers: { authorization: basic(user, password) } }).then(async (r) => {
+      await r.arrayBuffer();
+      return r.status;
+    });
+
+  it('200 requests with one correct, uncached Basic credential from one address all get in, while the lock check waits on the store', async () => {
+    expect(await get('warm', 'warm-pw')).toBe(200);
+    for (const [user, password] of Object.entries(users)) {
+      // Redis answers nothing for a second: the first attempt's lock check waits, and the others arrive meanwhile.
+      await admin.call('CLIENT', 'PAUSE', '1000', 'ALL');
+      const statuses = await Promise.all(Array.from({ length: 200 }, () => get(user, password)));
+      const counts: Record<number, number> = {};
+      for (const s of statuses) counts[s] = (counts[s] ?? 0) + 1;
+      expect(counts, `burst of ${user}`).toEqual({ 200: 200 });
+    }
+  }, 30_000);
 });

@@ -5,7 +5,11 @@ import { ManualClock } from '../../src/clock.js';
 import { ConfigError } from '../../src/config/errors.js';
 import { Credentials } from '../../src/credentials/credentials.js';
 import { parseHtpasswd } from '../../src/credentials/htpasswd.js';
+import { Lockout, PAIR_RECHECK_MS } from '../../src/credentials/lockout.js';
+import { PasswordCheck } from '../../src/credentials/password-check.js';
 import { PasswordVerifier } from '../../src/credentials/password-verifier.js';
+import { MemoryCounters } from '../../src/counters/memory.js';
+import type { CounterKey, CounterStore } from '../../src/counters/types.js';
 import { silentLogger } from '../../src/log.js';
 import { htpasswd, TEST_COST } from '../support/fixtures.js';
 
@@ -150,5 +154,75 @@ describe('bcrypt hash prefixes', () => {
     const v = new PasswordVerifier(new Map([['alice', h]]), 0, new ManualClock());
     expect(await v.verify('alice', 'pw')).toBe(true);
     expect(await v.verify('alice', 'other')).toBe(false);
+  });
+});
+
+describe('PasswordCheck and the lockout on the hot path', () => {
+  const policy = { maxFailuresPerUser: 3, maxFailuresPerAccount: 100, windowSeconds: 900, addressBurst: 10, addressFailuresPerMinute: 30 };
+
+  /** The real memory counters, with the peeks counted and, while `held` is set, answered only once it is released. */
+  function countedCounters(clock: ManualClock) {
+    const inner = new MemoryCounters(clock);
+    const seen = { peeks: 0, held: undefined as Promise<void> | undefined };
+    const counters: CounterStore = Object.assign(Object.create(inner) as CounterStore, {
+      peek: async (key: CounterKey) => {
+        seen.peeks++;
+        if (seen.held) await seen.held;
+        return inner.peek(key);
+      },
+    });
+    return { counters, seen, close: () => inner.close() };
+  }
+
+  it('200 identical attempts from one address join the first from their arrival, while its lock check waits on the store', async () => {
+    const clock = new ManualClock();
+    const { counters, seen, close } = countedCounters(clock);
+    const verifier = new PasswordVerifier(new Map([['alice', hash('alice-pw')]]), 60_000, clock);
+    const check = new PasswordCheck(verifier, new Lockout(counters, policy, silentLogger, () => clock.now()), { addressBurst: 10, narrowForMs: 2000 });
+    let release!: () => void;
+    seen.held = new Promise<void>((r) => (release = r));
+    const attempts = Array.from({ length: 200 }, () =>
+      check.check({ user: 'alice', password: 'alice-pw', address: '198.51.100.7' }, { trustCache: true }).then(() => 'ok', (err: { status?: number }) => err.status));
+    await new Promise((r) => setTimeout(r, 20));
+    seen.held = undefined;
+    release();
+    expect(new Set(await Promise.all(attempts))).toEqual(new Set(['ok']));
+    // One lock check (three counters) for the 200.
+    expect(seen.peeks).toBe(3);
+    await close();
+  });
+
+  it('a cached Basic password reads the pair lock from the store only after a failure of the pair here, or once PAIR_RECHECK_MS passed', async () => {
+    const clock = new ManualClock();
+    const { counters, seen, close } = countedCounters(clock);
+    const lockout = new Lockout(counters, policy, silentLogger, () => clock.now());
+    await lockout.check('alice', '198.51.100.7');
+    const afterCheck = seen.peeks;
+    for (let i = 0; i < 50; i++) await lockout.checkPair('alice', '198.51.100.7');
+    expect(seen.peeks).toBe(afterCheck);
+    // Another address of the same user was never read: one read, then none.
+    await lockout.checkPair('alice', '192.0.2.1');
+    await lockout.checkPair('alice', '192.0.2.1');
+    expect(seen.peeks).toBe(afterCheck + 1);
+    // A failure of the pair on this instance: the next cached attempt reads the store.
+    await lockout.fail('alice', '198.51.100.7');
+    await lockout.checkPair('alice', '198.51.100.7');
+    expect(seen.peeks).toBe(afterCheck + 2);
+    await lockout.checkPair('alice', '198.51.100.7');
+    expect(seen.peeks).toBe(afterCheck + 2);
+    // Failures counted elsewhere (another instance on the same counters) are seen within PAIR_RECHECK_MS.
+    const other = new Lockout(counters, policy, silentLogger, () => clock.now());
+    await other.fail('alice', '198.51.100.7');
+    await other.fail('alice', '198.51.100.7');
+    await lockout.checkPair('alice', '198.51.100.7');
+    clock.advance(PAIR_RECHECK_MS);
+    await expect(lockout.checkPair('alice', '198.51.100.7')).rejects.toMatchObject({ status: 429, code: 'too_many_attempts' });
+    // While locked, every attempt reads the store (an operator's clear holds at once).
+    const locked = seen.peeks;
+    await expect(lockout.checkPair('alice', '198.51.100.7')).rejects.toMatchObject({ status: 429 });
+    expect(seen.peeks).toBe(locked + 1);
+    await other.clear({ user: 'alice' });
+    await lockout.checkPair('alice', '198.51.100.7');
+    await close();
   });
 });
