@@ -182,7 +182,7 @@ describe('PasswordCheck and the lockout on the hot path', () => {
     let release!: () => void;
     seen.held = new Promise<void>((r) => (release = r));
     const attempts = Array.from({ length: 200 }, () =>
-      check.check({ user: 'alice', password: 'alice-pw', address: '198.51.100.7' }, { trustCache: true }).then(() => 'ok', (err: { status?: number }) => err.status));
+      Promise.resolve(check.check({ user: 'alice', password: 'alice-pw', address: '198.51.100.7' }, { trustCache: true })).then(() => 'ok', (err: { status?: number }) => err.status));
     await new Promise((r) => setTimeout(r, 20));
     seen.held = undefined;
     release();
