@@ -2,34 +2,69 @@ import { clientHost, clientScheme } from '../proxy/headers.js';
 import { HttpProblem } from './problem.js';
 import type { GatewayContext } from './state.js';
 
+/** Methods a cross-site page may cause with the user's credentials without harm (RFC 9110 section 9.2.1). */
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
 /**
  * The origin step. CORS headers of plain requests were settled by the own-endpoint lookup (so a 401
- * carries them too); what is left is the WebSocket handshake, to which browsers apply no CORS and send
- * cached Basic credentials cross-site (cross-site WebSocket hijacking). So:
- * - Basic: no Origin (not a browser), the gateway's own origin, or one the route's cors block lists by
- *   name; `*` does not count, since a browser sends the credentials by itself.
+ * carries them too); what is left is what a browser sends cross-site with cached Basic credentials by
+ * itself, past any CORS: the WebSocket handshake (cross-site WebSocket hijacking) and the unsafe
+ * methods (a cross-site form POST, a `fetch` with `mode: 'no-cors'`: cross-site request forgery). So:
+ * - Basic, WebSocket handshake or a method other than GET/HEAD/OPTIONS: no Origin (not a browser), the
+ *   gateway's own origin, or one the route's cors block lists by name; `*` does not count, since a
+ *   browser sends the credentials by itself. Without an Origin, `Sec-Fetch-Site: cross-site` or
+ *   `same-site` is refused too (browsers send Origin on unsafe methods anyway; a sibling host is another
+ *   origin: list it in the route's cors block to allow it). Forward-auth answers judge the method and
+ *   the origin (X-Forwarded-Proto and -Host) of the request they describe.
  * - Bearer: the token is something a page had to hold and send on purpose; on a route with a cors
- *   block the origin must be listed (or `*`), elsewhere any.
+ *   block a WebSocket handshake's origin must be listed (or `*`), elsewhere any.
  */
 export function originPolicy(trustForwarded: boolean): (ctx: GatewayContext) => void {
   return function checkOrigin(ctx) {
-    if (ctx.state.handOff !== 'tunnel') return;
+    const basic = ctx.state.principal!.via === 'basic';
+    if (ctx.state.handOff !== 'tunnel') {
+      if (basic && !SAFE_METHODS.has(ctx.method)) checkBasicUnsafe(ctx, trustForwarded);
+      return;
+    }
     const origin = ctx.req.headers.origin;
     if (origin === undefined || origin === '') return;
-    const policy = ctx.state.route!.cors;
-    const listed = policy !== undefined && policy.origins !== '*' && policy.origins.includes(origin);
-    if (ctx.state.principal!.via === 'basic') {
+    const listed = listedOrigin(ctx, origin);
+    if (basic) {
       if (listed || origin === ownOrigin(ctx, trustForwarded)) return;
       throw new HttpProblem(403, 'cors_not_allowed', 'this origin may not open a WebSocket with Basic credentials here');
     }
+    const policy = ctx.state.route!.cors;
     if (policy && policy.origins !== '*' && !listed) {
       throw new HttpProblem(403, 'cors_not_allowed', 'this origin may not open a WebSocket here');
     }
   };
 }
 
+function checkBasicUnsafe(ctx: GatewayContext, trustForwarded: boolean): void {
+  const origin = ctx.req.headers.origin;
+  if (origin !== undefined && origin !== '') {
+    if (listedOrigin(ctx, origin) || origin === ownOrigin(ctx, trustForwarded)) return;
+  } else {
+    const site = ctx.req.headers['sec-fetch-site'];
+    if (site !== 'cross-site' && site !== 'same-site') return;
+  }
+  throw new HttpProblem(403, 'cors_not_allowed', `another site may not send a ${ctx.method} with Basic credentials here (a page's own origin, or one the route's cors block lists, may)`);
+}
+
+/** Listed by name in the route's cors block (`*` lists none). */
+function listedOrigin(ctx: GatewayContext, origin: string): boolean {
+  const policy = ctx.state.route!.cors;
+  return policy !== undefined && policy.origins !== '*' && policy.origins.includes(origin);
+}
+
+/** scheme://host the client addressed: of the described request for a forward-auth call. */
 function ownOrigin(ctx: GatewayContext, trustForwarded: boolean): string | undefined {
   const req = ctx.req;
+  const described = ctx.state.forwardAuth;
+  if (described) {
+    const host = described.host ?? req.headers.host;
+    return host === undefined ? undefined : `${described.proto ?? clientScheme(req)}://${host}`;
+  }
   const host = clientHost(req, trustForwarded ? req.headers['x-forwarded-host'] : undefined);
   return host === undefined ? undefined : `${clientScheme(req, trustForwarded ? req.headers['x-forwarded-proto'] : undefined)}://${host}`;
 }

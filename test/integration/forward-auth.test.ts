@@ -75,6 +75,22 @@ describe('forward-auth', () => {
     expect((await ask('GET', '/wiki/%2e%2e/v1/reports', { authorization: carol })).status).toBe(403);
   });
 
+  it('a described cross-site POST or DELETE with Basic (the proxy passes Origin / Sec-Fetch-Site on) is refused: 403 cors_not_allowed', async () => {
+    const site = { 'x-forwarded-host': 'wiki.example.com', 'x-forwarded-proto': 'https' };
+    for (const method of ['POST', 'DELETE']) {
+      for (const from of [{ origin: 'https://evil.example' }, { origin: 'http://wiki.example.com' }, { 'sec-fetch-site': 'cross-site' }] as Record<string, string>[]) {
+        const res = await ask(method, '/wiki/page', { authorization: carol, ...site, ...from });
+        expect(res.status, `${method} ${JSON.stringify(from)}`).toBe(403);
+        expect(await res.json()).toMatchObject({ code: 'cors_not_allowed' });
+      }
+      // The described request's own origin, or no browser at all.
+      expect((await ask(method, '/wiki/page', { authorization: carol, ...site, origin: 'https://wiki.example.com' })).status).toBe(200);
+      expect((await ask(method, '/wiki/page', { authorization: carol, ...site })).status).toBe(200);
+    }
+    // A safe described method is not judged by its origin, whatever the call's own method.
+    expect((await ask('GET', '/wiki/page', { authorization: carol, origin: 'https://evil.example' }, 'forwarded', 'POST')).status).toBe(200);
+  });
+
   it('a path no route serves: 404; a malformed or ambiguous description: 400', async () => {
     expect((await ask('GET', '/nowhere', { authorization: alice })).status).toBe(404);
     expect((await fetch(`${gw.base}/auth/verify`, { headers: { authorization: alice } })).status).toBe(400);
