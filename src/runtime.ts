@@ -1,7 +1,7 @@
 import type Koa from 'koa';
 import { authenticate } from './auth/authenticate.js';
 import { allowRules } from './authz/allow-step.js';
-import { answerForwardAuth, asForwardAuthCall } from './authz/forward-auth.js';
+import { answerForwardAuth, forwardAuthEntry } from './authz/forward-auth.js';
 import { GroupsFile, noGroups, type Groups } from './authz/groups.js';
 import type { Clock } from './clock.js';
 import type { Config } from './config/types.js';
@@ -119,7 +119,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     ping: shared.ping,
     tokenEndpoints: onTokenPaths(tokenRoutes(tokens, config.server.bodyTimeoutMs, (token) => subjectOf(codec, token)).routes(), notATokenEndpoint),
     jwks: assertionKeys ? serveJwks(assertionKeys) : undefined,
-    forwardAuth: config.forwardAuth ? { path: config.forwardAuth.path, enter: asForwardAuthCall } : undefined,
+    forwardAuth: config.forwardAuth ? { path: config.forwardAuth.path, enter: forwardAuthEntry(config.forwardAuth) } : undefined,
   });
   const signed = assertionKeys ? assertionsFor(config, assertionKeys, clock, previous) : undefined;
   const runPipeline = pipeline([

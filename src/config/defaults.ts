@@ -155,6 +155,7 @@ export const SETTINGS = {
   // forwardAuth
   'forwardAuth': { type: 'mapping', defaultText: 'none', meaning: 'Answer other proxies\' authorization questions (nginx `auth_request`, Caddy `forward_auth`, Traefik ForwardAuth); see authorization.md.' },
   'forwardAuth.path': { type: 'path', defaultText: 'required with `forwardAuth`', meaning: 'Exact path (any method) answered about the request it describes; must not be one of the gateway\'s own paths or under `/v1/tokens`.' },
+  'forwardAuth.trustedProxies': { type: 'list of addresses or CIDR blocks', defaultText: 'none (any caller)', meaning: 'Only these may ask (`10.0.0.5`, `10.0.0.0/8`, `fd00::/8`), judged by the TCP peer\'s address, never `X-Forwarded-For`; any other caller gets 403 `forbidden`. Without it `config check` warns: the path answers any client that reaches the port.' },
 
   // identity
   'identity': { type: 'mapping', defaultText: 'all defaults', meaning: 'What upstreams learn about the user.' },

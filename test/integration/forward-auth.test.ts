@@ -162,3 +162,41 @@ describe('forward-auth', () => {
     expect(Object.keys(doc.paths['/auth/verify']!.get.responses)).toEqual(expect.arrayContaining(['200', '401', '403', '429']));
   });
 });
+
+describe('forward-auth with trustedProxies', () => {
+  const from = (trustedProxies: string[], extra: Record<string, unknown> = {}) => gatewayFixture({
+    users: { carol: 'carol-pw' },
+    config: () => ({ forwardAuth: { path: '/auth/verify', trustedProxies }, routes: [{ path: '/wiki' }], ...extra }),
+  });
+  const elsewhere = from(['10.0.0.0/8', 'fd00::/8']);
+  // trustProxy on: X-Forwarded-For names an address in the list, but the caller is the TCP peer.
+  const spoofable = from(['10.0.0.0/8', '192.0.2.1'], { server: { host: '127.0.0.1', port: 0, trustProxy: 2 } });
+  const loopback = from(['127.0.0.0/8', '::1']);
+  const call = (base: string, headers: Record<string, string> = {}) =>
+    fetch(`${base}/auth/verify`, { headers: { 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/wiki/page', authorization: carol, ...headers } });
+
+  it('a caller outside the list gets 403 before anything else is judged, whatever X-Forwarded-For says', async () => {
+    for (const [gwx, headers] of [
+      [elsewhere, {}],
+      [elsewhere, { authorization: 'Basic bm9ib2R5Om5vcGU=' }],
+      [elsewhere, { 'x-forwarded-uri': 'no path' }],
+      [spoofable, { 'x-forwarded-for': '10.1.2.3' }],
+      [spoofable, { 'x-forwarded-for': '192.0.2.1, 10.1.2.3' }],
+      [spoofable, { forwarded: 'for=10.1.2.3', 'x-real-ip': '10.1.2.3' }],
+    ] as const) {
+      const res = await call(gwx.base, headers);
+      expect(res.status, JSON.stringify(headers)).toBe(403);
+      expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      expect(await res.json()).toMatchObject({ status: 403, code: 'forbidden', detail: expect.stringContaining('forwardAuth.trustedProxies') });
+      expect(res.headers.get('x-authenticated-user')).toBeNull();
+    }
+  });
+
+  it('a listed caller is answered as usual; other paths are not gated', async () => {
+    const res = await call(loopback.base);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-authenticated-user')).toBe('carol');
+    expect((await call(loopback.base, { authorization: 'Basic bm9ib2R5Om5vcGU=' })).status).toBe(401);
+    expect((await fetch(`${elsewhere.base}/healthz`)).status).toBe(200);
+  });
+});
