@@ -1,4 +1,4 @@
-import { createHash, createPrivateKey, createPublicKey, createSecretKey, type KeyObject } from 'node:crypto';
+import { createHash, createHmac, createPrivateKey, createPublicKey, createSecretKey, hkdfSync, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../config/errors.js';
 import type { SigningKeyConfig, TokensConfig, VerificationKeyConfig } from '../config/types.js';
@@ -67,6 +67,24 @@ function checkKeyType(alg: 'RS256' | 'ES256', key: KeyObject): void {
   if (alg === 'ES256' && (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1')) {
     throw new Error('ES256 needs an EC P-256 key');
   }
+}
+
+/**
+ * The key the `uv` claim (and the session's credential version in the store) is an HMAC under, so a
+ * token says nothing checkable about the user's htpasswd line. Every instance of a deployment derives
+ * the same key from the same configured material, as for refresh tokens: `tokens.refreshSecret` when
+ * set, else the signing key (see refreshKey), under its own HKDF label.
+ */
+export function credentialVersionKey(refreshSecret: string | undefined, signingKey: KeyObject): Buffer {
+  const material = refreshSecret !== undefined
+    ? Buffer.from(refreshSecret, 'utf8')
+    : signingKey.type === 'secret' ? signingKey.export() : signingKey.export({ type: 'pkcs8', format: 'der' });
+  return Buffer.from(hkdfSync('sha256', material, 'auth-gateway', 'credential version v1', 32));
+}
+
+/** The user's credential version as tokens and sessions carry it (undefined: the user is gone). */
+export function keyedCredentialVersion(key: Buffer, version: string | undefined): string | undefined {
+  return version === undefined ? undefined : createHmac('sha256', key).update(version).digest('base64url').slice(0, 16);
 }
 
 /** The order n of P-256: an ECDSA signature (r, s) verifies as (r, n - s) too. */
