@@ -9,6 +9,7 @@ import { checkConnections } from './cli/connect.js';
 import { CommandError, ConnectionCheckError, PasswordRefusedError, UsageError } from './cli/errors.js';
 import { PromptCancelled, readHidden } from './cli/prompt.js';
 import { ConfigError } from './config/errors.js';
+import { forwardAuthWarnings } from './authz/forward-auth-config.js';
 import { inspectConfig } from './config/inspect.js';
 import { DEFAULT_CONFIG_FILE } from './config/load.js';
 import { hash } from './credentials/bcrypt.js';
@@ -74,6 +75,7 @@ async function checkConfig(file: string, connect: boolean): Promise<number> {
     throw new ConfigError(problems);
   }
   if (unreachable.length > 0) throw new ConnectionCheckError(unreachable);
+  for (const warning of forwardAuthWarnings(config)) process.stderr.write(`auth-gateway: warning: ${warning}\n`);
   return print(`${config.file}: ok (${config.routes.length} routes, ${Object.keys(config.upstreams).length} upstreams, ${users ?? 0} users, store ${config.store.kind})`);
 }
 

@@ -4,7 +4,7 @@ import type { Authenticator } from './auth/authenticator.js';
 import { basicAuthenticator } from './auth/basic.js';
 import { bearerAuthenticator } from './auth/bearer.js';
 import { allowRules } from './authz/allow-step.js';
-import { answerForwardAuth, asForwardAuthCall } from './authz/forward-auth.js';
+import { answerForwardAuth, forwardAuthEntry } from './authz/forward-auth.js';
 import { GroupsFile, noGroups, type Groups } from './authz/groups.js';
 import type { Clock } from './clock.js';
 import type { Config } from './config/types.js';
@@ -28,7 +28,7 @@ import { RouteTable } from './proxy/route-table.js';
 import type { Tunnels } from './proxy/tunnels.js';
 import { upstreamHeaders } from './proxy/upstream-headers.js';
 import { AccessTokenCodec } from './tokens/access-token.js';
-import { loadKeys } from './tokens/keys.js';
+import { credentialVersionKey, keyedCredentialVersion, loadKeys } from './tokens/keys.js';
 import { tokenRoutes } from './tokens/routes.js';
 import { TokenService } from './tokens/service.js';
 import type { CounterStore } from './counters/types.js';
@@ -115,7 +115,9 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     audience: config.tokens.audience,
     ttlSeconds: config.tokens.accessTtlSeconds,
   }, clock);
-  const tokens = new TokenService(codec, store, passwords, (user) => credentials.verifier.credentialVersion(user), {
+  // Tokens and sessions carry the credential version keyed (uv), not the verifier's plain fingerprint.
+  const versionKey = credentialVersionKey(config.tokens.refreshSecret, keys.signing.key);
+  const tokens = new TokenService(codec, store, passwords, (user) => keyedCredentialVersion(versionKey, credentials.verifier.credentialVersion(user)), {
     accessTtlSeconds: config.tokens.accessTtlSeconds,
     refreshTtlSeconds: config.tokens.refreshTtlSeconds,
     refreshReuseGraceSeconds: config.tokens.refreshReuseGraceSeconds,
@@ -126,7 +128,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     ping: shared.ping,
     tokenEndpoints: onTokenPaths(tokenRoutes(tokens, config.server.bodyTimeoutMs, (token) => subjectOf(codec, token)).routes(), notATokenEndpoint),
     jwks: assertionKeys ? serveJwks(assertionKeys) : undefined,
-    forwardAuth: config.forwardAuth ? { path: config.forwardAuth.path, enter: asForwardAuthCall } : undefined,
+    forwardAuth: config.forwardAuth ? { path: config.forwardAuth.path, enter: forwardAuthEntry(config.forwardAuth) } : undefined,
   });
   const signed = assertionKeys ? assertionsFor(config, assertionKeys, clock, previous) : undefined;
   // The identity sources, in the order they are asked (docs/pipeline-extension.md: adding one).

@@ -1,7 +1,26 @@
+import type { ForwardAuthConfig } from '../config/types.js';
+import { HttpProblem } from '../http/problem.js';
 import type { GatewayExchange } from '../http/state.js';
 import type { Assertions } from '../identity/identity-headers.js';
 import { identityHeaders } from '../identity/identity-headers.js';
+import { addressMatcher } from './forward-auth-config.js';
 import { describedPath, describedRequest, readDescription } from './forward-auth-request.js';
+
+/**
+ * The forward-auth entry of a configuration: with `trustedProxies`, a caller whose TCP peer address is
+ * not listed gets 403 before anything of its request is read (X-Forwarded-For is the client's word,
+ * not the caller's); then asForwardAuthCall.
+ */
+export function forwardAuthEntry(config: ForwardAuthConfig): (ex: GatewayExchange) => void {
+  if (config.trustedProxies === undefined) return asForwardAuthCall;
+  const trusted = addressMatcher(config.trustedProxies);
+  return function trustedForwardAuthCall(ex) {
+    if (!trusted(ex.req.socket.remoteAddress)) {
+      throw new HttpProblem(403, 'forbidden', 'this address may not ask the forward-auth endpoint (forwardAuth.trustedProxies)');
+    }
+    asForwardAuthCall(ex);
+  };
+}
 
 /**
  * For the own-endpoint lookup: a request to exactly the forward-auth path becomes the request it

@@ -1,3 +1,4 @@
+import { parseAddressOrBlock } from '../authz/forward-auth-config.js';
 import { JWKS_PATH } from '../identity/jwks.js';
 import type { Checker } from './checker.js';
 import { childrenOf, numberDefault, setting } from './defaults.js';
@@ -26,7 +27,20 @@ export function readForwardAuth(c: Checker, raw: unknown): ForwardAuthConfig | u
   if (path && !PLAIN_PATH.test(path)) c.problem('forwardAuth.path', 'must be an absolute path of plain segments without a trailing slash, e.g. /auth/verify');
   else if (/^\/v1\/tokens(?:\/|$)/i.test(path)) c.problem('forwardAuth.path', 'must not be under /v1/tokens (served by the gateway itself)');
   else if ([...OWN_PATHS, JWKS_PATH].includes(path)) c.problem('forwardAuth.path', `must not be ${path} (served by the gateway itself)`);
-  return { path };
+  return { path, trustedProxies: readTrustedProxies(c, f.trustedProxies) };
+}
+
+/** `forwardAuth.trustedProxies`: absent for any caller; else a non-empty list of addresses and CIDR blocks. */
+function readTrustedProxies(c: Checker, raw: unknown): string[] | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  const key = 'forwardAuth.trustedProxies';
+  const list = c.list(key, raw);
+  if (Array.isArray(raw) && list.length === 0) c.problem(key, 'must name at least one address or CIDR block (leave it out to let any caller ask)');
+  return list.map((entry, i) => {
+    const text = typeof entry === 'string' ? entry.trim() : c.str(`${key}[${i}]`, entry);
+    if (typeof entry === 'string' && !parseAddressOrBlock(text)) c.problem(`${key}[${i}]`, `must be an IPv4 or IPv6 address or CIDR block (10.0.0.0/8, fd00::/8), not "${text}"`);
+    return text;
+  });
 }
 
 /** `identity`: `assertion` absent, null or false for none. */

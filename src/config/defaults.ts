@@ -75,7 +75,7 @@ export const SETTINGS = {
   'tokens.accessTtlSeconds': { type: 'integer', default: 5400, min: 1, meaning: 'Access token lifetime (`expiresInSeconds`).' },
   'tokens.refreshTtlSeconds': { type: 'integer', default: 60 * 24 * 3600, min: 1, meaning: 'Refresh token lifetime (60 days), renewed by each refresh; at least `accessTtlSeconds`.' },
   'tokens.refreshReuseGraceSeconds': { type: 'integer', default: 10, min: 0, max: 3600, meaning: 'The refresh token just rotated away, presented again within this many seconds and before its successor was used, gets the same successor (a retried refresh whose answer was lost, or two tabs); after it, or once the successor was used, reuse revokes the session. `0`: every second use revokes.' },
-  'tokens.refreshSecret': { type: 'secret', defaultText: 'derived from `tokens.signing`', meaning: 'At least 32 bytes; the key refresh tokens are derived with. Set it before rotating signing keys: without it a new signing key ends every session at its next refresh.' },
+  'tokens.refreshSecret': { type: 'secret', defaultText: 'derived from `tokens.signing`', meaning: 'At least 32 bytes; the key refresh tokens and the access tokens\' `uv` claim are derived with. Set it before rotating signing keys: without it a new signing key ends every session at once.' },
   'tokens.signing': { type: 'mapping', defaultText: 'required', meaning: 'The key that signs access tokens.' },
   'tokens.signing.alg': { type: '`HS256`, `RS256` or `ES256`', default: 'HS256', values: ['HS256', 'RS256', 'ES256'], meaning: 'Signature algorithm.' },
   'tokens.signing.secret': { type: 'secret', defaultText: 'required with HS256', meaning: 'HS256 secret, at least 32 bytes (e.g. `${GATEWAY_JWT_SECRET}`); there is no built-in default.' },
@@ -155,6 +155,7 @@ export const SETTINGS = {
   // forwardAuth
   'forwardAuth': { type: 'mapping', defaultText: 'none', meaning: 'Answer other proxies\' authorization questions (nginx `auth_request`, Caddy `forward_auth`, Traefik ForwardAuth); see authorization.md.' },
   'forwardAuth.path': { type: 'path', defaultText: 'required with `forwardAuth`', meaning: 'Exact path (any method) answered about the request it describes; must not be one of the gateway\'s own paths or under `/v1/tokens`.' },
+  'forwardAuth.trustedProxies': { type: 'list of addresses or CIDR blocks', defaultText: 'none (any caller)', meaning: 'Only these may ask (`10.0.0.5`, `10.0.0.0/8`, `fd00::/8`), judged by the TCP peer\'s address, never `X-Forwarded-For`; any other caller gets 403 `forbidden`. Without it `config check` warns: the path answers any client that reaches the port.' },
 
   // identity
   'identity': { type: 'mapping', defaultText: 'all defaults', meaning: 'What upstreams learn about the user.' },

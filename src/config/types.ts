@@ -23,6 +23,8 @@ export interface Config {
 export interface ForwardAuthConfig {
   /** The exact path (any method) answered about the request the proxy describes. */
   path: string;
+  /** Addresses and CIDR blocks of the callers allowed to ask (the TCP peer); undefined: any caller. */
+  trustedProxies: string[] | undefined;
 }
 
 export interface IdentityConfig {

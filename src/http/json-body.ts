@@ -5,7 +5,8 @@ import type { GatewayMiddleware } from './state.js';
 
 /**
  * Reads a JSON object body of at most `limitBytes`, arriving within `timeoutMs`, into ctx.state.body:
- * 400 for a missing or empty body, 415 for another content type, 413 past the limit (without reading the rest), 408 when it trickles in
+ * 400 for a missing or empty body, 415 for another content type or any Content-Encoding but identity
+ * (a gzip body is not read as if it were plain, nor inflated: token bodies are small), 413 past the limit (without reading the rest), 408 when it trickles in
  * too slowly, 400 for malformed JSON or a non-object.
  */
 export function jsonBody(limitBytes: number, timeoutMs: number): GatewayMiddleware {
@@ -15,6 +16,13 @@ export function jsonBody(limitBytes: number, timeoutMs: number): GatewayMiddlewa
     if (ctx.get('content-length') === '' && ctx.get('transfer-encoding') === '') throw emptyBody();
     if (!ctx.is('application/json')) {
       throw new HttpProblem(415, 'unsupported_media_type', 'the request body must be JSON (Content-Type: application/json)');
+    }
+    const encoding = ctx.get('content-encoding').trim().toLowerCase();
+    if (encoding !== '' && encoding !== 'identity') {
+      // RFC 9110 section 15.5.16: say which codings would have been accepted.
+      throw new HttpProblem(415, 'unsupported_media_type', 'the request body must not be encoded (Content-Encoding: identity or none)', {
+        headers: { 'Accept-Encoding': 'identity' },
+      });
     }
     const declared = Number(ctx.get('content-length') || 0);
     if (declared > limitBytes) throw tooLarge(limitBytes);

@@ -77,7 +77,7 @@ function tokenOperation(name: string, summary: string, request: string, returnsP
     400: problem('malformed_json, invalid_request (a field missing, not a string or empty; a wrong revoke type)'),
     405: problem('method_not_allowed: only POST'),
     413: problem('payload_too_large: the body is over 16 KiB'),
-    415: problem('unsupported_media_type: the body is not application/json'),
+    415: problem('unsupported_media_type: the body is not application/json, or has a Content-Encoding other than identity'),
     503: problem('store_unavailable or service_unavailable: retry after Retry-After'),
   };
   const ok = returnsPair ? json('a new token pair (Cache-Control: no-store)', ref('TokenPair')) : { description: 'revoked, or nothing to revoke; empty body' };

@@ -18,8 +18,9 @@ export const OVERRIDE_HEADERS = [
 ];
 /**
  * Identity headers: the gateway's own, and the names other proxies and frameworks read a user or groups
- * from (Apache/CGI REMOTE_USER, oauth2-proxy, Authelia, Pomerium, Grafana, …). Only the gateway may set
- * one; a client's copies are removed first (with `_` for `-` too, see prepareUpstreamHeaders).
+ * from (Apache/CGI REMOTE_USER, oauth2-proxy, Authelia, Pomerium, Grafana, Kong, Tailscale, …). Only the
+ * gateway may set one; a client's copies are removed first (with `_` for `-` too, see
+ * upstreamHeaderObject). IDENTITY_PREFIXES name whole families.
  */
 export const IDENTITY_HEADERS = [
   'x-authenticated-user', 'x-authenticated-via', 'x-authenticated-groups', 'x-identity-assertion', 'x-authenticated-email', 'x-authenticated-userid',
@@ -30,6 +31,20 @@ export const IDENTITY_HEADERS = [
   'x-auth-request-preferred-username', 'x-auth-request-access-token',
   'x-user', 'x-user-id', 'x-userid', 'x-username', 'x-email', 'x-groups', 'x-webauth-user', 'x-webauth-groups',
   'x-pomerium-claim-email', 'x-pomerium-claim-groups', 'x-pomerium-claim-user',
+  // Kong (key-auth, jwt, oauth2, oidc plugins), Google IAP, Teleport.
+  'x-credential-identifier', 'x-anonymous-consumer', 'x-authenticated-scope', 'x-userinfo', 'x-goog-iap-jwt-assertion', 'teleport-jwt-assertion',
+];
+/**
+ * Families of identity headers, by prefix: AWS ALB (`X-Amzn-Oidc-Identity`, `-Data`, `-Accesstoken`),
+ * Google IAP (`X-Goog-Authenticated-User-Email`, `-Id`), Kong (`X-Consumer-Username`, `-Id`,
+ * `-Custom-Id`, `-Groups`), oauth2-proxy (`X-Auth-Request-*`), Pomerium (`X-Pomerium-Jwt-Assertion`,
+ * `X-Pomerium-Claim-*`), Azure App Service (`X-Ms-Client-Principal`, `-Name`, `-Id`, `-Idp`,
+ * `X-Ms-Token-*`), Cloudflare Access (`Cf-Access-Authenticated-User-Email`, `Cf-Access-Jwt-Assertion`),
+ * authentik (`X-Authentik-*`), Vouch (`X-Vouch-*`), Tailscale (`Tailscale-User-*`).
+ */
+export const IDENTITY_PREFIXES = [
+  'x-amzn-oidc-', 'x-goog-authenticated-user-', 'x-consumer-', 'x-auth-request-', 'x-pomerium-', 'x-ms-client-principal',
+  'x-ms-token-', 'cf-access-', 'x-authentik-', 'x-vouch-', 'tailscale-user-',
 ];
 const IDENTITY = IDENTITY_HEADERS;
 const FORWARDING = ['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-forwarded-port', 'forwarded', 'x-real-ip'];
@@ -69,7 +84,7 @@ export function upstreamHeaderObject(req: IncomingMessage, f: ForwardContext): I
     if (name === 'authorization' && !f.forwardAuthorization) continue;
     // CGI-style upstreams read `_` as `-`: X-Authenticated_User must not pass as X-Authenticated-User.
     const dashed = name.includes('_') ? name.replace(/_/g, '-') : name;
-    if (REMOVED.has(dashed) && !(name === dashed && f.allowHeaders.includes(name))) continue;
+    if (REMOVED.has(dashed) ? !(name === dashed && f.allowHeaders.includes(name)) : isIdentityFamily(dashed)) continue;
     if (dashed === f.reserved) continue;
     out[name] = h[name];
   }
@@ -95,6 +110,12 @@ function connectionNamed(connection: string | undefined): Set<string> | undefine
   }
   return named;
 }
+
+/** A header of one of the identity families (IDENTITY_PREFIXES); `name` is lower case with `-`. */
+export function isIdentityFamily(name: string): boolean {
+  return IDENTITY_FAMILY.test(name);
+}
+const IDENTITY_FAMILY = new RegExp(`^(?:${IDENTITY_PREFIXES.join('|')})`);
 
 /** The scheme the client used: a trusted proxy's word for it, else the connection's. */
 export function clientScheme(req: IncomingMessage, forwardedProto?: unknown): 'http' | 'https' {

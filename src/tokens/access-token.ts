@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import type { Clock } from '../clock.js';
 import { HttpProblem, REALM } from '../http/problem.js';
-import type { KeySet } from './keys.js';
+import { isLowSEs256, lowSEs256, type KeySet } from './keys.js';
 
 export interface AccessClaims {
   sub: string;
@@ -34,12 +34,12 @@ export class AccessTokenCodec {
     const iat = Math.floor(this.clock.now() / 1000);
     const claims: AccessClaims = { sub, sid, uv, jti: randomUUID(), iat, exp: iat + this.options.ttlSeconds };
     const { signing } = this.keys;
-    const token = jwt.sign(
+    const signed = jwt.sign(
       { ...claims, iss: this.options.issuer, aud: this.options.audience },
       signing.key,
       { algorithm: signing.alg, keyid: signing.kid },
     );
-    return { token, claims };
+    return { token: signing.alg === 'ES256' ? withLowS(signed) : signed, claims };
   }
 
   /**
@@ -70,6 +70,8 @@ export class AccessTokenCodec {
 
   private verifySignatureAndClaims(token: string, nowSeconds: number, ignoreExpiration: boolean): AccessClaims {
     const key = this.keyFor(token);
+    // One spelling per token: the high-S twin of an ES256 signature verifies too, and is refused here.
+    if (key.alg === 'ES256' && !isLowSEs256(signatureOf(token))) throw invalidToken('the access token is invalid');
     let payload: unknown;
     try {
       payload = jwt.verify(token, key.key, {
@@ -100,6 +102,16 @@ export class AccessTokenCodec {
     if (!key) throw invalidToken('the access token was not signed by a known key');
     return key;
   }
+}
+
+function signatureOf(token: string): Buffer {
+  return Buffer.from(token.slice(token.lastIndexOf('.') + 1), 'base64url');
+}
+
+/** jsonwebtoken signs with whatever s OpenSSL gives; the low-S spelling is the one the gateway accepts. */
+function withLowS(token: string): string {
+  const dot = token.lastIndexOf('.');
+  return `${token.slice(0, dot)}.${lowSEs256(signatureOf(token)).toString('base64url')}`;
 }
 
 function requireClaims(payload: unknown): AccessClaims {

@@ -1,4 +1,4 @@
-import { createHash, createPrivateKey, createPublicKey, createSecretKey, type KeyObject } from 'node:crypto';
+import { createHash, createHmac, createPrivateKey, createPublicKey, createSecretKey, hkdfSync, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../config/errors.js';
 import type { SigningKeyConfig, TokensConfig, VerificationKeyConfig } from '../config/types.js';
@@ -67,6 +67,48 @@ function checkKeyType(alg: 'RS256' | 'ES256', key: KeyObject): void {
   if (alg === 'ES256' && (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1')) {
     throw new Error('ES256 needs an EC P-256 key');
   }
+}
+
+/**
+ * The key the `uv` claim (and the session's credential version in the store) is an HMAC under, so a
+ * token says nothing checkable about the user's htpasswd line. Every instance of a deployment derives
+ * the same key from the same configured material, as for refresh tokens: `tokens.refreshSecret` when
+ * set, else the signing key (see refreshKey), under its own HKDF label.
+ */
+export function credentialVersionKey(refreshSecret: string | undefined, signingKey: KeyObject): Buffer {
+  const material = refreshSecret !== undefined
+    ? Buffer.from(refreshSecret, 'utf8')
+    : signingKey.type === 'secret' ? signingKey.export() : signingKey.export({ type: 'pkcs8', format: 'der' });
+  return Buffer.from(hkdfSync('sha256', material, 'auth-gateway', 'credential version v1', 32));
+}
+
+/** The user's credential version as tokens and sessions carry it (undefined: the user is gone). */
+export function keyedCredentialVersion(key: Buffer, version: string | undefined): string | undefined {
+  return version === undefined ? undefined : createHmac('sha256', key).update(version).digest('base64url').slice(0, 16);
+}
+
+/** The order n of P-256: an ECDSA signature (r, s) verifies as (r, n - s) too. */
+const P256_ORDER = BigInt('0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551');
+const P256_HALF_ORDER = P256_ORDER >> 1n;
+/** An ES256 signature in a JWS: r and s, 32 bytes each, big-endian (RFC 7518 section 3.4). */
+const ES256_SIGNATURE_BYTES = 64;
+
+/**
+ * Whether an ES256 JWS signature is in its one accepted spelling: 64 bytes with s at most n/2 (as
+ * Bitcoin's BIP 62 and the Web Crypto/JOSE libraries that normalize have it). OpenSSL signs with either
+ * half and verifies both, so without this every token would have a second, different string with the
+ * same claims: a token denylist or cache keyed on the string could be stepped around.
+ */
+export function isLowSEs256(signature: Buffer): boolean {
+  if (signature.length !== ES256_SIGNATURE_BYTES) return false;
+  return BigInt(`0x${signature.subarray(32).toString('hex')}`) <= P256_HALF_ORDER;
+}
+
+/** The low-S spelling of an ES256 JWS signature (unchanged when it already is). */
+export function lowSEs256(signature: Buffer): Buffer {
+  if (signature.length !== ES256_SIGNATURE_BYTES || isLowSEs256(signature)) return signature;
+  const s = P256_ORDER - BigInt(`0x${signature.subarray(32).toString('hex')}`);
+  return Buffer.concat([signature.subarray(0, 32), Buffer.from(s.toString(16).padStart(64, '0'), 'hex')]);
 }
 
 /** A kid that changes whenever the key does, so rotation needs no bookkeeping; it reveals nothing of a secret. */

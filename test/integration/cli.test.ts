@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 // `npm test` builds first (pretest); the CLI is tested as users run it.
@@ -17,6 +18,26 @@ describe('auth-gateway CLI', () => {
     expect(r.stderr).toBe('');
     expect(r.stdout).toMatch(/gateway\.yaml: ok \(2 routes, 2 upstreams, 1 users, store memory\)/);
     expect(r.status).toBe(0);
+  });
+
+  it('config check warns (and passes) when forward-auth answers any caller; trustedProxies silences it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gw-cli-fa-'));
+    try {
+      const shipped = readFileSync(CONFIG, 'utf8').replace('htpasswd: users.htpasswd', `htpasswd: ${join(dirname(CONFIG), 'users.htpasswd')}`);
+      const open = join(dir, 'open.yaml');
+      const gated = join(dir, 'gated.yaml');
+      writeFileSync(open, `${shipped}\nforwardAuth: { path: /auth/verify }\n`);
+      writeFileSync(gated, `${shipped}\nforwardAuth: { path: /auth/verify, trustedProxies: [10.0.0.0/8, "fd00::/8"] }\n`);
+      const warned = run(['config', 'check', '--config', open], { GATEWAY_JWT_SECRET: 'x'.repeat(48) });
+      expect(warned.status).toBe(0);
+      expect(warned.stdout).toMatch(/open\.yaml: ok/);
+      expect(warned.stderr).toBe('auth-gateway: warning: forwardAuth: /auth/verify answers any client that reaches this port, not only your proxy; set forwardAuth.trustedProxies to the addresses (or CIDR blocks) of the proxies that ask\n');
+      const quiet = run(['config', 'check', '--config', gated], { GATEWAY_JWT_SECRET: 'x'.repeat(48) });
+      expect(quiet.stderr).toBe('');
+      expect(quiet.status).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('refuses to start without a signing secret, says why, and exits non-zero', () => {

@@ -166,6 +166,49 @@ describe('CORS on routes (routes[].cors)', () => {
   });
 });
 
+describe('cross-site requests with Basic credentials (CSRF)', () => {
+  const ALICE = basic('alice', 'alice-pw');
+  const own = () => `http://127.0.0.1:${gw.port}`;
+  /** The status, and whether the upstream saw the request. */
+  async function judged(method: string, path: string, headers: Record<string, string>): Promise<{ status: number; forwarded: boolean }> {
+    const before = gw.echo.received.length;
+    const r = await send(method, path, headers, method === 'POST' || method === 'PUT' ? 'a=1' : undefined);
+    if (r.status === 403) expectProblem(r, 403, 'cors_not_allowed');
+    return { status: r.status, forwarded: gw.echo.received.length > before };
+  }
+
+  it('a browser\'s cross-site POST, PUT, PATCH or DELETE with Basic is refused (403) and never forwarded', async () => {
+    for (const method of ['POST', 'PUT', 'PATCH', 'DELETE']) {
+      for (const path of ['/v1/plain', '/v1/list', '/v1/public']) {
+        for (const headers of [{ origin: EVIL }, { origin: 'null' }, { 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'same-site' }, { origin: EVIL, 'sec-fetch-site': 'cross-site' }] as Record<string, string>[]) {
+          expect(await judged(method, path, { authorization: ALICE, ...headers }), `${method} ${path} ${JSON.stringify(headers)}`).toEqual({ status: 403, forwarded: false });
+        }
+      }
+    }
+  });
+
+  it('allowed: the gateway\'s own origin, an origin the route lists by name, no Origin and no Sec-Fetch-Site (curl, servers), safe methods, Bearer', async () => {
+    const ok = { status: 200, forwarded: true };
+    expect(await judged('POST', '/v1/plain', { authorization: ALICE })).toEqual(ok);
+    expect(await judged('DELETE', '/v1/plain', { authorization: ALICE })).toEqual(ok);
+    expect(await judged('POST', '/v1/plain', { authorization: ALICE, origin: own(), 'sec-fetch-site': 'same-origin' })).toEqual(ok);
+    expect(await judged('POST', '/v1/plain', { authorization: ALICE, 'sec-fetch-site': 'same-origin' })).toEqual(ok);
+    expect(await judged('POST', '/v1/plain', { authorization: ALICE, 'sec-fetch-site': 'none' })).toEqual(ok);
+    expect(await judged('POST', '/v1/list', { authorization: ALICE, origin: APP, 'sec-fetch-site': 'cross-site' })).toEqual(ok);
+    for (const method of ['GET', 'HEAD', 'OPTIONS']) {
+      expect(await judged(method, '/v1/plain', { authorization: ALICE, origin: EVIL, 'sec-fetch-site': 'cross-site' }), method).toEqual(ok);
+    }
+    const { accessToken } = await createTokens(gw.base, 'alice', 'alice-pw');
+    expect(await judged('POST', '/v1/plain', { authorization: `Bearer ${accessToken}`, origin: EVIL, 'sec-fetch-site': 'cross-site' })).toEqual(ok);
+  });
+
+  it('an origin listed on another route, or the own origin on another port or scheme, is not this route\'s', async () => {
+    expect((await judged('POST', '/v1/plain', { authorization: ALICE, origin: APP })).status).toBe(403);
+    expect((await judged('POST', '/v1/plain', { authorization: ALICE, origin: `https://127.0.0.1:${gw.port}` })).status).toBe(403);
+    expect((await judged('POST', '/v1/plain', { authorization: ALICE, origin: 'http://127.0.0.1' })).status).toBe(403);
+  });
+});
+
 describe('CORS configuration', () => {
   const load = (cors: unknown, where: 'route' | 'tokens' = 'route') => () => testConfig(gw.users.file, where === 'route'
     ? { upstreams: { up: { url: 'http://127.0.0.1:1' } }, routes: [{ path: '/v1/x', upstream: 'up', cors }] }

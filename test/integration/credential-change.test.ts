@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { RedisSessionStore } from '../../src/tokens/store/redis.js';
@@ -41,6 +42,33 @@ describe('tokens follow the users file', () => {
     expect(gw.gateway.credentials.reload()).toBe(true);
     expect((await list(alice.accessToken)).status).toBe(200);
     expect((await refresh(alice.refreshToken)).status).toBe(200);
+  });
+});
+
+describe('the uv claim', () => {
+  const uvOf = (token: string) => (JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as { uv: string }).uv;
+
+  it('is keyed: not a plain digest of the htpasswd line; the same for every instance of one deployment, another for another deployment', async () => {
+    const line = readFileSync(gw.users.file, 'utf8').split('\n').find((l) => l.startsWith('alice:'))!;
+    const hash = line.slice('alice:'.length);
+    const uv = uvOf((await createTokens(gw.base, 'alice', 'alice-pw')).accessToken);
+    // Anyone holding a token could otherwise test a guessed or leaked htpasswd line against it.
+    for (const unkeyed of [hash, line]) {
+      for (const encoding of ['base64url', 'hex', 'base64'] as const) {
+        const digest = createHash('sha256').update(unkeyed).digest(encoding);
+        expect(digest.startsWith(uv.slice(0, 8)), `${encoding} digest`).toBe(false);
+      }
+    }
+    const routes = { upstreams: { up: { url: gw.echo.url } }, routes: [{ path: '/v1/conversations', upstream: 'up' }] };
+    const sibling = await startGateway(testConfig(gw.users.file, routes));
+    const other = await startGateway(testConfig(gw.users.file, { ...routes, tokens: { signing: { alg: 'HS256', secret: 'another-deployment-another-deployment-0123' } } }));
+    try {
+      expect(uvOf((await createTokens(sibling.base, 'alice', 'alice-pw')).accessToken)).toBe(uv);
+      expect(uvOf((await createTokens(other.base, 'alice', 'alice-pw')).accessToken)).not.toBe(uv);
+    } finally {
+      await sibling.close();
+      await other.close();
+    }
   });
 });
 

@@ -117,6 +117,22 @@ describe('forward-auth', () => {
     expect((await ask('GET', '/api/items', { authorization: carol, 'x-forwarded-proto': 'https' })).status).toBe(200);
   });
 
+  it('a described cross-site POST or DELETE with Basic (the proxy passes Origin / Sec-Fetch-Site on) is refused: 403 cors_not_allowed', async () => {
+    const site = { 'x-forwarded-host': 'wiki.example.com', 'x-forwarded-proto': 'https' };
+    for (const method of ['POST', 'DELETE']) {
+      for (const from of [{ origin: 'https://evil.example' }, { origin: 'http://wiki.example.com' }, { 'sec-fetch-site': 'cross-site' }] as Record<string, string>[]) {
+        const res = await ask(method, '/wiki/page', { authorization: carol, ...site, ...from });
+        expect(res.status, `${method} ${JSON.stringify(from)}`).toBe(403);
+        expect(await res.json()).toMatchObject({ code: 'cors_not_allowed' });
+      }
+      // The described request's own origin, or no browser at all.
+      expect((await ask(method, '/wiki/page', { authorization: carol, ...site, origin: 'https://wiki.example.com' })).status).toBe(200);
+      expect((await ask(method, '/wiki/page', { authorization: carol, ...site })).status).toBe(200);
+    }
+    // A safe described method is not judged by its origin, whatever the call's own method.
+    expect((await ask('GET', '/wiki/page', { authorization: carol, origin: 'https://evil.example' }, 'forwarded', 'POST')).status).toBe(200);
+  });
+
   it('a path no route serves: 404; a malformed or ambiguous description: 400', async () => {
     expect((await ask('GET', '/nowhere', { authorization: alice })).status).toBe(404);
     expect((await fetch(`${gw.base}/auth/verify`, { headers: { authorization: alice } })).status).toBe(400);
@@ -210,5 +226,43 @@ describe('forward-auth', () => {
   it('/openapi.json documents the endpoint', async () => {
     const doc = await (await fetch(`${gw.base}/openapi.json`)).json() as { paths: Record<string, { get: { responses: Record<string, unknown> } }> };
     expect(Object.keys(doc.paths['/auth/verify']!.get.responses)).toEqual(expect.arrayContaining(['200', '401', '403', '429']));
+  });
+});
+
+describe('forward-auth with trustedProxies', () => {
+  const from = (trustedProxies: string[], extra: Record<string, unknown> = {}) => gatewayFixture({
+    users: { carol: 'carol-pw' },
+    config: () => ({ forwardAuth: { path: '/auth/verify', trustedProxies }, routes: [{ path: '/wiki' }], ...extra }),
+  });
+  const elsewhere = from(['10.0.0.0/8', 'fd00::/8']);
+  // trustProxy on: X-Forwarded-For names an address in the list, but the caller is the TCP peer.
+  const spoofable = from(['10.0.0.0/8', '192.0.2.1'], { server: { host: '127.0.0.1', port: 0, trustProxy: 2 } });
+  const loopback = from(['127.0.0.0/8', '::1']);
+  const call = (base: string, headers: Record<string, string> = {}) =>
+    fetch(`${base}/auth/verify`, { headers: { 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/wiki/page', authorization: carol, ...headers } });
+
+  it('a caller outside the list gets 403 before anything else is judged, whatever X-Forwarded-For says', async () => {
+    for (const [gwx, headers] of [
+      [elsewhere, {}],
+      [elsewhere, { authorization: 'Basic bm9ib2R5Om5vcGU=' }],
+      [elsewhere, { 'x-forwarded-uri': 'no path' }],
+      [spoofable, { 'x-forwarded-for': '10.1.2.3' }],
+      [spoofable, { 'x-forwarded-for': '192.0.2.1, 10.1.2.3' }],
+      [spoofable, { forwarded: 'for=10.1.2.3', 'x-real-ip': '10.1.2.3' }],
+    ] as const) {
+      const res = await call(gwx.base, headers);
+      expect(res.status, JSON.stringify(headers)).toBe(403);
+      expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      expect(await res.json()).toMatchObject({ status: 403, code: 'forbidden', detail: expect.stringContaining('forwardAuth.trustedProxies') });
+      expect(res.headers.get('x-authenticated-user')).toBeNull();
+    }
+  });
+
+  it('a listed caller is answered as usual; other paths are not gated', async () => {
+    const res = await call(loopback.base);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-authenticated-user')).toBe('carol');
+    expect((await call(loopback.base, { authorization: 'Basic bm9ib2R5Om5vcGU=' })).status).toBe(401);
+    expect((await fetch(`${elsewhere.base}/healthz`)).status).toBe(200);
   });
 });

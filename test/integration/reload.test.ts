@@ -156,14 +156,16 @@ describe('what a reload changes', () => {
 
   it('keys: a new signing key signs new tokens; the old one, moved to verificationKeys, keeps verifying; dropped, it does not', async () => {
     const other = 'another-secret-another-secret-0123456789abcd';
-    const gw = await startGateway(base(`tokens: { signing: { alg: HS256, secret: "${SECRET}" } }`));
+    // refreshSecret, as the docs ask before a rotation: the sessions (and the uv claim) do not hang on the signing key.
+    const refresh = 'refreshSecret: "refresh-secret-refresh-secret-0123456789"';
+    const gw = await startGateway(base(`tokens: { signing: { alg: HS256, secret: "${SECRET}" }, ${refresh} }`));
     try {
       const old = await createTokens(gw.base, 'alice', 'alice-pw');
-      gw.gateway.reload(base(`tokens: { signing: { alg: HS256, secret: "${other}" }, verificationKeys: [{ alg: HS256, secret: "${SECRET}" }] }`));
+      gw.gateway.reload(base(`tokens: { signing: { alg: HS256, secret: "${other}" }, verificationKeys: [{ alg: HS256, secret: "${SECRET}" }], ${refresh} }`));
       const fresh = await createTokens(gw.base, 'alice', 'alice-pw');
       expect(fresh.accessToken.split('.')[0]).not.toBe(old.accessToken.split('.')[0]);
       for (const t of [old, fresh]) expect((await fetch(`${gw.base}/v1/a/x`, { headers: { authorization: `Bearer ${t.accessToken}` } })).status).toBe(200);
-      gw.gateway.reload(base(`tokens: { signing: { alg: HS256, secret: "${other}" } }`));
+      gw.gateway.reload(base(`tokens: { signing: { alg: HS256, secret: "${other}" }, ${refresh} }`));
       expect((await fetch(`${gw.base}/v1/a/x`, { headers: { authorization: `Bearer ${old.accessToken}` } })).status).toBe(401);
       expect((await fetch(`${gw.base}/v1/a/x`, { headers: { authorization: `Bearer ${fresh.accessToken}` } })).status).toBe(200);
     } finally {

@@ -1,4 +1,4 @@
-import { execFile, execFileSync, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request, type RequestOptions } from 'node:https';
@@ -80,6 +80,23 @@ function https(path: string, options: RequestOptions = {}, body?: string): Promi
 }
 const readCa = () => readFileSync(pki.ca);
 
+/** openssl s_client against the gateway (asynchronously: the gateway answers from this process); stdin closed at once. */
+function sClient(...args: string[]): Promise<{ code: number | null; stdout: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('openssl', ['s_client', '-connect', `127.0.0.1:${gw.port}`, '-CAfile', pki.ca, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    const timer = setTimeout(() => child.kill(), 10_000);
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.resume();
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout });
+    });
+    child.stdin.end();
+  });
+}
+
 describe('HTTPS on the public port', () => {
   it('serves the API over TLS 1.2 or newer with the configured certificate', async () => {
     const health = await https('/healthz');
@@ -93,6 +110,20 @@ describe('HTTPS on the public port', () => {
 
   it('refuses TLS 1.1', async () => {
     await expect(https('/healthz', { minVersion: 'TLSv1', maxVersion: 'TLSv1.1', ciphers: 'DEFAULT@SECLEVEL=0' })).rejects.toThrow();
+  });
+
+  it('offers TLS 1.2 only ECDHE with AES-GCM or ChaCha20-Poly1305: CBC and SHA-1 suites fail the handshake', async () => {
+    for (const cipher of ['ECDHE-ECDSA-AES128-SHA', 'ECDHE-ECDSA-AES256-SHA', 'ECDHE-ECDSA-AES128-SHA256', 'ECDHE-RSA-AES128-SHA', 'AES128-SHA']) {
+      const refused = await sClient('-tls1_2', '-cipher', cipher);
+      expect(refused.stdout, cipher).not.toMatch(/Cipher is [A-Z]/);
+      expect(refused.code, cipher).not.toBe(0);
+    }
+    for (const cipher of ['ECDHE-ECDSA-AES128-GCM-SHA256', 'ECDHE-ECDSA-AES256-GCM-SHA384', 'ECDHE-ECDSA-CHACHA20-POLY1305']) {
+      const accepted = await sClient('-tls1_2', '-cipher', cipher);
+      expect(accepted.stdout, cipher).toContain(`Cipher is ${cipher}`);
+    }
+    // TLS 1.3 keeps Node's suites.
+    expect((await sClient('-tls1_3')).stdout).toMatch(/New, TLSv1\.3, Cipher is TLS_AES_256_GCM_SHA384/);
   });
 
   it('answers plain HTTP on the TLS port with a 400 problem saying so (as nginx does), and still serves TLS after it', async () => {

@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import jwt from 'jsonwebtoken';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
@@ -94,6 +95,20 @@ describe('POST /v1/tokens/create', () => {
       body: 'appKey=alice&appSecret=alice-pw',
     });
     await problem(res, 415, 'unsupported_media_type');
+  });
+
+  it('refuses a body with a Content-Encoding other than identity with 415 naming identity, rather than reading it as plain JSON', async () => {
+    const json = JSON.stringify({ appKey: 'alice', appSecret: 'alice-pw' });
+    for (const [encoding, body] of [['gzip', json], ['gzip', gzipSync(json)], ['deflate', json], ['br', json], ['identity, gzip', json], ['x-custom', json]] as const) {
+      const res = await fetch(`${gw.base}/v1/tokens/create`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': encoding }, body });
+      const refused = await problem(res, 415, 'unsupported_media_type');
+      expect(refused.detail, encoding).toMatch(/Content-Encoding/);
+      expect(res.headers.get('accept-encoding'), encoding).toBe('identity');
+    }
+    for (const encoding of ['identity', 'Identity']) {
+      const res = await fetch(`${gw.base}/v1/tokens/create`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': encoding }, body: json });
+      expect(res.status, encoding).toBe(200);
+    }
   });
 
   it('refuses a body over 16 KiB with 413, declared or streamed', async () => {

@@ -68,6 +68,18 @@ function rawGet(port: number, target: string, extraHeaders = ''): Promise<Reply>
 // ---------------------------------------------------------------------------------------------
 
 const ALICE = basic('alice', 'alice-pw');
+/** Headers other gateways and identity-aware proxies set to name the user (some spelled with `_`). */
+const OTHER_GATEWAYS_IDENTITY = [
+  'X-Amzn-Oidc-Identity', 'X-Amzn-Oidc-Data', 'X-Amzn-Oidc-Accesstoken', 'X_Amzn_Oidc_Identity',
+  'X-Goog-Authenticated-User-Email', 'X-Goog-Authenticated-User-Id', 'X-Goog-Iap-Jwt-Assertion', 'X_Goog_Authenticated_User_Email',
+  'X-Consumer-Username', 'X-Consumer-Id', 'X-Consumer-Custom-Id', 'X-Consumer-Groups', 'X-Credential-Identifier', 'X-Anonymous-Consumer', 'X_Consumer_Username',
+  'X-Auth-Request-Preferred-Groups', 'X-Auth-Request-Name',
+  'X-Forwarded-User', 'X-Forwarded-Email', 'X-Forwarded-Preferred-Username', 'X-Forwarded-Groups', 'X-Forwarded-Access-Token', 'X_Forwarded_User',
+  'Remote-User', 'Remote-Groups', 'Remote-Email', 'Remote-Name', 'X-Remote-User', 'X-WEBAUTH-USER', 'Remote_User',
+  'X-Pomerium-Jwt-Assertion', 'X-Pomerium-Claim-Name', 'X-Ms-Client-Principal', 'X-Ms-Client-Principal-Name', 'X-Ms-Client-Principal-Id', 'X-Ms-Token-Aad-Id-Token',
+  'Cf-Access-Authenticated-User-Email', 'Cf-Access-Jwt-Assertion', 'X-Authentik-Username', 'X-Authentik-Groups', 'X-Vouch-User', 'Tailscale-User-Login',
+  'X-Userinfo',
+];
 /** 72 bytes: all bcrypt reads. The same plus one byte must never be accepted as this. */
 const LONG_PW = 'L'.repeat(36) + '0123456789abcdefghijklmnopqrstuvwxyz';
 const CAROL_PW = 'a:b:c';
@@ -470,6 +482,19 @@ const ATTACKS: Attack[] = [
       const protectedNames = ['x-authenticated-user', 'x-authenticated-via', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-real-ip'];
       const spoofed = r.rawHeaders.filter((n, i) => i % 2 === 0 && n.includes('_') && protectedNames.includes(n.toLowerCase().replace(/_/g, '-')));
       expect(spoofed, 'underscore variants of identity/forwarding headers reached the upstream').toEqual([]);
+    },
+  },
+  {
+    // An upstream that also sits behind (or was written for) another gateway reads the user from that
+    // gateway's header: AWS ALB, Google IAP, Kong, oauth2-proxy, Authelia, Pomerium, Azure, Cloudflare Access.
+    name: 'headers: other gateways\' identity headers (X-Amzn-Oidc-Identity, X-Goog-Authenticated-User-Email, X-Consumer-Username, …, also with _) are not forwarded',
+    probe: () => http(hs.port, 'GET', '/v1/contacts', ['Authorization', ALICE, ...OTHER_GATEWAYS_IDENTITY.flatMap((n) => [n, 'admin'])]),
+    status: 200,
+    upstream: (r) => {
+      asIdentity(r, 'alice', 'basic');
+      const passed = r.rawHeaders.filter((n, i) => i % 2 === 0 && OTHER_GATEWAYS_IDENTITY.some((o) => o.toLowerCase() === n.toLowerCase()));
+      expect(passed, 'identity headers of other gateways reached the upstream').toEqual([]);
+      expect(r.rawHeaders.filter((v, i) => i % 2 === 1 && v === 'admin')).toEqual([]);
     },
   },
   {

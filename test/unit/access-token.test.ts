@@ -1,5 +1,5 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import jwt from 'jsonwebtoken';
@@ -36,6 +36,52 @@ describe('access tokens', () => {
     const { token } = codec.sign('alice', 'sid1', 'v1');
     expect(jwt.decode(token, { complete: true })!.header.alg).toBe(alg);
     expect(codec.verify(token)).toMatchObject({ sub: 'alice', sid: 'sid1' });
+  });
+
+  describe('ES256 signatures are low-S only (one spelling per token)', () => {
+    // The order of P-256: (r, s) and (r, n - s) verify alike, so each signature has a second spelling.
+    const N = BigInt('0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551');
+    const sOf = (token: string) => BigInt(`0x${Buffer.from(token.slice(token.lastIndexOf('.') + 1), 'base64url').subarray(32).toString('hex')}`);
+    const flipped = (token: string) => {
+      const sig = Buffer.from(token.slice(token.lastIndexOf('.') + 1), 'base64url');
+      const s = N - sOf(token);
+      return `${token.slice(0, token.lastIndexOf('.'))}.${Buffer.concat([sig.subarray(0, 32), Buffer.from(s.toString(16).padStart(64, '0'), 'hex')]).toString('base64url')}`;
+    };
+    const files = pemFiles('ec', 'lows');
+
+    it('signs with S at most n/2 (OpenSSL gives either half)', () => {
+      const codec = codecFor({ ...base, signing: { alg: 'ES256', privateKeyFile: files.priv } });
+      for (let i = 0; i < 64; i++) {
+        const { token } = codec.sign('alice', `sid${i}`, 'v1');
+        expect(sOf(token) <= N / 2n, `token ${i}`).toBe(true);
+        expect(jwt.verify(token, readFileSync(files.pub), { algorithms: ['ES256'], ignoreExpiration: true })).toMatchObject({ sub: 'alice' });
+      }
+    });
+
+    it('refuses the high-S spelling of a valid token (401 invalid_token), which the key itself would verify', () => {
+      const codec = codecFor({ ...base, signing: { alg: 'ES256', privateKeyFile: files.priv } });
+      for (let i = 0; i < 8; i++) {
+        const { token } = codec.sign('alice', `sid${i}`, 'v1');
+        const high = flipped(token);
+        expect(high).not.toBe(token);
+        // A second, equally valid signature of the same claims: jsonwebtoken (OpenSSL) accepts it.
+        expect(jwt.verify(high, readFileSync(files.pub), { algorithms: ['ES256'], ignoreExpiration: true })).toMatchObject({ sub: 'alice' });
+        const fresh = codecFor({ ...base, signing: { alg: 'ES256', privateKeyFile: files.priv } });
+        expect(() => fresh.verify(high)).toThrow(expect.objectContaining({ status: 401, code: 'invalid_token' }));
+        expect(() => fresh.verify(high, { ignoreExpiration: true })).toThrow(expect.objectContaining({ code: 'invalid_token' }));
+        expect(fresh.verify(token).sub).toBe('alice');
+        expect(() => fresh.verify(high)).toThrow(expect.objectContaining({ code: 'invalid_token' }));
+      }
+    });
+
+    it('refuses an ES256 signature of another length', () => {
+      const codec = codecFor({ ...base, signing: { alg: 'ES256', privateKeyFile: files.priv } });
+      const { token } = codec.sign('alice', 'sid', 'v1');
+      const sig = Buffer.from(token.slice(token.lastIndexOf('.') + 1), 'base64url');
+      for (const other of [sig.subarray(0, 63), Buffer.concat([Buffer.alloc(1), sig])]) {
+        expect(() => codec.verify(`${token.slice(0, token.lastIndexOf('.'))}.${other.toString('base64url')}`)).toThrow(expect.objectContaining({ code: 'invalid_token' }));
+      }
+    });
   });
 
   it('refuses a key of the wrong type for its algorithm at start-up', () => {
