@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verify } from '../../src/credentials/bcrypt.js';
 import { echoUpstream, htpasswd, type EchoUpstream, type Users } from '../support/fixtures.js';
-import { freePort } from '../support/process.js';
+import { closedPort } from '../support/process.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 
 // The built CLI, as operators run it (npm test builds first).
@@ -107,8 +107,8 @@ routes:
     });
 
     it('names the store and the upstream that do not answer, and exits 2', async () => {
-      const closedA = await freePort();
-      const closedB = await freePort();
+      const closedA = await closedPort();
+      const closedB = await closedPort();
       const r = await runAsync(['config', 'check', '--connect', '--config', configFile(yaml(`redis://:hunter2@127.0.0.1:${closedA}`, `http://127.0.0.1:${closedB}`))]);
       expect(r.status).toBe(2);
       expect(r.stdout).toContain(`upstream conversations ${echo.url}: answered HTTP 200`);
@@ -125,7 +125,7 @@ describe('serve', () => {
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
     try {
       const file = configFile([
-        `server: { host: 127.0.0.1, port: ${await freePort()} }`,
+        `server: { host: 127.0.0.1, port: 0 }`,
         `users: { htpasswd: ${users.file}, watch: false }`,
         `tokens: { signing: { alg: HS256, secret: "${SECRET}" } }`,
         `admin: { host: 127.0.0.1, port: ${(taken.address() as { port: number }).port} }`,

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { basic, htpasswd, type Users } from '../support/fixtures.js';
-import { freePort, waitForHttp, type Child } from '../support/process.js';
+import { loggedPort, waitForHttp, type Child } from '../support/process.js';
 import { openRaw, requestText, type Conversation } from '../support/raw-client.js';
 import {
   expectProblem, killIfRunning, requireBuiltCli, rssBytes, scriptedUpstream, send, sleep, startGatewayProcess,
@@ -61,13 +61,14 @@ function answerAfter(ms: number): void {
 }
 
 async function start(limits: { maxConnections?: number; maxQueued?: number } = {}): Promise<Child> {
-  port = await freePort();
   child = startGatewayProcess({
-    dir, port, usersFile: users.file,
+    dir, port: 0, usersFile: users.file,
     upstreams: { list: { url: upstream.url, timeoutMs: 10_000, ...limits } },
     routes: [{ path: '/v1/list', upstream: 'list' }],
-    logLevel: 'error',
+    // info: the start-up line names the port it got.
+    logLevel: 'info',
   });
+  port = await loggedPort(child);
   await waitForHttp(`http://127.0.0.1:${port}/healthz`, child);
   answerAfter(0);
   expect((await send(port, '/v1/list', { headers: { authorization: ALICE } })).status).toBe(200);
