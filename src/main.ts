@@ -164,11 +164,13 @@ main(process.argv.slice(2)).then(
       exitWhenWritten(err instanceof ConfigError ? 2 : err.exitCode);
       return;
     }
-    // The gateway failed while running (a port taken…): logged as its last line. A Node system error
-    // (with a code) is the operator's to fix and needs no stack; anything else is a defect and keeps it.
+    // The gateway failed to start or while running (a port taken…): logged as its last line, exit 1, as
+    // with server.workers (2 is for what the operator typed or wrote: a usage or configuration error). A
+    // Node system error (with a code) is the operator's to fix and needs no stack; anything else is a
+    // defect and keeps it.
     const log = serveLog ?? createLogger('error');
     const e = err as NodeJS.ErrnoException;
     log.error('fatal', { error: err instanceof Error ? (e.code ? e.message : e.stack ?? e.message) : String(err), code: e?.code });
-    await exitAfterFlush(log, serveLog ? 2 : 1);
+    await exitAfterFlush(log, 1);
   },
 );

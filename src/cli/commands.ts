@@ -64,7 +64,7 @@ export function usage(): string {
     '  auth-gateway --help | <command> --help   this text, or one command\'s',
     '  auth-gateway --version                   the version',
     '',
-    'Exit codes: 0 done, 1 the store could not be reached or the gateway failed, 2 a usage, configuration or input error, 130 cancelled.',
+    'Exit codes: 0 done, 1 the gateway failed (to start or while running) or the store could not be reached, 2 a usage, configuration or input error, 130 cancelled.',
   ].join('\n');
 }
 

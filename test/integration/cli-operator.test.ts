@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -119,26 +119,65 @@ routes:
   });
 });
 
-describe('serve', () => {
-  it('exits 2 with the reason in its log, last, when the admin port is taken', async () => {
+describe('serve: the exit codes of --help, docs/operating.md and README.md', () => {
+  const serveYaml = (server: string, admin: string) => [
+    `server: { host: 127.0.0.1, ${server} }`,
+    `users: { htpasswd: ${users.file}, watch: false }`,
+    `tokens: { signing: { alg: HS256, secret: "${SECRET}" } }`,
+    `admin: ${admin}`,
+    '',
+  ].join('\n');
+
+  async function withTakenPort(test: (port: number) => Promise<void>): Promise<void> {
     const taken = createServer();
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
     try {
-      const file = configFile([
-        `server: { host: 127.0.0.1, port: 0 }`,
-        `users: { htpasswd: ${users.file}, watch: false }`,
-        `tokens: { signing: { alg: HS256, secret: "${SECRET}" } }`,
-        `admin: { host: 127.0.0.1, port: ${(taken.address() as { port: number }).port} }`,
-        '',
-      ].join('\n'));
-      const r = await runAsync(['serve', '--config', file]);
-      expect(r.status).toBe(2);
-      const last = JSON.parse(r.stdout.trimEnd().split('\n').at(-1)!) as Record<string, string>;
-      expect(last).toMatchObject({ level: 'error', msg: 'fatal' });
-      expect(last.error).toContain('EADDRINUSE');
+      await test((taken.address() as { port: number }).port);
     } finally {
       taken.close();
     }
+  }
+
+  function expectFatal(r: { status: number | null; stdout: string }): void {
+    expect(r.status).toBe(1);
+    const last = JSON.parse(r.stdout.trimEnd().split('\n').at(-1)!) as Record<string, string>;
+    expect(last).toMatchObject({ level: 'error', msg: 'fatal' });
+    expect(last.error).toContain('EADDRINUSE');
+  }
+
+  it('exits 1 (the gateway failed) with the reason in its log, last, when its port is taken', async () => {
+    await withTakenPort(async (port) => expectFatal(await runAsync(['serve', '--config', configFile(serveYaml(`port: ${port}`, 'false'))])));
+  });
+
+  it('exits 1 with the reason in its log, last, when the admin port is taken', async () => {
+    await withTakenPort(async (port) => expectFatal(await runAsync(['serve', '--config', configFile(serveYaml('port: 0', `{ host: 127.0.0.1, port: ${port} }`))])));
+  });
+
+  it('exits 2 (fix the file) on a configuration it refuses, before it listens', async () => {
+    const r = await runAsync(['serve', '--config', configFile(serveYaml('port: 0, shutdownGraceMs: -1', 'false'))]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toBe('auth-gateway: invalid configuration:\n  - server.shutdownGraceMs must be a non-negative integer\n');
+    expect(r.stdout).toBe('');
+  });
+
+  it('exits 2 (fix the command line) on a usage error', async () => {
+    const r = await runAsync(['serve', '--confg', 'x.yaml']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/^auth-gateway: usage error: unknown option --confg; did you mean --config\?\n/);
+  });
+
+  it('--help, docs/operating.md and README.md give the same exit codes', () => {
+    const help = run(['--help']).stdout;
+    const line = /^Exit codes: .*$/m.exec(help)?.[0];
+    expect(line).toBe('Exit codes: 0 done, 1 the gateway failed (to start or while running) or the store could not be reached, 2 a usage, configuration or input error, 130 cancelled.');
+    const readme = readFileSync(join(import.meta.dirname, '../../README.md'), 'utf8').replace(/\s*\n\s*/g, ' ');
+    expect(readme).toContain(line!.replace(/\.$/, ''));
+    const operating = readFileSync(join(import.meta.dirname, '../../docs/operating.md'), 'utf8');
+    const rows = Object.fromEntries([...operating.matchAll(/^\| `([^`]+)` \| (\d+) \|/gm)].map((m) => [m[1], Number(m[2])]));
+    expect(rows).toEqual({
+      'usage error': 2, 'invalid configuration': 2, 'connection check failed': 2, 'password refused': 2,
+      'store unreachable': 1, fatal: 1, cancelled: 130,
+    });
   });
 });
 
