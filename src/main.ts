@@ -60,7 +60,9 @@ async function main(argv: string[]): Promise<number> {
 }
 
 async function checkConfig(file: string, connect: boolean): Promise<number> {
-  const { config, problems, users } = inspectConfig(file);
+  const { config, problems, warnings, users } = inspectConfig(file);
+  // Warnings first, whatever follows: they never change the exit code.
+  for (const w of warnings) process.stderr.write(`auth-gateway: warning: ${w}\n`);
   const unreachable: string[] = [];
   if (config && connect) {
     for (const r of await checkConnections(config)) {
@@ -74,7 +76,8 @@ async function checkConfig(file: string, connect: boolean): Promise<number> {
     throw new ConfigError(problems);
   }
   if (unreachable.length > 0) throw new ConnectionCheckError(unreachable);
-  return print(`${config.file}: ok (${config.routes.length} routes, ${Object.keys(config.upstreams).length} upstreams, ${users ?? 0} users, store ${config.store.kind})`);
+  const warned = warnings.length === 0 ? '' : `; ${warnings.length} warning${warnings.length === 1 ? '' : 's'} above`;
+  return print(`${config.file}: ok (${config.routes.length} routes, ${Object.keys(config.upstreams).length} upstreams, ${users ?? 0} users, store ${config.store.kind}${warned})`);
 }
 
 async function hashUser(command: CommandSpec, name: string, costText: string): Promise<number> {

@@ -67,6 +67,37 @@ server: { tls: { certFile: ${join(dir, 'missing-cert.pem')}, keyFile: ${join(dir
     ]);
   });
 
+  it('prints warnings about allow rules on stderr, naming key and line, and still exits 0; refuses a method no request can have', () => {
+    const groups = join(dir, 'users.groups');
+    writeFileSync(groups, 'admins: alice\n');
+    const yaml = (methods: string) => [
+      `users: { htpasswd: ${users.file}, groups: ${groups} }`,
+      `tokens: { signing: { alg: HS256, secret: "${SECRET}" } }`,
+      'upstreams: { up: { url: "http://127.0.0.1:9001" } }',
+      'routes:',
+      '  - { path: /api, upstream: up }',
+      '  - path: /api/admin',
+      '    upstream: up',
+      `    allow: { users: [alcie], groups: [admin], methods: [${methods}] }`,
+      '',
+    ].join('\n');
+    const warned = run(['config', 'check', '--config', configFile(yaml('get'))]);
+    expect(warned.status).toBe(0);
+    expect(warned.stderr.split('\n')).toEqual([
+      'auth-gateway: warning: routes[1].allow.methods[0] (line 8) is get: methods are upper case; read as GET (write GET)',
+      expect.stringMatching(/^auth-gateway: warning: routes\[1\]\.path \(line 6\) \/api\/admin has allow rules, but routes\[0\]\.path \(line 5\) \/api, above it, has none: /),
+      'auth-gateway: warning: routes[1].allow.users[0] (line 8) is "alcie", who is not in the users file (users.htpasswd): this entry lets no one into /api/admin; did you mean alice?',
+      'auth-gateway: warning: routes[1].allow.groups[0] (line 8) is "admin", a group with no members in the groups file (users.groups): this entry lets no one into /api/admin; did you mean admins?',
+      '',
+    ]);
+    expect(warned.stdout).toMatch(/: ok \(2 routes, 1 upstreams, 1 users, store memory; 4 warnings above\)\n$/);
+
+    const refused = run(['config', 'check', '--config', configFile(yaml('GET, FETCH'))]);
+    expect(refused.status).toBe(2);
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr).toContain('\n  - routes[1].allow.methods[1] (line 8) is FETCH, which is not an HTTP method the gateway can receive: no request would ever match it\n');
+  });
+
   it('shows a YAML syntax error with its line and column', () => {
     const r = run(['config', 'check', '--config', configFile('server:\n  port: 8080\n  host: "0.0.0.0\n')]);
     expect(r.status).toBe(2);
