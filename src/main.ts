@@ -61,7 +61,11 @@ async function main(argv: string[]): Promise<number> {
 }
 
 async function checkConfig(file: string, connect: boolean): Promise<number> {
-  const { config, problems, users } = inspectConfig(file);
+  const inspected = inspectConfig(file);
+  const { config, problems, users } = inspected;
+  const warnings = [...inspected.warnings, ...(config ? forwardAuthWarnings(config) : [])];
+  // Warnings first, whatever follows: they never change the exit code.
+  for (const w of warnings) process.stderr.write(`auth-gateway: warning: ${w}\n`);
   const unreachable: string[] = [];
   if (config && connect) {
     for (const r of await checkConnections(config)) {
@@ -75,8 +79,8 @@ async function checkConfig(file: string, connect: boolean): Promise<number> {
     throw new ConfigError(problems);
   }
   if (unreachable.length > 0) throw new ConnectionCheckError(unreachable);
-  for (const warning of forwardAuthWarnings(config)) process.stderr.write(`auth-gateway: warning: ${warning}\n`);
-  return print(`${config.file}: ok (${config.routes.length} routes, ${Object.keys(config.upstreams).length} upstreams, ${users ?? 0} users, store ${config.store.kind})`);
+  const warned = warnings.length === 0 ? '' : `; ${warnings.length} warning${warnings.length === 1 ? '' : 's'} above`;
+  return print(`${config.file}: ok (${config.routes.length} routes, ${Object.keys(config.upstreams).length} upstreams, ${users ?? 0} users, store ${config.store.kind}${warned})`);
 }
 
 async function hashUser(command: CommandSpec, name: string, costText: string): Promise<number> {
@@ -166,11 +170,13 @@ main(process.argv.slice(2)).then(
       exitWhenWritten(err instanceof ConfigError ? 2 : err.exitCode);
       return;
     }
-    // The gateway failed while running (a port taken…): logged as its last line. A Node system error
-    // (with a code) is the operator's to fix and needs no stack; anything else is a defect and keeps it.
+    // The gateway failed to start or while running (a port taken…): logged as its last line, exit 1, as
+    // with server.workers (2 is for what the operator typed or wrote: a usage or configuration error). A
+    // Node system error (with a code) is the operator's to fix and needs no stack; anything else is a
+    // defect and keeps it.
     const log = serveLog ?? createLogger('error');
     const e = err as NodeJS.ErrnoException;
     log.error('fatal', { error: err instanceof Error ? (e.code ? e.message : e.stack ?? e.message) : String(err), code: e?.code });
-    await exitAfterFlush(log, serveLog ? 2 : 1);
+    await exitAfterFlush(log, 1);
   },
 );

@@ -33,7 +33,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   },
   {
     name: 'config check', synopsis: '[--config FILE] [--connect]', summary: 'validate a configuration (and the files it names) and exit', options: ['config', 'connect'], positionals: 0,
-    details: 'Lists every problem at once. With --connect it also checks that the store is ready as the gateway would use it and that each upstream target answers HTTP (any status passes: the target is reachable).',
+    details: 'Lists every problem at once (exit 2) and warnings about what serves but is most likely not meant (a lower-case method, a user or group in neither file, a guarded route under an unguarded one), which do not change the exit code. With --connect it also checks that the store is ready as the gateway would use it and that each upstream target answers HTTP (any status passes: the target is reachable).',
   },
   {
     name: 'users hash', synopsis: 'NAME [--cost N]', summary: 'print an htpasswd line for a user', options: ['cost'], positionals: 1,
@@ -64,7 +64,7 @@ export function usage(): string {
     '  auth-gateway --help | <command> --help   this text, or one command\'s',
     '  auth-gateway --version                   the version',
     '',
-    'Exit codes: 0 done, 1 the store could not be reached or the gateway failed, 2 a usage, configuration or input error, 130 cancelled.',
+    'Exit codes: 0 done, 1 the gateway failed (to start or while running) or the store could not be reached, 2 a usage, configuration or input error, 130 cancelled.',
   ].join('\n');
 }
 

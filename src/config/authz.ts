@@ -1,7 +1,10 @@
+import { METHODS } from 'node:http';
 import { parseAddressOrBlock } from '../authz/forward-auth-config.js';
 import { JWKS_PATH } from '../identity/jwks.js';
 import type { Checker } from './checker.js';
 import { childrenOf, numberDefault, setting } from './defaults.js';
+import { nearest } from './suggest.js';
+import type { GroupTable } from '../authz/htgroup.js';
 import type { AllowConfig, AssertionConfig, ForwardAuthConfig, IdentityConfig, RouteConfig } from './types.js';
 
 /** The authorization settings (issue 18): forwardAuth, identity, users.groups, routes[].allow/audience. */
@@ -70,6 +73,21 @@ export function readGroupsFile(c: Checker, raw: unknown, at: (p: string) => stri
   return file ? at(file) : undefined;
 }
 
+/**
+ * A method of an allow rule: one no request can have (not a method Node's HTTP parser accepts: `FETCH`)
+ * is refused, as the rule could never let anyone use it; one in lower case (`get`) is read as the
+ * method it spells (methods are upper case) and warned about.
+ */
+function checkMethod(c: Checker, key: string, name: string): void {
+  const upper = name.toUpperCase();
+  if (!METHODS.includes(upper)) {
+    const hint = nearest(upper, METHODS);
+    c.problem(c.at(key), `is ${name}, which is not an HTTP method the gateway can receive: no request would ever match it${hint ? `; did you mean ${hint}?` : ''}`);
+  } else if (upper !== name) {
+    c.warning(c.at(key), `is ${name}: methods are upper case; read as ${upper} (write ${upper})`);
+  }
+}
+
 /** `routes[i].allow`: users, groups, methods; at least one, and not a rule that lets no one in. */
 export function readAllow(c: Checker, key: string, raw: unknown, groupsFile: string | undefined): AllowConfig | undefined {
   if (raw === undefined || raw === null) return undefined;
@@ -80,6 +98,7 @@ export function readAllow(c: Checker, key: string, raw: unknown, groupsFile: str
       const name = c.str(`${key}.${field}[${j}]`, typeof v === 'number' ? String(v) : v);
       if (field === 'methods' && name && !TOKEN.test(name)) c.problem(`${key}.${field}[${j}]`, 'must be a method name');
       else if (name && /[\s,:]/.test(name)) c.problem(`${key}.${field}[${j}]`, 'must not contain spaces, commas or colons');
+      else if (field === 'methods' && name) checkMethod(c, `${key}.${field}[${j}]`, name);
       return field === 'methods' ? name.toUpperCase() : name;
     });
   const allow: AllowConfig = {};
@@ -113,4 +132,53 @@ export function checkRouteOverlaps(c: Checker, routes: RouteConfig[], forwardAut
     }
     if (r.upstream === undefined && !forwardAuth) c.problem(`routes[${i}].upstream`, 'is required (only with forwardAuth may a route leave it out)');
   });
+}
+
+/**
+ * A route with allow rules under a prefix route without any (`/api` open to every authenticated user,
+ * `/api/admin` to admins): the gateway gives `/api/admin/...` the child's rules, but a spelling of that
+ * path the gateway does not match to the child and the upstream treats as the same (a case variant, an
+ * encoded or doubled character the upstream decodes or merges) falls to the parent's route and its
+ * upstream without them. A warning: the pair may be meant (the parent's upstream may not serve the path).
+ */
+export function checkUnguardedParents(c: Checker, routes: readonly RouteConfig[]): void {
+  routes.forEach((child, i) => {
+    if (!child.allow || !child.path) return;
+    // The nearest enclosing route decides what a variant that misses the child reaches.
+    const parents = routes
+      .map((r, j) => ({ r, j }))
+      .filter(({ r }) => r.path && r.path !== child.path && child.path.toLowerCase().startsWith(`${r.path.toLowerCase()}/`))
+      .sort((a, b) => b.r.path.length - a.r.path.length);
+    const parent = parents[0];
+    if (!parent || parent.r.allow) return;
+    c.warning(c.at(`routes[${i}].path`), `${child.path} has allow rules, but ${c.at(`routes[${parent.j}].path`)} ${parent.r.path}, above it, has none: `
+      + `a spelling of ${child.path} that its upstream treats as the same path (another case, an encoded or doubled character) `
+      + `may reach the route ${parent.r.path} without them; give ${parent.r.path} allow rules too, or make sure its upstream does not serve ${child.path}`);
+  });
+}
+
+/**
+ * Names in allow rules that are in neither file: a user not in the htpasswd file (`users`) or a group
+ * the htgroup file does not define (`groups`) lets no one in through that entry, most likely a typo.
+ * Warnings, as the file may be about to gain them (the gateway rereads it). `users`: the htpasswd
+ * file's users; `groups`: the htgroup table, undefined when it was not read.
+ */
+export function allowNameWarnings(routes: readonly RouteConfig[], users: ReadonlySet<string> | undefined, groups: GroupTable | undefined, at: (key: string) => string): string[] {
+  const known = groups ? new Set([...groups.values()].flat()) : undefined;
+  const out: string[] = [];
+  routes.forEach((r, i) => {
+    r.allow?.users?.forEach((u, j) => {
+      if (users && u && !users.has(u)) {
+        const hint = nearest(u, [...users]);
+        out.push(`${at(`routes[${i}].allow.users[${j}]`)} is "${u}", who is not in the users file (users.htpasswd): this entry lets no one into ${r.path}${hint ? `; did you mean ${hint}?` : ''}`);
+      }
+    });
+    r.allow?.groups?.forEach((g, j) => {
+      if (known && g && !known.has(g)) {
+        const hint = nearest(g, [...known]);
+        out.push(`${at(`routes[${i}].allow.groups[${j}]`)} is "${g}", a group with no members in the groups file (users.groups): this entry lets no one into ${r.path}${hint ? `; did you mean ${hint}?` : ''}`);
+      }
+    });
+  });
+  return out;
 }

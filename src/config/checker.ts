@@ -2,12 +2,29 @@ import { nearest } from './suggest.js';
 
 type Obj = Record<string, unknown>;
 
-/** Reads typed values out of parsed YAML, collecting a problem per bad key instead of stopping. */
+/**
+ * Reads typed values out of parsed YAML, collecting a problem per bad key instead of stopping, and
+ * warnings: what the gateway serves but the operator most likely did not mean (`config check` prints them).
+ */
 export class Checker {
   readonly problems: string[] = [];
+  readonly warnings: string[] = [];
+
+  /** `locate`: the line a key was written on, when the text is known (see yaml-lines.ts). */
+  constructor(private readonly locate: (key: string) => number | undefined = () => undefined) {}
 
   problem(key: string, message: string): void {
     this.problems.push(`${key} ${message}`);
+  }
+
+  warning(key: string, message: string): void {
+    this.warnings.push(`${key} ${message}`);
+  }
+
+  /** The key with the line it was written on, `routes[1].allow.methods[0] (line 12)`, for a message that needs it. */
+  at(key: string): string {
+    const line = this.locate(key);
+    return line === undefined ? key : `${key} (line ${line})`;
   }
 
   obj(key: string, value: unknown, required = false): Obj {

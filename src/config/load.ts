@@ -1,10 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { parseDocument } from 'yaml';
+import { LineCounter, parseDocument } from 'yaml';
 import { ConfigError } from './errors.js';
 import type { Config } from './types.js';
 import { checkConfig } from './validate.js';
 import { describeYamlErrors } from './yaml-errors.js';
+import { keyLocator } from './yaml-lines.js';
 
 export const DEFAULT_CONFIG_FILE = 'config/gateway.yaml';
 const VAR = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
@@ -32,22 +33,24 @@ export function parseConfig(text: string, path: string, env: NodeJS.ProcessEnv =
  * unset variables and schema problems. `config` is what could be read (undefined when the YAML could
  * not be parsed), for checks that go on past the schema (files, connections).
  */
-export function inspectConfigText(text: string, path: string, env: NodeJS.ProcessEnv = process.env): { config: Config | undefined; problems: string[] } {
-  const doc = parseDocument(text, { prettyErrors: true });
+export function inspectConfigText(text: string, path: string, env: NodeJS.ProcessEnv = process.env): { config: Config | undefined; problems: string[]; warnings: string[] } {
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { prettyErrors: true, lineCounter: lines });
   if (doc.errors.length > 0) {
     return {
       config: undefined,
       problems: describeYamlErrors(doc.errors, text).map((p) => `${path} is not valid YAML: ${p}`),
+      warnings: [],
     };
   }
   const envProblems: string[] = [];
   const substituted = substitute(doc.toJS(), '', env, envProblems);
   applyEnvOverrides(substituted, env);
-  const { config, problems } = checkConfig(substituted, path, dirname(path));
+  const { config, problems, warnings } = checkConfig(substituted, path, dirname(path), keyLocator(doc, lines));
   // A key whose variable is unset is named once, for the variable, not again as "required".
   const keysWithEnvProblems = envProblems.map((p) => p.split(' ')[0]);
   const rest = problems.filter((p) => !keysWithEnvProblems.includes(p.split(' ')[0]!));
-  return { config, problems: [...envProblems, ...rest] };
+  return { config, problems: [...envProblems, ...rest], warnings };
 }
 
 /** `${VAR}` and `${VAR:-default}` in string values, after parsing, so a value can never inject YAML. */

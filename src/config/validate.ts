@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { isAbsolute, resolve } from 'node:path';
 import { OVERRIDE_HEADERS } from '../proxy/headers.js';
-import { checkRouteOverlaps, readAllow, readForwardAuth, readGroupsFile, readIdentity } from './authz.js';
+import { checkRouteOverlaps, checkUnguardedParents, readAllow, readForwardAuth, readGroupsFile, readIdentity } from './authz.js';
 import { Checker } from './checker.js';
 import { childrenOf, numberDefault, setting, SETTINGS, type Setting, type SettingKey } from './defaults.js';
 import { ConfigError } from './errors.js';
@@ -9,6 +9,7 @@ import type {
   AdminConfig, Config, CorsPolicy, LockoutConfig, PagingRules, RateLimitRule, RedisTopology, RouteConfig, ServerConfig,
   SigningKeyConfig, StoreConfig, Timeouts, TlsConfig, TokensConfig, UpstreamConfig, UsersConfig, VerificationKeyConfig,
 } from './types.js';
+import type { KeyLocator } from './yaml-lines.js';
 
 export const DEFAULT_PAGE_SIZES: number[] = [...SETTINGS['routes[].paging.sizes'].default];
 const ALGS = SETTINGS['tokens.signing.alg'].values;
@@ -22,8 +23,8 @@ export function validateConfig(raw: unknown, file: string, baseDir: string): Con
 }
 
 /** The Config as far as it could be read (defaults where a key is bad), and every problem found. */
-export function checkConfig(raw: unknown, file: string, baseDir: string): { config: Config; problems: string[] } {
-  const c = new Checker();
+export function checkConfig(raw: unknown, file: string, baseDir: string, locate?: KeyLocator): { config: Config; problems: string[]; warnings: string[] } {
+  const c = new Checker(locate);
   const root = c.obj('(root)', raw, true);
   c.unknownKeys('', root, childrenOf(''));
   const at = (p: string) => (isAbsolute(p) ? p : resolve(baseDir, p));
@@ -47,8 +48,9 @@ export function checkConfig(raw: unknown, file: string, baseDir: string): { conf
   const forwardAuth = readForwardAuth(c, root.forwardAuth);
   const identity = readIdentity(c, root.identity, at);
   checkRouteOverlaps(c, routes, forwardAuth, identity);
+  checkUnguardedParents(c, routes);
   const config: Config = { file, server, store, users, tokens, lockout, rateLimit, upstreams, routes, log, admin, forwardAuth, identity };
-  return { config, problems: c.problems };
+  return { config, problems: c.problems, warnings: c.warnings };
 }
 
 function readServer(c: Checker, s: Record<string, unknown>): ServerConfig {

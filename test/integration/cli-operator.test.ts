@@ -1,12 +1,12 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verify } from '../../src/credentials/bcrypt.js';
 import { echoUpstream, htpasswd, type EchoUpstream, type Users } from '../support/fixtures.js';
-import { freePort } from '../support/process.js';
+import { closedPort } from '../support/process.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 
 // The built CLI, as operators run it (npm test builds first).
@@ -67,6 +67,37 @@ server: { tls: { certFile: ${join(dir, 'missing-cert.pem')}, keyFile: ${join(dir
     ]);
   });
 
+  it('prints warnings about allow rules on stderr, naming key and line, and still exits 0; refuses a method no request can have', () => {
+    const groups = join(dir, 'users.groups');
+    writeFileSync(groups, 'admins: alice\n');
+    const yaml = (methods: string) => [
+      `users: { htpasswd: ${users.file}, groups: ${groups} }`,
+      `tokens: { signing: { alg: HS256, secret: "${SECRET}" } }`,
+      'upstreams: { up: { url: "http://127.0.0.1:9001" } }',
+      'routes:',
+      '  - { path: /api, upstream: up }',
+      '  - path: /api/admin',
+      '    upstream: up',
+      `    allow: { users: [alcie], groups: [admin], methods: [${methods}] }`,
+      '',
+    ].join('\n');
+    const warned = run(['config', 'check', '--config', configFile(yaml('get'))]);
+    expect(warned.status).toBe(0);
+    expect(warned.stderr.split('\n')).toEqual([
+      'auth-gateway: warning: routes[1].allow.methods[0] (line 8) is get: methods are upper case; read as GET (write GET)',
+      expect.stringMatching(/^auth-gateway: warning: routes\[1\]\.path \(line 6\) \/api\/admin has allow rules, but routes\[0\]\.path \(line 5\) \/api, above it, has none: /),
+      'auth-gateway: warning: routes[1].allow.users[0] (line 8) is "alcie", who is not in the users file (users.htpasswd): this entry lets no one into /api/admin; did you mean alice?',
+      'auth-gateway: warning: routes[1].allow.groups[0] (line 8) is "admin", a group with no members in the groups file (users.groups): this entry lets no one into /api/admin; did you mean admins?',
+      '',
+    ]);
+    expect(warned.stdout).toMatch(/: ok \(2 routes, 1 upstreams, 1 users, store memory; 4 warnings above\)\n$/);
+
+    const refused = run(['config', 'check', '--config', configFile(yaml('GET, FETCH'))]);
+    expect(refused.status).toBe(2);
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr).toContain('\n  - routes[1].allow.methods[1] (line 8) is FETCH, which is not an HTTP method the gateway can receive: no request would ever match it\n');
+  });
+
   it('shows a YAML syntax error with its line and column', () => {
     const r = run(['config', 'check', '--config', configFile('server:\n  port: 8080\n  host: "0.0.0.0\n')]);
     expect(r.status).toBe(2);
@@ -107,8 +138,8 @@ routes:
     });
 
     it('names the store and the upstream that do not answer, and exits 2', async () => {
-      const closedA = await freePort();
-      const closedB = await freePort();
+      const closedA = await closedPort();
+      const closedB = await closedPort();
       const r = await runAsync(['config', 'check', '--connect', '--config', configFile(yaml(`redis://:hunter2@127.0.0.1:${closedA}`, `http://127.0.0.1:${closedB}`))]);
       expect(r.status).toBe(2);
       expect(r.stdout).toContain(`upstream conversations ${echo.url}: answered HTTP 200`);
@@ -119,26 +150,65 @@ routes:
   });
 });
 
-describe('serve', () => {
-  it('exits 2 with the reason in its log, last, when the admin port is taken', async () => {
+describe('serve: the exit codes of --help, docs/operating.md and README.md', () => {
+  const serveYaml = (server: string, admin: string) => [
+    `server: { host: 127.0.0.1, ${server} }`,
+    `users: { htpasswd: ${users.file}, watch: false }`,
+    `tokens: { signing: { alg: HS256, secret: "${SECRET}" } }`,
+    `admin: ${admin}`,
+    '',
+  ].join('\n');
+
+  async function withTakenPort(test: (port: number) => Promise<void>): Promise<void> {
     const taken = createServer();
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
     try {
-      const file = configFile([
-        `server: { host: 127.0.0.1, port: ${await freePort()} }`,
-        `users: { htpasswd: ${users.file}, watch: false }`,
-        `tokens: { signing: { alg: HS256, secret: "${SECRET}" } }`,
-        `admin: { host: 127.0.0.1, port: ${(taken.address() as { port: number }).port} }`,
-        '',
-      ].join('\n'));
-      const r = await runAsync(['serve', '--config', file]);
-      expect(r.status).toBe(2);
-      const last = JSON.parse(r.stdout.trimEnd().split('\n').at(-1)!) as Record<string, string>;
-      expect(last).toMatchObject({ level: 'error', msg: 'fatal' });
-      expect(last.error).toContain('EADDRINUSE');
+      await test((taken.address() as { port: number }).port);
     } finally {
       taken.close();
     }
+  }
+
+  function expectFatal(r: { status: number | null; stdout: string }): void {
+    expect(r.status).toBe(1);
+    const last = JSON.parse(r.stdout.trimEnd().split('\n').at(-1)!) as Record<string, string>;
+    expect(last).toMatchObject({ level: 'error', msg: 'fatal' });
+    expect(last.error).toContain('EADDRINUSE');
+  }
+
+  it('exits 1 (the gateway failed) with the reason in its log, last, when its port is taken', async () => {
+    await withTakenPort(async (port) => expectFatal(await runAsync(['serve', '--config', configFile(serveYaml(`port: ${port}`, 'false'))])));
+  });
+
+  it('exits 1 with the reason in its log, last, when the admin port is taken', async () => {
+    await withTakenPort(async (port) => expectFatal(await runAsync(['serve', '--config', configFile(serveYaml('port: 0', `{ host: 127.0.0.1, port: ${port} }`))])));
+  });
+
+  it('exits 2 (fix the file) on a configuration it refuses, before it listens', async () => {
+    const r = await runAsync(['serve', '--config', configFile(serveYaml('port: 0, shutdownGraceMs: -1', 'false'))]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toBe('auth-gateway: invalid configuration:\n  - server.shutdownGraceMs must be a non-negative integer\n');
+    expect(r.stdout).toBe('');
+  });
+
+  it('exits 2 (fix the command line) on a usage error', async () => {
+    const r = await runAsync(['serve', '--confg', 'x.yaml']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/^auth-gateway: usage error: unknown option --confg; did you mean --config\?\n/);
+  });
+
+  it('--help, docs/operating.md and README.md give the same exit codes', () => {
+    const help = run(['--help']).stdout;
+    const line = /^Exit codes: .*$/m.exec(help)?.[0];
+    expect(line).toBe('Exit codes: 0 done, 1 the gateway failed (to start or while running) or the store could not be reached, 2 a usage, configuration or input error, 130 cancelled.');
+    const readme = readFileSync(join(import.meta.dirname, '../../README.md'), 'utf8').replace(/\s*\n\s*/g, ' ');
+    expect(readme).toContain(line!.replace(/\.$/, ''));
+    const operating = readFileSync(join(import.meta.dirname, '../../docs/operating.md'), 'utf8');
+    const rows = Object.fromEntries([...operating.matchAll(/^\| `([^`]+)` \| (\d+) \|/gm)].map((m) => [m[1], Number(m[2])]));
+    expect(rows).toEqual({
+      'usage error': 2, 'invalid configuration': 2, 'connection check failed': 2, 'password refused': 2,
+      'store unreachable': 1, fatal: 1, cancelled: 130,
+    });
   });
 });
 

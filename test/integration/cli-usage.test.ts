@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { htpasswd, SECRET, type Users } from '../support/fixtures.js';
-import { freePort, startNode, waitForHttp } from '../support/process.js';
+import { closedPort, loggedPort, startNode, waitForHttp } from '../support/process.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 
 // The built program, as an operator runs it (npm test builds first): what it prints, where, and its exit code.
@@ -145,7 +145,7 @@ describe('commands that talk to the store', () => {
   });
 
   it('an unreachable store is labelled store unreachable, exits 1, within about the connect timeout', async () => {
-    const closed = await freePort();
+    const closed = await closedPort();
     const baseline = (await run(['--version'])).ms;
     const r = await run(['sessions', 'revoke', '--user', 'alice', '--config', configFile(yaml(`redis://127.0.0.1:${closed}`))]);
     expect(r.status).toBe(1);
@@ -157,10 +157,9 @@ describe('commands that talk to the store', () => {
 
 describe('serve with the store not reachable', () => {
   it('waits only the store\'s connect timeout before it serves anyway (was a fixed 5 s)', async () => {
-    const port = await freePort();
     const file = configFile([
-      `server: { host: 127.0.0.1, port: ${port} }`,
-      `store: { kind: redis, url: "redis://127.0.0.1:${await freePort()}", connectTimeoutMs: 500 }`,
+      'server: { host: 127.0.0.1, port: 0 }',
+      `store: { kind: redis, url: "redis://127.0.0.1:${await closedPort()}", connectTimeoutMs: 500 }`,
       `users: { htpasswd: ${users.file}, watch: false }`,
       `tokens: { signing: { alg: HS256, secret: "${SECRET}" } }`,
       'admin: false',
@@ -170,6 +169,7 @@ describe('serve with the store not reachable', () => {
     try {
       await expect.poll(() => child.output().includes('redis unavailable'), { timeout: 10_000 }).toBe(true);
       const refusedAt = Date.now();
+      const port = await loggedPort(child, 'auth-gateway listening', 10_000);
       await waitForHttp(`http://127.0.0.1:${port}/healthz`, child, 10_000);
       expect(Date.now() - refusedAt).toBeLessThan(2500);
       expect(child.output()).toContain('redis not reachable yet; serving anyway');
@@ -201,8 +201,8 @@ describe('config check --connect', () => {
   ].join('\n');
 
   it('says that a healthy upstream\'s 404 passes; an unreachable store and upstream are labelled connection check failed, fast', async () => {
-    const closedRedis = await freePort();
-    const closedUp = await freePort();
+    const closedRedis = await closedPort();
+    const closedUp = await closedPort();
     const baseline = (await run(['--version'])).ms;
     const r = await run(['config', 'check', '--connect', '--config', configFile(yaml(`redis://127.0.0.1:${closedRedis}`, [notFoundUrl, `http://127.0.0.1:${closedUp}`]))]);
     expect(r.status).toBe(2);

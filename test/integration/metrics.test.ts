@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { basic, createTokens, gatewayFixture, postJson, startGateway, testConfig } from '../support/fixtures.js';
 import { requireTool, run } from '../e2e/support/tools.js';
-import { freePort } from '../support/process.js';
+import { closedPort } from '../support/process.js';
 import { parsePrometheus, sampleValue, type Sample } from '../support/prometheus.js';
 import { exchangeUntilClosed } from '../support/raw-client.js';
 
@@ -15,7 +15,7 @@ const gw = gatewayFixture({
     // An upstream that never answers: the gateway's own timeout (504).
     silent = createServer(() => {});
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-    refusing = await freePort();
+    refusing = await closedPort();
   },
   config: (f) => ({
     lockout: { maxFailuresPerUser: 2, addressBurst: 100 },

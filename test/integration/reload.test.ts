@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.js';
 import { basic, createTokens, gatewayFixture, htpasswd, SECRET, startGateway } from '../support/fixtures.js';
-import { freePort, startNode, waitForHttp, type Child } from '../support/process.js';
+import { closedPort, loggedPort, startNode, waitForHttp, type Child } from '../support/process.js';
 
 // Reload without restart: the built gateway as operators run it, SIGHUP under load with requests in
 // flight, a broken file kept out, --watch; and in-process, what a reload changes (users, keys, limits).
@@ -26,9 +26,10 @@ const f = gatewayFixture({
   },
 });
 
-function yaml(port: number, routes: string[], extra = ''): string {
+/** Port 0: the gateway takes any free port and its `auth-gateway listening` line says which (`loggedPort`). */
+function yaml(routes: string[], extra = ''): string {
   return [
-    `server: { host: 127.0.0.1, port: ${port} }`,
+    'server: { host: 127.0.0.1, port: 0 }',
     `users: { htpasswd: ${f.users.file} }`,
     `tokens: { signing: { alg: HS256, secret: "${SECRET}" } }`,
     `upstreams: { up: { url: "${f.echo.url}" } }`,
@@ -54,11 +55,11 @@ const logLines = (child: Child) => child.output().split('\n').filter((l) => l.st
 
 describe('SIGHUP and --watch on the running gateway', () => {
   it('SIGHUP under load: a request in flight finishes on the old configuration, new routes serve at once, no request fails', async () => {
-    const port = await freePort();
     const file = join(f.users.dir, 'sighup.yaml');
-    writeFileSync(file, yaml(port, ['/v1/a', '/v1/both']));
+    writeFileSync(file, yaml(['/v1/a', '/v1/both']));
     const child = startNode(CLI, ['serve', '--config', file], { GATEWAY_JWT_SECRET: SECRET });
     try {
+      const port = await loggedPort(child);
       await waitForHttp(`http://127.0.0.1:${port}/healthz`, child);
       let running = true;
       const statuses: number[] = [];
@@ -67,7 +68,7 @@ describe('SIGHUP and --watch on the running gateway', () => {
       });
       const inFlight = get(port, '/v1/a/slow');
       await new Promise((r) => setTimeout(r, 200));
-      writeFileSync(file, yaml(port, ['/v1/b', '/v1/both']));
+      writeFileSync(file, yaml(['/v1/b', '/v1/both']));
       child.proc.kill('SIGHUP');
       await expect.poll(() => logLines(child).some((l) => l.msg === 'configuration reloaded'), { timeout: 3000 }).toBe(true);
       expect(await get(port, '/v1/b/new')).toBe(200);
@@ -86,21 +87,21 @@ describe('SIGHUP and --watch on the running gateway', () => {
   });
 
   it('SIGHUP during start-up (the store not reachable yet) reloads instead of killing the process', async () => {
-    const port = await freePort();
     const file = join(f.users.dir, 'startup.yaml');
     // Start-up waits for the store up to its connect timeout before it listens: 3 s here, so the SIGHUP
     // surely lands inside the wait however loaded the machine is.
-    writeFileSync(file, yaml(port, ['/v1/a'], 'store: { connectTimeoutMs: 3000 }'));
-    const closed = await freePort();
+    writeFileSync(file, yaml(['/v1/a'], 'store: { connectTimeoutMs: 3000 }'));
+    const closed = await closedPort();
     const child = startNode(CLI, ['serve', '--config', file], { GATEWAY_JWT_SECRET: SECRET, REDIS_URL: `redis://127.0.0.1:${closed}` });
     try {
       // The store's first refusal is logged at once: the process is now in its start-up wait, not listening yet.
       await expect.poll(() => logLines(child).some((l) => String(l.msg).startsWith('redis unavailable')), { timeout: 10_000 }).toBe(true);
-      expect(await get(port, '/v1/a/x')).toBe(-1);
+      expect(logLines(child).some((l) => l.msg === 'auth-gateway listening')).toBe(false);
       child.proc.kill('SIGHUP');
       await expect.poll(() => logLines(child).some((l) => l.msg === 'configuration reloaded'), { timeout: 3000 }).toBe(true);
       expect(child.proc.exitCode).toBeNull();
       expect(child.proc.signalCode).toBeNull();
+      const port = await loggedPort(child);
       await waitForHttp(`http://127.0.0.1:${port}/healthz`, child, 10_000);
     } finally {
       await child.stop();
@@ -108,13 +109,13 @@ describe('SIGHUP and --watch on the running gateway', () => {
   });
 
   it('a broken file on SIGHUP is logged with every problem and the configuration in force stays', async () => {
-    const port = await freePort();
     const file = join(f.users.dir, 'broken.yaml');
-    writeFileSync(file, yaml(port, ['/v1/a']));
+    writeFileSync(file, yaml(['/v1/a']));
     const child = startNode(CLI, ['serve', '--config', file], { GATEWAY_JWT_SECRET: SECRET });
     try {
+      const port = await loggedPort(child);
       await waitForHttp(`http://127.0.0.1:${port}/healthz`, child);
-      writeFileSync(file, yaml(port, ['/v1/a'], 'lockout: { windowSeconds: -1 }\nrateLimit: { requests: 0 }'));
+      writeFileSync(file, yaml(['/v1/a'], 'lockout: { windowSeconds: -1 }\nrateLimit: { requests: 0 }'));
       child.proc.kill('SIGHUP');
       await expect.poll(() => logLines(child).find((l) => l.msg === 'configuration not reloaded; the one in force stays'), { timeout: 3000 }).toMatchObject({
         level: 'error', why: 'SIGHUP', problems: ['lockout.windowSeconds must be a positive integer', 'rateLimit.requests must be a positive integer'],
@@ -127,14 +128,14 @@ describe('SIGHUP and --watch on the running gateway', () => {
   });
 
   it('--watch reloads when the file changes, and names settings that need a restart', async () => {
-    const port = await freePort();
     const file = join(f.users.dir, 'watched.yaml');
-    writeFileSync(file, yaml(port, ['/v1/a']));
+    writeFileSync(file, yaml(['/v1/a']));
     const child = startNode(CLI, ['serve', '--config', file, '--watch'], { GATEWAY_JWT_SECRET: SECRET });
     try {
+      const port = await loggedPort(child);
       await waitForHttp(`http://127.0.0.1:${port}/healthz`, child);
       expect(await get(port, '/v1/c/x')).toBe(404);
-      writeFileSync(file, yaml(port, ['/v1/a', '/v1/c'], 'log: { level: debug }'));
+      writeFileSync(file, yaml(['/v1/a', '/v1/c'], 'log: { level: debug }'));
       await expect.poll(() => get(port, '/v1/c/x'), { timeout: 3000 }).toBe(200);
       expect(logLines(child).find((l) => l.msg === 'these settings changed but take effect only after a restart')).toMatchObject({ settings: ['log.level'] });
     } finally {

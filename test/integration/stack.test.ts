@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
-import { freePort, startNode, waitForHttp, type Child } from '../support/process.js';
+import { loggedPort, startNode, waitForHttp, type Child } from '../support/process.js';
 
 /**
  * docker-compose.yml's wiring, run as plain processes (no Docker engine here): redis-server with an
@@ -23,14 +23,13 @@ let admin: string;
 
 beforeAll(async () => {
   redis = await startRedis({ appendOnly: true });
-  const listPort = await freePort();
   const listCommand = compose.services['list-service']!.command!;
   expect(listCommand.slice(0, 2)).toEqual(['node', 'dist/examples/list-service/main.js']);
-  list = startNode(join(ROOT, listCommand[1]!), [], { PORT: String(listPort), HOST: '127.0.0.1' });
+  // Port 0, each of them: the port each got is read back from its "listening" log line.
+  list = startNode(join(ROOT, listCommand[1]!), [], { PORT: '0', HOST: '127.0.0.1' });
+  const listPort = await loggedPort(list, 'listening');
   await waitForHttp(`http://127.0.0.1:${listPort}/healthz`, list);
 
-  const gwPort = await freePort();
-  const adminPort = await freePort();
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(compose.services.gateway!.environment!)) {
     env[name] = value
@@ -42,7 +41,9 @@ beforeAll(async () => {
   }
   expect(Object.keys(env).sort()).toEqual(['ADMIN_HOST', 'CONTACTS_URL', 'CONVERSATIONS_URL', 'GATEWAY_JWT_SECRET', 'REDIS_URL']);
   // The users file mounted is the operator's (GATEWAY_USERS_FILE); this test plays the demo, with config/users.htpasswd.
-  gateway = startNode(join(ROOT, 'dist/src/main.js'), ['serve', '--config', join(ROOT, 'config/gateway.yaml')], { ...env, PORT: String(gwPort), ADMIN_PORT: String(adminPort) });
+  gateway = startNode(join(ROOT, 'dist/src/main.js'), ['serve', '--config', join(ROOT, 'config/gateway.yaml')], { ...env, PORT: '0', ADMIN_PORT: '0' });
+  const gwPort = await loggedPort(gateway);
+  const adminPort = await loggedPort(gateway, 'admin listening');
   base = `http://127.0.0.1:${gwPort}`;
   admin = `http://127.0.0.1:${adminPort}`;
   await waitForHttp(`${base}/readyz`, gateway);

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { describe, expect, it } from 'vitest';
 import { gatewayFixture } from '../support/fixtures.js';
-import { freePort, startNode } from '../support/process.js';
+import { loggedPort, startNode } from '../support/process.js';
 
 /** A throwaway CA and server certificates from the openssl CLI, in a temporary folder. */
 class Pki {
@@ -157,10 +157,9 @@ describe('HTTPS on the public port', () => {
 
 describe('HTTPS from the command line', () => {
   it('the built gateway serves HTTPS from a YAML server.tls, and curl with the CA gets an answer', async () => {
-    const port = await freePort();
     const file = join(pki.dir, 'gateway.yaml');
     writeFileSync(file, [
-      `server: { host: 127.0.0.1, port: ${port}, tls: { certFile: server.pem, keyFile: server.key } }`,
+      `server: { host: 127.0.0.1, port: 0, tls: { certFile: server.pem, keyFile: server.key } }`,
       `users: { htpasswd: ${gw.users.file}, watch: false }`,
       'tokens: { signing: { alg: HS256, secret: "${GATEWAY_JWT_SECRET}" } }',
       'admin: false',
@@ -170,6 +169,7 @@ describe('HTTPS from the command line', () => {
     pki.issue(certFile, keyFile);
     const child = startNode(join(import.meta.dirname, '../../dist/src/main.js'), ['serve', '--config', file], { GATEWAY_JWT_SECRET: 'x'.repeat(40) });
     try {
+      const port = await loggedPort(child);
       const curl = () => spawnSync('curl', ['-sS', '--cacert', pki.ca, `https://127.0.0.1:${port}/healthz`], { encoding: 'utf8', timeout: 5000 });
       await expect.poll(() => curl().stdout, { timeout: 10_000, interval: 100 }).toBe('{"status":"ok"}');
       expect(spawnSync('curl', ['-sS', `https://127.0.0.1:${port}/healthz`], { encoding: 'utf8', timeout: 5000 }).status).not.toBe(0);

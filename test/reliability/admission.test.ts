@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { basic, htpasswd, type Users } from '../support/fixtures.js';
-import { freePort, waitForHttp, type Child } from '../support/process.js';
+import { loggedPort, waitForHttp, type Child } from '../support/process.js';
 import { openRaw, requestText, type Conversation } from '../support/raw-client.js';
 import {
-  expectProblem, killIfRunning, requireBuiltCli, rssBytes, scriptedUpstream, send, sleep, startGatewayProcess,
+  eventually, expectProblem, killIfRunning, requireBuiltCli, rssBytes, scriptedUpstream, send, sleep, startGatewayProcess,
   type ScriptedUpstream,
 } from './helpers.js';
 
@@ -61,13 +61,14 @@ function answerAfter(ms: number): void {
 }
 
 async function start(limits: { maxConnections?: number; maxQueued?: number } = {}): Promise<Child> {
-  port = await freePort();
   child = startGatewayProcess({
-    dir, port, usersFile: users.file,
+    dir, port: 0, usersFile: users.file,
     upstreams: { list: { url: upstream.url, timeoutMs: 10_000, ...limits } },
     routes: [{ path: '/v1/list', upstream: 'list' }],
-    logLevel: 'error',
+    // info: the start-up line names the port it got.
+    logLevel: 'info',
   });
+  port = await loggedPort(child);
   await waitForHttp(`http://127.0.0.1:${port}/healthz`, child);
   answerAfter(0);
   expect((await send(port, '/v1/list', { headers: { authorization: ALICE } })).status).toBe(200);
@@ -121,8 +122,27 @@ describe('pipelining', () => {
 describe('per-target limit (maxConnections 4, maxQueued 4)', () => {
   it('30 requests at once on their own connections: at most 4 upstream connections, 8 admitted, the rest 503 service_unavailable with Retry-After', async () => {
     await start({ maxConnections: 4, maxQueued: 4 });
-    answerAfter(400);
-    const answers = await Promise.all(Array.from({ length: 30 }, () => send(port, '/v1/list', { headers: { authorization: ALICE }, timeoutMs: 8000 })));
+    // The upstream holds every answer until the 22 refusals are in: "at once" whatever the machine's
+    // speed (a fixed 400 ms let a slow machine's later requests in after the first ones were done).
+    const held: Array<() => void> = [];
+    upstream.handler = (_req, res) => {
+      active++;
+      maxActive = Math.max(maxActive, active);
+      held.push(() => {
+        active--;
+        res.setHeader('content-type', 'application/json');
+        res.end('{}');
+      });
+    };
+    let done = 0;
+    const pending = Array.from({ length: 30 }, () => send(port, '/v1/list', { headers: { authorization: ALICE }, timeoutMs: 15_000 }).finally(() => done++));
+    expect(await eventually(() => done >= 22, 10_000, 10)).toBe(true);
+    await sleep(100);
+    expect(done).toBe(22);
+    // The queued four reach the upstream as places free: answered as they come.
+    answerAfter(0);
+    for (const release of held.splice(0)) release();
+    const answers = await Promise.all(pending);
     const ok = answers.filter((a) => a.status === 200);
     const busy = answers.filter((a) => a.status === 503);
     expect(ok.length + busy.length).toBe(30);

@@ -129,8 +129,17 @@ export async function scriptedUpstream(port = 0, keepAliveTimeoutMs = 30_000): P
       up.server.close(() => resolve());
     }),
     reopen: async () => {
-      up.server = make();
-      await listen(up.server, up.port);
+      // Its old port, which another process may have taken for a moment since (its own port 0): bounded retries.
+      for (let attempt = 0; ; attempt++) {
+        up.server = make();
+        try {
+          await listen(up.server, up.port);
+          return;
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt >= 50) throw err;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      }
     },
   };
   up.port = await listen(up.server, port);

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { basic, htpasswd, type Users } from '../support/fixtures.js';
-import { freePort, waitForHttp, type Child } from '../support/process.js';
+import { loggedPort, waitForHttp, type Child } from '../support/process.js';
 import { openRaw, requestText } from '../support/raw-client.js';
 import { wrk } from './wrk.js';
 import {
@@ -26,6 +26,7 @@ let dir: string;
 let upstream: ScriptedUpstream;
 let child: Child | undefined;
 let gatewayPort = 0;
+let adminPort = 0;
 
 beforeAll(async () => {
   requireBuiltCli();
@@ -55,13 +56,14 @@ function answerAfter(ms: number): void {
   });
 }
 
-async function startGateway(shutdownGraceMs: number, more: { acceptGraceMs?: number; adminPort?: number } = {}): Promise<Child> {
-  gatewayPort = await freePort();
+async function startGateway(shutdownGraceMs: number, more: { acceptGraceMs?: number } = {}): Promise<Child> {
   child = startGatewayProcess({
-    dir, port: gatewayPort, usersFile: users.file, shutdownGraceMs, acceptGraceMs: more.acceptGraceMs ?? 0, adminPort: more.adminPort,
+    dir, port: 0, usersFile: users.file, shutdownGraceMs, acceptGraceMs: more.acceptGraceMs ?? 0, adminPort: 0,
     upstreams: { slow: { url: upstream.url, timeoutMs: 10_000 } },
     routes: [{ path: '/v1/slow', upstream: 'slow' }],
   });
+  gatewayPort = await loggedPort(child);
+  adminPort = await loggedPort(child, 'admin listening');
   await waitForHttp(`http://127.0.0.1:${gatewayPort}/healthz`, child);
   // bcrypt once, so the timed request below measures only the upstream.
   upstream.handler = (_req, res) => res.end('{}');
@@ -259,8 +261,7 @@ async function fetchWith(agent: Agent, port: number, path: string): Promise<{ st
 
 describe('SIGTERM under keep-alive load from wrk (accept grace 1 s, grace 5 s)', () => {
   it('/readyz answers 503 at once on both listeners, new connections are served through the accept grace and refused after it; wrk sees 0 resets and 0 errors; exit 0', async () => {
-    const adminPort = await freePort();
-    const gw = await startGateway(5000, { acceptGraceMs: 1000, adminPort });
+    const gw = await startGateway(5000, { acceptGraceMs: 1000 });
     expect((await send(adminPort, '/readyz')).status).toBe(200);
     upstream.handler = (_req, res) => upstream.later(2, () => res.end('{}'));
     const load = wrk(`http://127.0.0.1:${gatewayPort}/v1/slow`, { connections: 16, durationS: 8, headers: { Authorization: ALICE.authorization } });

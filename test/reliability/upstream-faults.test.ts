@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basic, gatewayFixture } from '../support/fixtures.js';
-import { freePort, waitForHttp, type Child } from '../support/process.js';
+import { loggedPort, waitForHttp, type Child } from '../support/process.js';
 import { request } from '../support/raw-client.js';
 import {
   eventually, expectProblem, killIfRunning, requireBuiltCli, rssBytes, scriptedUpstream, send, sleep, startGatewayProcess,
@@ -262,13 +262,14 @@ describe('a 100 MB response through the gateway process', () => {
       };
       pump();
     };
-    const port = await freePort();
     child = startGatewayProcess({
-      dir, port, usersFile: gw.users.file,
+      dir, port: 0, usersFile: gw.users.file,
       upstreams: { big: { url: big.url, timeoutMs: 5000 } },
       routes: [{ path: '/v1/big', upstream: 'big' }],
-      logLevel: 'warn',
+      // info: the start-up line names the port it got.
+      logLevel: 'info',
     });
+    const port = await loggedPort(child);
     await waitForHttp(`http://127.0.0.1:${port}/healthz`, child);
     const pid = child.proc.pid!;
 

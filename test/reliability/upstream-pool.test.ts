@@ -1,6 +1,6 @@
 import { request } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, startNode, waitForHttp, type Child } from '../support/process.js';
+import { startNode, waitForHttp, type Child } from '../support/process.js';
 import { basic, htpasswd, startGateway, testConfig, type RunningGateway, type Users } from '../support/fixtures.js';
 
 // Upstream pools against real upstream processes: balancing, passive and active health, failover
@@ -19,7 +19,7 @@ const server = http.createServer((req, res) => {
   });
 });
 server.keepAliveTimeout = 5000;
-server.listen(Number(process.env.PORT), '127.0.0.1');
+server.listen(Number(process.env.PORT), '127.0.0.1', () => console.log('listening ' + server.address().port));
 process.on('SIGTERM', () => server.close(() => process.exit(0)));
 `;
 
@@ -32,15 +32,36 @@ interface Upstream {
   kill(): Promise<void>;
 }
 
+/**
+ * Started first on port 0 (the port it got is read from its output), restarted on that same port: the
+ * gateway's configuration names it. A restart that finds the port taken in the instant after the kill
+ * tries again, a bounded number of times.
+ */
 async function upstream(name: string): Promise<Upstream> {
-  const port = await freePort();
   const u: Upstream = {
     name,
-    port,
-    url: `http://127.0.0.1:${port}`,
+    port: 0,
+    url: '',
     start: async () => {
-      u.child = startNode('-e', [UPSTREAM], { NAME: name, PORT: String(port) });
-      await waitForHttp(`${u.url}/healthz`, u.child);
+      for (let attempt = 0; ; attempt++) {
+        const child = startNode('-e', [UPSTREAM], { NAME: name, PORT: String(u.port) });
+        const deadline = Date.now() + 10_000;
+        let port: number | undefined;
+        while (port === undefined && child.proc.exitCode === null && Date.now() < deadline) {
+          port = Number(/^listening (\d+)$/m.exec(child.output())?.[1]) || undefined;
+          if (port === undefined) await new Promise((r) => setTimeout(r, 20));
+        }
+        if (port !== undefined) {
+          u.child = child;
+          u.port = port;
+          u.url = `http://127.0.0.1:${port}`;
+          await waitForHttp(`${u.url}/healthz`, child);
+          return;
+        }
+        await child.stop('SIGKILL');
+        if (attempt >= 10) throw new Error(`upstream ${name} did not start on port ${u.port}:\n${child.output()}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
     },
     kill: async () => {
       await u.child?.stop('SIGKILL');

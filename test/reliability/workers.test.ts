@@ -5,7 +5,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basic, htpasswd, type Users } from '../support/fixtures.js';
-import { freePort, waitForHttp, type Child } from '../support/process.js';
+import { loggedPort, waitForHttp, type Child } from '../support/process.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { requireTool, run } from '../e2e/support/tools.js';
 import { parsePrometheus, sampleValue } from '../support/prometheus.js';
@@ -81,13 +81,14 @@ describe('server.workers: 2, a start that cannot succeed', () => {
 
 describe('server.workers: 2', () => {
   it('serves from two processes, replaces a dead one, and drains both on SIGTERM', async () => {
-    const port = await freePort();
     child = startGatewayProcess({
-      dir, port, usersFile: users.file, shutdownGraceMs: 5000, acceptGraceMs: 0, workers: 2, store: { kind: 'redis', url: redis.url },
+      dir, port: 0, usersFile: users.file, shutdownGraceMs: 5000, acceptGraceMs: 0, workers: 2, store: { kind: 'redis', url: redis.url },
       upstreams: { slow: { url: upstream.url, timeoutMs: 10_000 } },
       routes: [{ path: '/v1/slow', upstream: 'slow' }],
     });
     const primary = child.proc.pid!;
+    // Every worker listens on the one port node:cluster's primary took for port 0.
+    const port = await loggedPort(child, 'auth-gateway listening', 20_000);
     await waitForHttp(`http://127.0.0.1:${port}/healthz`, child, 20_000);
     // Both workers listen (one that answered /healthz may be the only one yet: killing it would close the port).
     expect(await eventually(() => listeningLines(child!) === 2, 10_000, 50), child.output()).toBe(true);
@@ -130,14 +131,14 @@ describe('server.workers: 2', () => {
 
 describe('server.workers: 2, the admin listener and the drain', () => {
   it('one /metrics scrape sums both workers (promtool passes it); SIGTERM (accept grace 2 s): /readyz 503 on both listeners, wrk through the signal sees no reset', async () => {
-    const port = await freePort();
-    const adminPort = await freePort();
     child = startGatewayProcess({
-      dir, port, adminPort, usersFile: users.file, shutdownGraceMs: 5000, acceptGraceMs: 2000, workers: 2, store: { kind: 'redis', url: redis.url },
+      dir, port: 0, adminPort: 0, usersFile: users.file, shutdownGraceMs: 5000, acceptGraceMs: 2000, workers: 2, store: { kind: 'redis', url: redis.url },
       upstreams: { slow: { url: upstream.url, timeoutMs: 10_000 } },
       routes: [{ path: '/v1/slow', upstream: 'slow' }],
     });
     const primary = child.proc.pid!;
+    const port = await loggedPort(child, 'auth-gateway listening', 20_000);
+    const adminPort = await loggedPort(child, 'admin listening', 20_000);
     await waitForHttp(`http://127.0.0.1:${port}/healthz`, child, 20_000);
     await waitForHttp(`http://127.0.0.1:${adminPort}/readyz`, child, 20_000);
     expect(await eventually(() => listeningLines(child!) === 2, 10_000, 50), child.output()).toBe(true);

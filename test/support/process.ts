@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { get } from 'node:http';
-import { createServer } from 'node:net';
+import { createServer, type AddressInfo } from 'node:net';
 
 export interface Child {
   proc: ChildProcess;
@@ -27,25 +27,61 @@ export function startNode(script: string, args: string[], env: Record<string, st
 }
 
 /**
- * A loopback port for a process the test starts with an explicit port (a gateway, a redis-server, nginx).
- * Not one the kernel picks (listen on port 0 and close): that comes from the ephemeral range, which every
- * outgoing connection of every test file also draws from, so between the pick and the child's bind a
- * connection elsewhere could take it (seen as EADDRINUSE), and a redis-server restarted on its old port
- * could find it gone. These come from below the ephemeral range (a cluster node's bus port, port + 10000,
- * too), in a block of their own per vitest worker, and are checked free before they are handed out.
+ * A gateway started by a test listens on port 0 (`server.port: 0`, `admin.port: 0`) and the test reads the
+ * port it got from its `auth-gateway listening` / `admin listening` log line (needs `log.level` info or
+ * debug). No port is picked first and bound later: between the two another process (this suite's other
+ * files, a second `npm test`) could take it.
  */
-const PORT_BASE = 10_000;
-const PORT_BLOCK = 1000;
-const block = Number(process.env.VITEST_POOL_ID ?? process.pid) % 10;
-let nextPort = 0;
-
-export async function freePort(): Promise<number> {
-  for (let tries = 0; tries < PORT_BLOCK; tries++) {
-    const port = PORT_BASE + block * PORT_BLOCK + (nextPort++ % PORT_BLOCK);
-    if (await bindable(port)) return port;
+export async function loggedPort(child: Child, msg = 'auth-gateway listening', timeoutMs = 15_000): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    for (const line of child.output().split('\n')) {
+      if (!line.startsWith('{')) continue;
+      try {
+        const entry = JSON.parse(line) as { msg?: unknown; port?: unknown };
+        if (entry.msg === msg && typeof entry.port === 'number' && entry.port > 0) return entry.port;
+      } catch {
+        // a line still being written: the next round reads it whole
+      }
+    }
+    if (child.proc.exitCode !== null || child.proc.signalCode !== null) throw new Error(`process exited before "${msg}":\n${child.output()}`);
+    if (Date.now() > deadline) throw new Error(`no "${msg}" line within ${timeoutMs} ms:\n${child.output()}`);
+    await new Promise((r) => setTimeout(r, 20));
   }
-  throw new Error(`no free port in ${PORT_BASE + block * PORT_BLOCK}..${PORT_BASE + (block + 1) * PORT_BLOCK - 1}`);
 }
+
+/**
+ * A loopback port on which nothing listens (connection refused): one the kernel has just handed out and
+ * taken back. For tests of what an unreachable store or upstream looks like; never to bind later.
+ */
+export async function closedPort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((resolve, reject) => {
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', resolve);
+  });
+  const { port } = srv.address() as AddressInfo;
+  await new Promise((resolve) => srv.close(resolve));
+  return port;
+}
+
+/**
+ * A port for a third-party program that cannot listen on port 0 and report the port back (redis-server,
+ * nginx, caddy): a random one, below the ephemeral range (outgoing connections do not draw from it; a
+ * cluster node's bus port, port + 10000, stays below 65536 too), free at the moment it is handed out. Two
+ * processes can still get the same one: every caller starts the program with it and, when the program
+ * fails to bind, asks for another and starts it again (`startRedis`, `startNginx`, `startCaddy`).
+ */
+export async function candidatePort(): Promise<number> {
+  for (let tries = 0; tries < 100; tries++) {
+    const port = CANDIDATE_LOW + Math.floor(Math.random() * (CANDIDATE_HIGH - CANDIDATE_LOW));
+    if (await bindable(port) && await bindable(port + 10_000)) return port;
+  }
+  throw new Error(`no free port in ${CANDIDATE_LOW}..${CANDIDATE_HIGH} after 100 tries`);
+}
+
+const CANDIDATE_LOW = 10_000;
+const CANDIDATE_HIGH = 22_000;
 
 function bindable(port: number): Promise<boolean> {
   return new Promise((resolve) => {

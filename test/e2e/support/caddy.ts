@@ -1,10 +1,9 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../../support/process.js';
-import { stopChild } from './nginx.js';
+import { candidatePort } from '../../support/process.js';
+import { listening, stopChild } from './nginx.js';
 import { requireTool } from './tools.js';
 
 export interface Caddy {
@@ -24,17 +23,19 @@ export async function startCaddy(sites: (port: number) => string): Promise<Caddy
   const dir = mkdtempSync(join(tmpdir(), 'gw-e2e-caddy-'));
   let lastOutput = '';
   for (let attempt = 0; attempt < 5; attempt++) {
-    const port = await freePort();
+    // Caddy cannot be told to take any free port and report it: a port picked first, and on a failed
+    // start (another process took it) another one.
+    const port = await candidatePort();
     const file = join(dir, 'Caddyfile');
     writeFileSync(file, `{\n\tadmin off\n\tauto_https off\n\tstorage file_system ${join(dir, 'data')}\n}\n\n${sites(port)}\n`);
-    const child = spawn(caddy, ['run', '--config', file, '--adapter', 'caddyfile'], {
+    const child = spawn(caddy, ['run', '--config', file, '--adapter', 'caddyfile', '--pidfile', join(dir, 'caddy.pid')], {
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, XDG_DATA_HOME: join(dir, 'xdg-data'), XDG_CONFIG_HOME: join(dir, 'xdg-config') },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
     child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-    if (await listening(port, () => child.exitCode !== null)) {
+    if (await listening(port, child, join(dir, 'caddy.pid'), 10_000)) {
       return {
         port, dir, output: () => output,
         stop: async () => {
@@ -48,21 +49,4 @@ export async function startCaddy(sites: (port: number) => string): Promise<Caddy
   }
   rmSync(dir, { recursive: true, force: true });
   throw new Error(`caddy did not start:\n${lastOutput}`);
-}
-
-async function listening(port: number, exited: () => boolean): Promise<boolean> {
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
-    if (exited()) return false;
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = connect(port, '127.0.0.1', () => {
-        s.destroy();
-        resolve(true);
-      });
-      s.once('error', () => resolve(false));
-    });
-    if (ok) return true;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  return false;
 }

@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../../support/process.js';
+import { candidatePort } from '../../support/process.js';
 import { requireTool } from './tools.js';
 
 export interface Nginx {
@@ -36,7 +36,9 @@ export async function startNginx(servers: (port: number, dir: string) => string)
   const errorLog = join(dir, 'error.log');
   let lastOutput = '';
   for (let attempt = 0; attempt < 5; attempt++) {
-    const port = await freePort();
+    // nginx cannot listen on port 0 and say which port it got: a port picked first, and on a failed
+    // start (another process took it) another one.
+    const port = await candidatePort();
     const conf = join(dir, 'nginx.conf');
     writeFileSync(conf, [
       // As root the workers would switch to `nobody`, who cannot read the temp directory.
@@ -59,7 +61,7 @@ export async function startNginx(servers: (port: number, dir: string) => string)
     let output = '';
     child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-    if (await listening(port, child)) {
+    if (await listening(port, child, join(dir, 'nginx.pid'))) {
       return {
         port,
         dir,
@@ -107,11 +109,16 @@ function read(file: string): string {
   }
 }
 
-async function listening(port: number, child: ChildProcess): Promise<boolean> {
-  const deadline = Date.now() + 5000;
+/**
+ * Whether the child listens on the port: its pid file names it (nginx and Caddy write it only once their
+ * listeners are bound) and the port takes a connection. A connection alone could reach another process
+ * that holds the port while this one is still failing to bind it.
+ */
+export async function listening(port: number, child: ChildProcess, pidFile: string, timeoutMs = 5000): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) return false;
-    const ok = await new Promise<boolean>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return false;
+    const ok = read(pidFile).trim() === String(child.pid) && await new Promise<boolean>((resolve) => {
       const s = connect(port, '127.0.0.1', () => {
         s.destroy();
         resolve(true);
