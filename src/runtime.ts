@@ -28,7 +28,7 @@ import { RouteTable } from './proxy/route-table.js';
 import type { Tunnels } from './proxy/tunnels.js';
 import { upstreamHeaders } from './proxy/upstream-headers.js';
 import { AccessTokenCodec } from './tokens/access-token.js';
-import { credentialVersionKey, keyedCredentialVersion, loadKeys } from './tokens/keys.js';
+import { credentialVersionKey, keyedCredentialVersions, loadKeys } from './tokens/keys.js';
 import { tokenRoutes } from './tokens/routes.js';
 import { TokenService } from './tokens/service.js';
 import type { CounterStore } from './counters/types.js';
@@ -116,8 +116,8 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     ttlSeconds: config.tokens.accessTtlSeconds,
   }, clock);
   // Tokens and sessions carry the credential version keyed (uv), not the verifier's plain fingerprint.
-  const versionKey = credentialVersionKey(config.tokens.refreshSecret, keys.signing.key);
-  const tokens = new TokenService(codec, store, passwords, (user) => keyedCredentialVersion(versionKey, credentials.verifier.credentialVersion(user)), {
+  const keyedVersion = keyedCredentialVersions(credentialVersionKey(config.tokens.refreshSecret, keys.signing.key));
+  const tokens = new TokenService(codec, store, passwords, (user) => keyedVersion(credentials.verifier.credentialVersion(user)), {
     accessTtlSeconds: config.tokens.accessTtlSeconds,
     refreshTtlSeconds: config.tokens.refreshTtlSeconds,
     refreshReuseGraceSeconds: config.tokens.refreshReuseGraceSeconds,

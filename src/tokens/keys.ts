@@ -87,6 +87,24 @@ export function keyedCredentialVersion(key: Buffer, version: string | undefined)
   return version === undefined ? undefined : createHmac('sha256', key).update(version).digest('base64url').slice(0, 16);
 }
 
+/**
+ * keyedCredentialVersion under one key, each version's HMAC made once (a bearer request reads its user's
+ * on every request). Bounded: past `max` versions (users changed that often) it starts again.
+ */
+export function keyedCredentialVersions(key: Buffer, max = 100_000): (version: string | undefined) => string | undefined {
+  const keyed = new Map<string, string>();
+  return (version) => {
+    if (version === undefined) return undefined;
+    let mac = keyed.get(version);
+    if (mac === undefined) {
+      if (keyed.size >= max) keyed.clear();
+      mac = keyedCredentialVersion(key, version)!;
+      keyed.set(version, mac);
+    }
+    return mac;
+  };
+}
+
 /** The order n of P-256: an ECDSA signature (r, s) verifies as (r, n - s) too. */
 const P256_ORDER = BigInt('0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551');
 const P256_HALF_ORDER = P256_ORDER >> 1n;
