@@ -22,7 +22,7 @@ import { RequestLanes } from './http/pipelining.js';
 import type { GatewayState } from './http/state.js';
 import { silentLogger, type Logger } from './log.js';
 import { Tunnels } from './proxy/tunnels.js';
-import { stillAllowed } from './authz/allow-step.js';
+import { stillAllowed } from './pipeline/steps/allow.js';
 import { acceptUpgrades } from './proxy/websocket.js';
 import { buildRuntime, restartOnlyChanges, retireRuntime, type Shared } from './runtime.js';
 import type { TokenService } from './tokens/service.js';

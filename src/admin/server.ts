@@ -1,9 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import Koa from 'koa';
 import { toProblem } from '../http/errors.js';
-import { writeProblem } from '../http/problem-writer.js';
+import { writeProblem } from '../core/problem-writer.js';
 import { health } from '../http/health.js';
-import { HttpProblem } from '../http/problem.js';
+import { HttpProblem } from '../core/problem.js';
 import type { Logger } from '../log.js';
 
 /**

@@ -1,6 +1,6 @@
 import type { Exchange } from '../core/exchange.js';
 import type { Principal } from '../core/principal.js';
-import { HttpProblem } from '../http/problem.js';
+import { HttpProblem } from '../core/problem.js';
 import type { Authenticator } from './authenticator.js';
 
 /**

@@ -1,6 +1,6 @@
 import type { PasswordCheck } from '../credentials/password-check.js';
 import type { CredentialVersions } from '../credentials/password-check.js';
-import { HttpProblem, REALM } from '../http/problem.js';
+import { HttpProblem, REALM } from '../core/problem.js';
 import type { Principal } from '../core/principal.js';
 import type { Authenticator } from './authenticator.js';
 import { schemeMatcher } from './authenticator.js';

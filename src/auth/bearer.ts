@@ -1,4 +1,4 @@
-import { HttpProblem, REALM } from '../http/problem.js';
+import { HttpProblem, REALM } from '../core/problem.js';
 import type { Principal } from '../core/principal.js';
 import type { TokenService } from '../tokens/service.js';
 import type { AccessClaims } from '../tokens/access-token.js';

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
-import { requireNormalPath } from '../http/path.js';
-import { HttpProblem } from '../http/problem.js';
-import { isValidHost } from '../proxy/headers.js';
+import { requireNormalPath } from '../core/path.js';
+import { HttpProblem } from '../core/problem.js';
+import { isValidHost } from '../core/headers.js';
 
 /** The request a forward-auth call asks about, as the proxy in front described it. */
 export interface DescribedRequest {

@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { isAbsolute, resolve } from 'node:path';
-import { OVERRIDE_HEADERS } from '../proxy/headers.js';
+import { OVERRIDE_HEADERS } from '../core/headers.js';
 import { checkRouteOverlaps, checkUnguardedParents, readAllow, readForwardAuth, readGroupsFile, readIdentity } from './authz.js';
 import { Checker } from './checker.js';
 import { childrenOf, numberDefault, setting, SETTINGS, type Setting, type SettingKey } from './defaults.js';

@@ -1,4 +1,4 @@
-import { HttpProblem } from '../http/problem.js';
+import { HttpProblem } from '../core/problem.js';
 
 /**
  * How many password checks of one client address may run at once on this instance. A clean address (a

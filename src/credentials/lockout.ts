@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { LockoutConfig } from '../config/types.js';
-import { HttpProblem } from '../http/problem.js';
+import { HttpProblem } from '../core/problem.js';
 import type { Logger } from '../log.js';
 import type { Counter, CounterStore } from '../counters/types.js';
 

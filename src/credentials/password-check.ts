@@ -1,4 +1,4 @@
-import { HttpProblem } from '../http/problem.js';
+import { HttpProblem } from '../core/problem.js';
 import { AddressLanes } from './address-lanes.js';
 import type { Lockout } from './lockout.js';
 import type { PasswordVerifier } from './password-verifier.js';

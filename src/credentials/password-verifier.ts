@@ -1,6 +1,6 @@
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.js';
-import { HttpProblem } from '../http/problem.js';
+import { HttpProblem } from '../core/problem.js';
 import { costOf as hashCost, hashSync, verify } from './bcrypt.js';
 
 /** bcrypt reads only the first 72 bytes: a longer password is refused, never silently truncated. */

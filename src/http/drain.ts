@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import { Server as NetServer } from 'node:net';
-import { shuttingDown } from './problem.js';
+import { shuttingDown } from '../core/problem.js';
 import type { RequestLanes } from './pipelining.js';
 
 /**

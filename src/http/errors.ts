@@ -1,7 +1,7 @@
 import { StoreUnavailableError } from '../tokens/store/types.js';
 import type { Logger } from '../log.js';
-import { HttpProblem, internalError, type ProblemCode } from './problem.js';
-import { writeProblem } from './problem-writer.js';
+import { HttpProblem, internalError, type ProblemCode } from '../core/problem.js';
+import { writeProblem } from '../core/problem-writer.js';
 import type { Exchange } from '../core/exchange.js';
 
 /**

@@ -1,7 +1,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { HttpProblem } from './problem.js';
-import { writeProblem, writeRawProblem } from './problem-writer.js';
+import { HttpProblem } from '../core/problem.js';
+import { writeProblem, writeRawProblem } from '../core/problem-writer.js';
 import type { Exchange } from '../core/exchange.js';
 
 const CONTINUE = /^\s*100-continue\s*$/i;

@@ -1,6 +1,6 @@
 import { authorizationPaths } from '../authz/openapi-paths.js';
 import type { Config, PagingRules, RouteConfig } from '../config/types.js';
-import type { ProblemCode } from './problem.js';
+import type { ProblemCode } from '../core/problem.js';
 import type { GatewayContext } from './state.js';
 
 type Json = Record<string, unknown>;

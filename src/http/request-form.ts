@@ -1,8 +1,8 @@
 import type { IncomingMessage } from 'node:http';
-import { isValidHost } from '../proxy/headers.js';
+import { isValidHost } from '../core/headers.js';
 import { takeBearerProtocol } from '../proxy/websocket-protocol.js';
-import { normalizePath } from './path.js';
-import { HttpProblem } from './problem.js';
+import { normalizePath } from '../core/path.js';
+import { HttpProblem } from '../core/problem.js';
 import type { Exchange } from '../core/exchange.js';
 
 /** Methods the gateway never forwards: TRACE reflects headers (credentials included), CONNECT opens tunnels. */

@@ -1,6 +1,6 @@
 import type { ParameterizedContext, Middleware } from 'koa';
 import type { Exchange } from '../core/exchange.js';
-import type { Route } from '../proxy/route-table.js';
+import type { Route } from '../routes/route-table.js';
 
 export type { HandOffName } from '../core/exchange.js';
 

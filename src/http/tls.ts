@@ -6,7 +6,7 @@ import { X509Certificate } from 'node:crypto';
 import { ConfigError } from '../config/errors.js';
 import type { TlsConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
-import { PROBLEM_CONTENT_TYPE, problemBody } from './problem.js';
+import { PROBLEM_CONTENT_TYPE, problemBody } from '../core/problem.js';
 
 /** The oldest protocol the public port speaks. */
 const MIN_TLS_VERSION = 'TLSv1.2';

@@ -1,6 +1,6 @@
 import type { AssertionConfig } from '../config/types.js';
 import type { Principal } from '../core/principal.js';
-import { headerSafe } from '../proxy/headers.js';
+import { headerSafe } from '../core/headers.js';
 import type { AssertionSigner } from './assertion.js';
 
 /** The configured assertion: its header (lower case) and the signer. */

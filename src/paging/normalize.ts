@@ -1,5 +1,5 @@
 import type { PagingRules } from '../config/types.js';
-import { HttpProblem } from '../http/problem.js';
+import { HttpProblem } from '../core/problem.js';
 
 const NON_NEGATIVE = /^(?:0|[1-9]\d{0,8})$/;
 const SORT = /^([A-Za-z_][A-Za-z0-9_.]*)(?:,([A-Za-z]+))?$/;

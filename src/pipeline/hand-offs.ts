@@ -1,7 +1,7 @@
-import { HttpProblem, shuttingDown } from '../http/problem.js';
+import { HttpProblem, shuttingDown } from '../core/problem.js';
 import type { GatewayExchange, HandOffName } from '../http/state.js';
 import type { ForwardOptions, Forwarder } from '../proxy/forward.js';
-import type { Route } from '../proxy/route-table.js';
+import type { Route } from '../routes/route-table.js';
 import type { Tunnels } from '../proxy/tunnels.js';
 import { offeredProtocols, switchClient, switchProblem } from '../proxy/websocket.js';
 import { takePendingBytes } from '../http/request-form.js';

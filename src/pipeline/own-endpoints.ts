@@ -5,7 +5,7 @@ import { healthz, readyz } from '../http/health.js';
 import { openApi } from '../http/openapi.js';
 import { isTokenPath } from '../http/request-form.js';
 import type { GatewayExchange } from '../http/state.js';
-import type { RouteTable } from '../proxy/route-table.js';
+import type { RouteTable } from '../routes/route-table.js';
 
 export type { OwnHandler };
 

@@ -3,11 +3,11 @@ import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import httpProxy from 'http-proxy';
 import type { Timeouts, UpstreamConfig } from '../config/types.js';
-import { HttpProblem, type ProblemCode } from '../http/problem.js';
-import { writeProblem } from '../http/problem-writer.js';
+import { HttpProblem, type ProblemCode } from '../core/problem.js';
+import { writeProblem } from '../core/problem-writer.js';
 import type { Cut } from '../core/exchange.js';
 import type { Logger } from '../log.js';
-import { removeHopByHop } from './headers.js';
+import { removeHopByHop } from '../core/headers.js';
 import { rewriteLocation, type LocationMap } from './location.js';
 import { UpstreamPool, type Target } from './pool.js';
 

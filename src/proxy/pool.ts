@@ -2,7 +2,7 @@ import { Agent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { parse as parseUrl, type Url } from 'node:url';
 import type { UpstreamConfig } from '../config/types.js';
-import { HttpProblem } from '../http/problem.js';
+import { HttpProblem } from '../core/problem.js';
 import type { Logger } from '../log.js';
 
 /** Below Node's default server keep-alive timeout (5 s), so a pooled socket is never reused as the upstream closes it. */

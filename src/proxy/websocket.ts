@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { ServerResponse, type IncomingMessage, type OutgoingHttpHeaders, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { destroySoon, headerBlock } from '../http/problem-writer.js';
+import { destroySoon, headerBlock } from '../core/problem-writer.js';
 import { setPendingBytes } from '../http/request-form.js';
 
 /** RFC 6455 section 1.3. */

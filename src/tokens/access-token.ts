@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import type { Clock } from '../clock.js';
-import { HttpProblem, REALM } from '../http/problem.js';
+import { HttpProblem, REALM } from '../core/problem.js';
 import { isLowSEs256, lowSEs256, type KeySet } from './keys.js';
 
 export interface AccessClaims {

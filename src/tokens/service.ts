@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.js';
 import type { CredentialVersions, PasswordAttempt, PasswordCheck } from '../credentials/password-check.js';
-import { HttpProblem } from '../http/problem.js';
+import { HttpProblem } from '../core/problem.js';
 import { invalidToken, type AccessClaims, type AccessTokenCodec } from './access-token.js';
 import { MAX_GENERATION, newSessionId, parseRefreshToken, refreshTokenFor } from './refresh-token.js';
 import type { SessionStore } from './store/types.js';

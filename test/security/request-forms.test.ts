@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { OVERRIDE_HEADERS } from '../../src/proxy/headers.js';
+import { OVERRIDE_HEADERS } from '../../src/core/headers.js';
 import { basic, gatewayFixture, type Received } from '../support/fixtures.js';
 import { exchange, openRaw, parseAnswer } from '../support/raw-client.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { canonicalQuery } from '../../src/paging/normalize.js';
-import { normalizePath } from '../../src/http/path.js';
+import { normalizePath } from '../../src/core/path.js';
 
 const rules = { sizes: [10, 20, 50, 100, 200], defaultSize: 20, sortable: ['campaignId', 'createdAt'] };
 

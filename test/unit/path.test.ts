@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { normalizePath, requireNormalPath } from '../../src/http/path.js';
-import { HttpProblem } from '../../src/http/problem.js';
+import { normalizePath, requireNormalPath } from '../../src/core/path.js';
+import { HttpProblem } from '../../src/core/problem.js';
 import { isTokenPath } from '../../src/http/request-form.js';
 
 /** [description, raw path, normalized path]. */

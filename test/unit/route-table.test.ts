@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RouteConfig } from '../../src/config/types.js';
-import { RouteTable } from '../../src/proxy/route-table.js';
+import { RouteTable } from '../../src/routes/route-table.js';
 
 function route(path: string, extra: Partial<RouteConfig> = {}): RouteConfig {
   return {

@@ -1,7 +1,7 @@
 import { Duplex } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Principal } from '../../src/core/principal.js';
-import { HttpProblem } from '../../src/http/problem.js';
+import { HttpProblem } from '../../src/core/problem.js';
 import { silentLogger } from '../../src/log.js';
 import { Tunnels, type TunnelChecks } from '../../src/proxy/tunnels.js';
 import { StoreUnavailableError } from '../../src/tokens/store/types.js';

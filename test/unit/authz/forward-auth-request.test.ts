@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { describedRequest } from '../../../src/authz/forward-auth-request.js';
-import { HttpProblem } from '../../../src/http/problem.js';
+import { HttpProblem } from '../../../src/core/problem.js';
 
 function req(headers: Array<[string, string]>): IncomingMessage {
   return { rawHeaders: headers.flat() } as unknown as IncomingMessage;

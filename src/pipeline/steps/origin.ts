@@ -1,6 +1,6 @@
-import { clientHost, clientScheme } from '../proxy/headers.js';
-import { HttpProblem } from './problem.js';
-import type { GatewayExchange } from './state.js';
+import { clientHost, clientScheme } from '../../core/headers.js';
+import { HttpProblem } from '../../core/problem.js';
+import type { GatewayExchange } from '../../http/state.js';
 
 /** Methods a cross-site page may cause with the user's credentials without harm (RFC 9110 section 9.2.1). */
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);

@@ -1,9 +1,9 @@
-import { HttpProblem } from '../http/problem.js';
-import type { GatewayExchange } from '../http/state.js';
-import type { RouteTable } from '../proxy/route-table.js';
-import type { Principal } from '../core/principal.js';
-import { decide } from './allow.js';
-import type { Groups } from './groups.js';
+import { HttpProblem } from '../../core/problem.js';
+import type { GatewayExchange } from '../../http/state.js';
+import type { RouteTable } from '../../routes/route-table.js';
+import type { Principal } from '../../core/principal.js';
+import { decide } from '../../authz/allow.js';
+import type { Groups } from '../../authz/groups.js';
 
 /**
  * The allow step (after authenticate and route): the principal gets its groups (read once, here, for

@@ -1,7 +1,7 @@
-import { continueIfExpected } from '../http/expect.js';
-import type { GatewayExchange } from '../http/state.js';
-import { signedAssertion, type Assertions } from '../identity/identity-headers.js';
-import { headerSafe, upstreamHeaderObject } from './headers.js';
+import { continueIfExpected } from '../../http/expect.js';
+import type { GatewayExchange } from '../../http/state.js';
+import { signedAssertion, type Assertions } from '../../identity/identity-headers.js';
+import { headerSafe, upstreamHeaderObject } from '../../core/headers.js';
 
 /**
  * The upstream headers step: the header object the upstream gets (see upstreamHeaderObject: hop-by-hop,

@@ -1,10 +1,10 @@
-import type { ForwardAuthConfig } from '../config/types.js';
-import { HttpProblem } from '../http/problem.js';
-import type { GatewayExchange } from '../http/state.js';
-import type { Assertions } from '../identity/identity-headers.js';
-import { identityHeaders } from '../identity/identity-headers.js';
-import { addressMatcher } from './forward-auth-config.js';
-import { describedPath, describedRequest, readDescription } from './forward-auth-request.js';
+import type { ForwardAuthConfig } from '../../config/types.js';
+import { HttpProblem } from '../../core/problem.js';
+import type { GatewayExchange } from '../../http/state.js';
+import type { Assertions } from '../../identity/identity-headers.js';
+import { identityHeaders } from '../../identity/identity-headers.js';
+import { addressMatcher } from '../../authz/forward-auth-config.js';
+import { describedPath, describedRequest, readDescription } from '../../authz/forward-auth-request.js';
 
 /**
  * The forward-auth entry of a configuration: with `trustedProxies`, a caller whose TCP peer address is

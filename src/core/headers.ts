@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import type { Principal } from '../core/principal.js';
+import type { Principal } from './principal.js';
 
 /**
  * Hop-by-hop headers (RFC 9110 section 7.6.1): never forwarded, either way. Transfer-Encoding and

@@ -1,5 +1,5 @@
-import type { GatewayExchange } from '../http/state.js';
-import { canonicalQuery, refusePagingVariants } from './normalize.js';
+import type { GatewayExchange } from '../../http/state.js';
+import { canonicalQuery, refusePagingVariants } from '../../paging/normalize.js';
 
 const PAGED_METHODS = new Set(['GET', 'HEAD']);
 

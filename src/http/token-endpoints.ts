@@ -1,8 +1,8 @@
 import Router from '@koa/router';
-import { HttpProblem } from '../http/problem.js';
-import { jsonBody, requireStrings } from '../http/json-body.js';
-import type { GatewayContext, GatewayMiddleware, GatewayState } from '../http/state.js';
-import type { TokenService, TokenType } from './service.js';
+import { HttpProblem } from '../core/problem.js';
+import { jsonBody, requireStrings } from './json-body.js';
+import type { GatewayContext, GatewayMiddleware, GatewayState } from './state.js';
+import type { TokenService, TokenType } from '../tokens/service.js';
 
 export const TOKEN_BODY_LIMIT_BYTES = 16 * 1024;
 const TOKEN_TYPES: readonly TokenType[] = ['ACCESS_TOKEN', 'REFRESH_TOKEN'];

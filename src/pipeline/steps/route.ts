@@ -1,6 +1,6 @@
-import { HttpProblem } from '../http/problem.js';
-import type { GatewayExchange } from '../http/state.js';
-import type { RouteTable } from './route-table.js';
+import { HttpProblem } from '../../core/problem.js';
+import type { GatewayExchange } from '../../http/state.js';
+import type { RouteTable } from '../../routes/route-table.js';
 
 /**
  * The route step: the route of the (normalized) path, 404 only after authentication (an anonymous

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { RateLimitRule } from '../config/types.js';
-import { HttpProblem } from '../http/problem.js';
-import type { GatewayExchange } from '../http/state.js';
-import type { RateBuckets } from '../counters/types.js';
+import type { RateLimitRule } from '../../config/types.js';
+import { HttpProblem } from '../../core/problem.js';
+import type { GatewayExchange } from '../../http/state.js';
+import type { RateBuckets } from '../../counters/types.js';
 
 /**
  * Per-principal limit of the matched route (GCRA in the shared store, so every instance on one Redis

@@ -1,0 +1,78 @@
+// `npm run lint` (part of): imports run down the layers, never up. Each part of src/ (a folder, or a
+// file at the top) is in one layer; it may import its own part and any part of a lower layer. Type-only
+// imports count too: a type from above ties a lower part's design to a higher one.
+// Plain JavaScript on the TypeScript compiler API, like check-cycles.mjs.
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import ts from 'typescript';
+
+/**
+ * The layers, bottom up. A part is a folder of src/ (or `tokens/store`), or a file at src/'s top.
+ * Within a layer parts may import each other only where the table's `within` allows it (a layer's
+ * own order, bottom up, as listed).
+ */
+export const LAYERS = [
+  { name: 'core', parts: ['core', 'clock.ts', 'log.ts'] },
+  { name: 'configuration', parts: ['config'] },
+  { name: 'stores', parts: ['tokens/store', 'counters'] },
+  { name: 'identity sources and policies', parts: ['identity', 'credentials', 'paging', 'authz', 'tokens', 'auth', 'routes'] },
+  { name: 'forwarding and HTTP features', parts: ['proxy', 'http', 'admin'] },
+  { name: 'pipeline', parts: ['pipeline'] },
+  { name: 'composition and CLI', parts: ['server.ts', 'runtime.ts', 'run.ts', 'workers.ts', 'cli', 'main.ts'] },
+];
+
+const root = resolve(dirname(new URL(import.meta.url).pathname), '..');
+const src = join(root, 'src');
+
+function files(dir) {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const path = join(dir, e.name);
+    if (e.isDirectory()) return files(path);
+    return e.name.endsWith('.ts') && !e.name.endsWith('.d.ts') ? [path] : [];
+  });
+}
+
+function importsOf(file) {
+  const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, false);
+  const out = [];
+  for (const node of source.statements) {
+    const spec = (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier;
+    if (!spec || !ts.isStringLiteral(spec) || !spec.text.startsWith('.')) continue;
+    out.push(resolve(dirname(file), spec.text.replace(/\.js$/, '.ts')));
+  }
+  return out;
+}
+
+/** The part of src/ a file belongs to. */
+function partOf(file) {
+  const r = relative(src, file);
+  if (r.startsWith('tokens/store/')) return 'tokens/store';
+  const segments = r.split('/');
+  return segments.length === 1 ? r : segments[0];
+}
+
+/** Rank of a part: layer, then position within the layer (a part may import parts listed before it). */
+const rank = new Map();
+LAYERS.forEach((layer, l) => layer.parts.forEach((part, p) => rank.set(part, [l, p])));
+
+const problems = [];
+for (const file of files(src)) {
+  const from = partOf(file);
+  const [fl, fp] = rank.get(from) ?? [-1, -1];
+  if (fl < 0) {
+    problems.push(`${relative(root, file)}: ${from} is in no layer (scripts/check-layers.mjs)`);
+    continue;
+  }
+  for (const target of importsOf(file)) {
+    const to = partOf(target);
+    if (to === from) continue;
+    const [tl, tp] = rank.get(to) ?? [Infinity, Infinity];
+    if (tl < fl || (tl === fl && tp < fp)) continue;
+    problems.push(`${relative(root, file)} imports ${relative(root, target)}: ${from} (${LAYERS[fl].name}) may not import ${to}`);
+  }
+}
+if (problems.length > 0) {
+  for (const p of problems) console.error(p);
+  process.exit(1);
+}
+console.log(`imports follow the layers (${LAYERS.map((l) => l.parts.join(', ')).join(' < ')})`);
