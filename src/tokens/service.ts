@@ -52,9 +52,9 @@ export class TokenService {
 
   /**
    * Rotates: the presented refresh token must be the session's current one, or the one just rotated
-   * away, presented again within the grace period before its successor was used (a retry, a second
-   * tab): that gets the same successor. Any other earlier one is reuse (RFC 9700 section 4.14): the
-   * whole session is revoked.
+   * away, presented again before its successor was used, however late (a retry after a lost answer, a
+   * second tab): that gets the same successor. Any other earlier one (its successor was used) is reuse
+   * (RFC 9700 section 4.14): the whole session is revoked. refreshReuseGraceSeconds 0: no retries.
    */
   async refresh(refreshToken: string): Promise<TokenPair> {
     const presented = parseRefreshToken(this.options.refreshKey, refreshToken);

@@ -60,12 +60,28 @@ export function sessionStoreContract(name: string, h: StoreHarness<SessionStore>
       expect(await h.store().isLive(s)).toBe(true);
     });
 
-    it('revokes on a rotated-away generation past the grace period', async () => {
+    it('answers a retry long past the grace period with the same successor while that successor is unused (a client that lost its answers to 503s)', async () => {
       const s = sid();
       const t = h.now();
       await h.store().createSession(s, session('alice'), 60);
       await h.store().rotateRefresh(s, rotation(0, t, 5000));
-      expect(await h.store().rotateRefresh(s, rotation(0, t + 5000, 5000))).toEqual({ result: 'reused' });
+      expect(await h.store().rotateRefresh(s, rotation(0, t + 5000, 5000))).toEqual(rotated(1, true));
+      expect(await h.store().rotateRefresh(s, rotation(0, t + 3_600_000, 5000))).toEqual(rotated(1, true));
+      expect(await h.store().isLive(s)).toBe(true);
+      // Once the successor is presented, the parent is a stolen copy: reuse ends the session, however late.
+      expect(await h.store().rotateRefresh(s, rotation(1, t + 3_600_001, 5000))).toEqual(rotated(2));
+      expect(await h.store().rotateRefresh(s, rotation(0, t + 3_600_002, 5000))).toEqual({ result: 'reused' });
+      expect(await h.store().isLive(s)).toBe(false);
+    });
+
+    it('revokes on the parent of a used successor presented hours later (a stolen token replayed)', async () => {
+      const s = sid();
+      const t = h.now();
+      await h.store().createSession(s, session('alice'), 60);
+      await h.store().rotateRefresh(s, rotation(0, t, 5000));
+      await h.store().rotateRefresh(s, rotation(1, t + 1, 5000));
+      expect(await h.store().rotateRefresh(s, rotation(1, t + 7_200_000, 5000))).toEqual(rotated(2, true));
+      expect(await h.store().rotateRefresh(s, rotation(0, t + 7_200_000, 5000))).toEqual({ result: 'reused' });
       expect(await h.store().isLive(s)).toBe(false);
     });
 
@@ -86,7 +102,7 @@ export function sessionStoreContract(name: string, h: StoreHarness<SessionStore>
       expect(await h.store().rotateRefresh(s, rotation(2, h.now()))).toEqual({ result: 'reused' });
     });
 
-    it('judges grace right months after the session began (rotation times are the caller\'s clock)', async () => {
+    it('keeps the rotation time the caller\'s clock gave, months after the session began', async () => {
       const s = sid();
       const t = h.now();
       const day = 24 * 3600 * 1000;
@@ -94,7 +110,9 @@ export function sessionStoreContract(name: string, h: StoreHarness<SessionStore>
       await h.store().rotateRefresh(s, rotation(0, t + 30 * day, 5000));
       await h.store().rotateRefresh(s, rotation(1, t + 80 * day, 5000));
       expect(await h.store().rotateRefresh(s, rotation(1, t + 80 * day + 1000, 5000))).toEqual(rotated(2, true));
-      expect(await h.store().rotateRefresh(s, rotation(1, t + 80 * day + 5000, 5000))).toEqual({ result: 'reused' });
+      expect((await h.store().listSessions('alice')).find((x) => x.sid === s)?.refreshedAtMs).toBe(t + 80 * day);
+      expect(await h.store().rotateRefresh(s, rotation(2, t + 81 * day, 5000))).toEqual(rotated(3));
+      expect(await h.store().rotateRefresh(s, rotation(1, t + 81 * day, 5000))).toEqual({ result: 'reused' });
     });
 
     it('answers unknown for a session it does not have', async () => {

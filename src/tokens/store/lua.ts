@@ -49,9 +49,11 @@ return 1
  * - the current generation: rotates to the next one;
  * - a generation ahead of the current one (only the gateway can mint it: a rotation lost in a
  *   failover): rotates past it, as if that rotation had been kept;
- * - the generation before the current one, within graceMs of the rotation: a retry, answered with the
- *   current generation (its successor, not used yet, or the current one would have moved on);
- * - any other earlier generation: reuse (RFC 9700 section 4.14), the session ends.
+ * - the generation before the current one (graceMs > 0): a retry, answered with the current generation,
+ *   however long after the rotation: its successor was never presented (or the current one would have
+ *   moved on), so whoever holds it has done nothing wrong (a client whose answer was lost to a 503);
+ * - any other earlier generation (its successor was presented), or with graceMs 0 any earlier one:
+ *   reuse (RFC 9700 section 4.14), the session ends.
  */
 export const ROTATE_REFRESH = `${CODEC}
 local s = redis.call('GET', KEYS[1])
@@ -64,7 +66,7 @@ if presented >= current then
   redis.call('SET', KEYS[1], string.sub(s, 1, 7) .. pack(now, 6) .. pack(presented + 1, 4) .. string.sub(s, 18), 'EX', ARGV[2])
   return {1, sub, uv, presented + 1, 0, uint(s, 2, 6)}
 end
-if presented == current - 1 and now - uint(s, 8, 6) < tonumber(ARGV[3]) then
+if presented == current - 1 and tonumber(ARGV[3]) > 0 then
   return {1, sub, uv, current, 1, uint(s, 2, 6)}
 end
 redis.call('DEL', KEYS[1])

@@ -49,7 +49,7 @@ export class MemorySessionStore implements SessionStore {
       session.expiresAt = this.clock.now() + r.ttlSeconds * 1000;
       return rotated(session.generation, false);
     }
-    if (r.generation === session.generation - 1 && r.nowMs - session.refreshedAt < r.graceMs) return rotated(session.generation, true);
+    if (r.generation === session.generation - 1 && r.graceMs > 0) return rotated(session.generation, true);
     this.sessions.delete(sid);
     this.revocations.publish(sid);
     return { result: 'reused' };

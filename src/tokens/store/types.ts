@@ -54,8 +54,8 @@ export interface Rotation {
   generation: number;
   ttlSeconds: number;
   /**
-   * The token just rotated away, presented again less than this many ms after its rotation (and before
-   * its successor was used), is a retry: it gets the same successor (0: never).
+   * Above 0: the token just rotated away, presented again before its successor was used (however long
+   * after the rotation), is a retry and gets the same successor. 0: every second use is reuse.
    */
   graceMs: number;
   nowMs: number;
@@ -66,7 +66,7 @@ export type RotateOutcome =
   | { result: 'rotated'; sub: string; uv: string; generation: number; retry: boolean }
   /** No such session. */
   | { result: 'unknown' }
-  /** A rotated-away token past the grace period, or one whose successor was used: the session is revoked. */
+  /** A rotated-away token whose successor was used (or any, with graceMs 0): the session is revoked. */
   | { result: 'reused' };
 
 /** How a session write fared with store.waitForReplicas. */
