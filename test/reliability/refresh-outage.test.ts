@@ -166,4 +166,33 @@ describe('store.durability strict, master and one replica', () => {
     expect(result.after).toEqual(Array(SESSIONS).fill(200));
     expect(result.reads).toEqual(Array(SESSIONS).fill(200));
   }, 90_000);
+
+  it('the replica hung: every sign-in answered 503 leaves no usable session; the store lists what clients were told', async () => {
+    await replicaBack();
+    const raw = new Redis(group.master.url);
+    try {
+      const sessionKeys = async () => (await raw.keys('*s:{*')).length;
+      const before = await sessionKeys();
+      group.replicas[0]!.pause();
+      const answers = await Promise.all(Array.from({ length: 20 }, () => postJson(gw.base, '/v1/tokens/create', { appKey: 'bob', appSecret: 'bob-pw' })));
+      const told: string[] = [];
+      for (const a of answers) {
+        if (a.status === 200) told.push(((await a.json()) as Pair).refreshToken.split('.')[0]!);
+        else await a.arrayBuffer();
+      }
+      const refused = answers.filter((a) => a.status === 503).length;
+      group.replicas[0]!.resume();
+      console.log(`strict, replica hung: ${refused} of 20 sign-ins answered 503, ${told.length} 200`);
+      expect(refused).toBeGreaterThan(0);
+      expect(refused + told.length).toBe(20);
+      // The store and `sessions list` agree with what the clients were told.
+      expect((await gw.gateway.store.listSessions('bob')).map((x) => x.sid).sort()).toEqual(told.sort());
+      expect((await sessionKeys()) - before).toBe(told.length);
+      // Whatever a refused sign-in left behind expires within a minute.
+      for (const key of await raw.keys('*p:{*')) expect(await raw.ttl(key)).toBeLessThanOrEqual(60);
+    } finally {
+      group.replicas[0]!.resume();
+      raw.disconnect();
+    }
+  }, 60_000);
 });

@@ -44,6 +44,22 @@ return 1
 `;
 
 /**
+ * A sign-in waiting for its replicas (store.waitForReplicas) is written as `p:{sid}` (pending) with a
+ * TTL of at most PENDING_TTL_SECONDS: no session command reads that key, so its tokens work nowhere.
+ * Once the replicas have it, ACTIVATE moves it to `s:{sid}` with the session's TTL (same slot: the hash
+ * tag is the id). A sign-in answered with an error leaves at most a pending key that expires by itself.
+ * KEYS[1] = pending, KEYS[2] = session. ARGV: ttlSeconds. Returns 1, or 0 when the pending key is gone.
+ */
+export const ACTIVATE = `
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+redis.call('SET', KEYS[2], v, 'EX', ARGV[1])
+redis.call('DEL', KEYS[1])
+return 1
+`;
+export const PENDING_TTL_SECONDS = 60;
+
+/**
  * KEYS[1] = session. ARGV: presented generation, ttlSeconds, graceMs, nowMs, channel, sid.
  * Returns {1, sub, uv, successor generation, retry 0|1, created at} | {0} unknown | {3} reused (deleted, published).
  * - the current generation: rotates to the next one;

@@ -3,7 +3,7 @@ import type { RedisStoreConfig } from '../../config/types.js';
 import type { Logger } from '../../log.js';
 import { enforceDeadlines, withDeadline } from './deadline.js';
 import { LivenessCache } from './liveness-cache.js';
-import { CREATE_SESSION, INDEX_ADD, REVOKE, ROTATE_REFRESH } from './lua.js';
+import { ACTIVATE, CREATE_SESSION, INDEX_ADD, PENDING_TTL_SECONDS, REVOKE, ROTATE_REFRESH } from './lua.js';
 import { OutageLog } from './outage-log.js';
 import { ReplicaWaits } from './replication.js';
 import { RevocationChannel } from './revocation-channel.js';
@@ -24,6 +24,7 @@ interface Scripts {
   /** The user of the session deleted ('' when its format is another), or null when there was none. */
   revokeSession(s: string, channel: string, sid: string): Promise<string | null>;
   indexAdd(index: string, sid: string, createdAtMs: number, ttl: number): Promise<number>;
+  activate(pending: string, s: string, ttl: number): Promise<number>;
 }
 
 type Scripted = (Redis | Cluster) & Scripts;
@@ -45,6 +46,7 @@ const SCRIPTS: Array<[keyof Scripts, number, string]> = [
   ['rotateRefresh', 1, ROTATE_REFRESH],
   ['revokeSession', 1, REVOKE],
   ['indexAdd', 1, INDEX_ADD],
+  ['activate', 2, ACTIVATE],
 ];
 
 function withScripts<T extends Redis | Cluster>(client: T): T & Scripts {
@@ -102,28 +104,50 @@ export class RedisSessionStore implements SessionStore {
   /**
    * The session and both copies of the user's index at once; done when the session and at least one
    * copy are written (see user-index.ts). A create that fails deletes what it wrote: nobody holds its
-   * tokens, and the client's retry makes another session.
+   * tokens, and the client's retry makes another session. With replicas to wait for, the session is
+   * written pending (see ACTIVATE in lua.ts) and made live once they have it, and the live record once
+   * they have that: a create answered with an error leaves no usable session, only a pending key that
+   * expires within a minute (or none: the failure path deletes it, best effort).
    */
   createSession(sid: string, session: NewSession, ttlSeconds: number): Promise<void> {
     return this.guard(async () => {
       this.replicas?.admit();
       const indexes = userIndexKeys(session.sub);
       const createdAt = Date.now();
+      const first = this.replicas ? pendingKey(sid) : sessionKey(sid);
       const [made, ...copies] = await Promise.allSettled([
-        this.client.createSession(sessionKey(sid), ttlSeconds, session.sub, session.uv),
+        this.client.createSession(first, this.replicas ? Math.min(PENDING_TTL_SECONDS, ttlSeconds) : ttlSeconds, session.sub, session.uv),
         ...indexes.map((index) => this.client.indexAdd(index, sid, createdAt, ttlSeconds)),
       ]);
       const indexed = copies.filter((c) => c.status === 'fulfilled');
       if (made.status === 'rejected' || indexed.length === 0) {
-        if (made.status === 'fulfilled') await this.client.del(sessionKey(sid)).catch(() => {});
+        if (made.status === 'fulfilled') await this.client.del(first).catch(() => {});
         throw made.status === 'rejected' ? made.reason : (copies[0] as PromiseRejectedResult).reason;
       }
-      await this.replicas?.after();
+      if (this.replicas) await this.activate(sid, ttlSeconds);
       // Housekeeping: the session is made, so a failure here must not fail the create.
       copies.forEach((c, i) => {
         if (c.status === 'fulfilled' && c.value > INDEX_PRUNE_ABOVE) void this.prune(indexes[i]!).catch(() => {});
       });
     });
+  }
+
+  /** A pending session, once its replicas have it, made live; and the live record, once they have that. */
+  private async activate(sid: string, ttlSeconds: number): Promise<void> {
+    try {
+      await this.replicas!.after();
+    } catch (err) {
+      await this.client.del(pendingKey(sid)).catch(() => {});
+      throw err;
+    }
+    if ((await this.client.activate(pendingKey(sid), sessionKey(sid), ttlSeconds)) !== 1) throw new Error('the pending session was gone (revoked or expired) before it was made live');
+    try {
+      await this.replicas!.after();
+    } catch (err) {
+      // Nobody holds its tokens: the client was told 503.
+      await this.client.del(sessionKey(sid)).catch(() => {});
+      throw err;
+    }
   }
 
   rotateRefresh(sid: string, r: Rotation): Promise<RotateOutcome> {
@@ -188,7 +212,10 @@ export class RedisSessionStore implements SessionStore {
         if (r && r.sub === user) live.push({ sid, createdAtMs: r.createdAtMs, refreshedAtMs: r.refreshedAtMs });
         else dead.push(sid);
       });
-      if (dead.length > 0) await Promise.allSettled(readable.map((index) => this.client.zrem(index, ...dead)));
+      // A session still pending (being created) keeps its index entry.
+      const pending = await Promise.all(dead.map((sid) => this.client.exists(pendingKey(sid))));
+      const gone = dead.filter((_, i) => pending[i] === 0);
+      if (gone.length > 0) await Promise.allSettled(readable.map((index) => this.client.zrem(index, ...gone)));
       return live.sort((a, b) => a.createdAtMs - b.createdAtMs);
     });
   }
@@ -289,7 +316,7 @@ export class RedisSessionStore implements SessionStore {
   /** Drops a few ids of sessions already gone, picked at random, from a copy of a user's index. */
   private async prune(index: string): Promise<void> {
     const sample = await this.client.zrandmember(index, INDEX_PRUNE_SAMPLE);
-    const exists = await Promise.all(sample.map((sid) => this.client.exists(sessionKey(sid))));
+    const exists = await Promise.all(sample.map((sid) => this.client.exists(sessionKey(sid), pendingKey(sid))));
     const dead = sample.filter((_, i) => exists[i] === 0);
     if (dead.length > 0) await this.client.zrem(index, ...dead);
   }
@@ -324,4 +351,9 @@ export function readyWithin(client: Redis | Cluster, timeoutMs: number): Promise
 
 function sessionKey(sid: string): string {
   return `s:{${sid}}`;
+}
+
+/** A session being created, until its replicas have it (see ACTIVATE in lua.ts). */
+function pendingKey(sid: string): string {
+  return `p:{${sid}}`;
 }
