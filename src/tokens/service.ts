@@ -2,7 +2,7 @@ import type { Clock } from '../clock.js';
 import type { CredentialVersions, PasswordAttempt, PasswordCheck } from '../credentials/password-check.js';
 import { HttpProblem } from '../http/problem.js';
 import { invalidToken, type AccessTokenCodec } from './access-token.js';
-import { MAX_GENERATION, newSessionId, parseRefreshToken, refreshTokenFor } from './refresh-token.js';
+import { MAX_GENERATION, parseRefreshToken, refreshTokenFor } from './refresh-token.js';
 import type { SessionStore } from './store/types.js';
 
 export interface TokenPair {
@@ -45,8 +45,7 @@ export class TokenService {
   async create(attempt: PasswordAttempt): Promise<TokenPair> {
     await this.passwords.check(attempt, { trustCache: false });
     const uv = this.credentialVersion(attempt.user)!;
-    const sid = newSessionId();
-    await this.store.createSession(sid, { sub: attempt.user, uv }, this.options.refreshTtlSeconds);
+    const sid = await this.store.createSession({ sub: attempt.user, uv }, this.options.refreshTtlSeconds);
     return this.pair(attempt.user, sid, uv, refreshTokenFor(this.options.refreshKey, sid, 0).token);
   }
 

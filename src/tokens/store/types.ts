@@ -4,8 +4,11 @@
  */
 export interface SessionStore {
   readonly kind: 'memory' | 'redis';
-  /** Starts a session at refresh generation 0. */
-  createSession(sid: string, session: NewSession, ttlSeconds: number): Promise<void>;
+  /**
+   * Starts a session at refresh generation 0 and answers its id (see sessionIdFor: it names where the
+   * session lives). A create that fails leaves no usable session.
+   */
+  createSession(session: NewSession, ttlSeconds: number): Promise<string>;
   /** Moves the session to the generation after the presented one, or says why not (see RotateOutcome). */
   rotateRefresh(sid: string, rotation: Rotation): Promise<RotateOutcome>;
   /** True while the session has been neither revoked nor let expire. */
