@@ -203,4 +203,36 @@ describe('store.durability strict, master and one replica', () => {
       raw.disconnect();
     }
   }, 60_000);
+
+  it('while the replica is gone, /readyz says which writes are refused and why, and a gauge counts it; both clear when it is back', async () => {
+    await replicaBack();
+    const replica = group.replicas[0]!;
+    const refusing = async () => /^auth_gateway_store_session_writes_refusing (\d+)/m.exec(await gw.gateway.metrics.registry.metrics())?.[1];
+    const readyBody = async () => {
+      const res = await fetch(`${gw.base}/readyz`);
+      return { status: res.status, body: (await res.json()) as { status: string; refused?: string } };
+    };
+    expect(await refusing()).toBe('0');
+    expect((await readyBody()).body).toEqual({ status: 'ready' });
+    await replica.kill();
+    try {
+      let ready = await readyBody();
+      for (let i = 0; i < 50 && !ready.body.refused; i++) {
+        await sleep(100);
+        ready = await readyBody();
+      }
+      // Still ready (bearer requests are served; every instance alike), and it says what is refused and why.
+      expect(ready.status).toBe(200);
+      expect(ready.body.refused).toContain('sign-ins, refreshes and revocations are refused');
+      expect(ready.body.refused).toContain('0 of 1 replicas connected');
+      expect(ready.body.refused).toContain('store.durability is strict');
+      expect(await refusing()).toBe('1');
+      expect((await postJson(gw.base, '/v1/tokens/create', { appKey: 'alice', appSecret: 'alice-pw' })).status).toBe(503);
+    } finally {
+      await replica.start();
+    }
+    await replicaBack();
+    expect((await readyBody()).body).toEqual({ status: 'ready' });
+    expect(await refusing()).toBe('0');
+  }, 60_000);
 });

@@ -81,6 +81,8 @@ export interface ReplicationStats {
   connected: number | undefined;
   /** Session writes by outcome since start. */
   outcomes: Record<ReplicationOutcome, number>;
+  /** store.durability strict with fewer replicas connected than wanted: session writes are refused now. */
+  refusing: boolean;
 }
 
 export class StoreUnavailableError extends Error {
