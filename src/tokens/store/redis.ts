@@ -135,6 +135,9 @@ export class RedisSessionStore implements SessionStore {
         try {
           await this.client.create5(key, field, ttlSeconds, session.sub, session.uv, pending);
         } catch (err) {
+          // A write that timed out may still run: delete it behind it (same connection, so in order),
+          // best effort, so that the store agrees with the client's 503.
+          void this.client.hdel(key, field).catch(() => {});
           failure = err;
           continue;
         }
