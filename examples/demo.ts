@@ -75,7 +75,7 @@ curl -s -u demo:demo-password '${gw}/v1/conversations?size=10&page=1&sort=campai
 ACCESS=$(node -pe 'JSON.parse(require("fs").readFileSync("/tmp/gw-tokens.json")).accessToken')
 curl -s -H "Authorization: Bearer $ACCESS" '${gw}/v1/contacts?size=10'
 
-# 4. Refresh (the old refresh token stops working; presenting it again revokes the session)
+# 4. Refresh (presenting the old refresh token again, before the new one is used, answers the same new refresh token; once the new one was used, it revokes the session)
 REFRESH=$(node -pe 'JSON.parse(require("fs").readFileSync("/tmp/gw-tokens.json")).refreshToken')
 curl -s -X POST ${gw}/v1/tokens/refresh ${json} -d "{\\"refreshToken\\":\\"$REFRESH\\"}" | tee /tmp/gw-tokens.json
 

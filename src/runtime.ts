@@ -47,6 +47,8 @@ export interface Shared {
   store: SessionStore;
   counters: CounterStore;
   ping: () => Promise<void>;
+  /** Which writes the store refuses while ready (see readyz). */
+  refused: () => string | undefined;
   onUpstreamError: UpstreamErrorListener;
   /** The open WebSocket tunnels (they outlive a reload). */
   tunnels: Tunnels;
@@ -126,6 +128,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   const trustForwarded = config.server.trustProxy > 0;
   const findOwn = ownEndpoints(config, routes, {
     ping: shared.ping,
+    refused: shared.refused,
     tokenEndpoints: onTokenPaths(tokenRoutes(tokens, config.server.bodyTimeoutMs, (token) => subjectOf(codec, token)).routes(), notATokenEndpoint),
     jwks: assertionKeys ? serveJwks(assertionKeys) : undefined,
     forwardAuth: config.forwardAuth ? { path: config.forwardAuth.path, enter: forwardAuthEntry(config.forwardAuth) } : undefined,

@@ -27,6 +27,7 @@ import { acceptUpgrades } from './proxy/websocket.js';
 import { buildRuntime, restartOnlyChanges, retireRuntime, type Shared } from './runtime.js';
 import type { TokenService } from './tokens/service.js';
 import { createStore } from './tokens/store/create.js';
+import { refusedWrites } from './tokens/store/replication.js';
 import type { SessionStore } from './tokens/store/types.js';
 import { createCounters } from './counters/create.js';
 import type { CounterStore } from './counters/types.js';
@@ -99,6 +100,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   });
   const drain = new Drain(lanes);
   const readiness = drain.readiness(ping);
+  const refused = () => refusedWrites(store.replication?.());
 
   // Open WebSocket tunnels outlive a reload; what ends them is read from the runtime in force.
   const tunnels = new Tunnels({
@@ -129,7 +131,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   const koa = app.callback();
 
   const shared: Shared = {
-    clock, log, store: timedStore, counters: instrumentStore(counters, metrics), ping: readiness, tunnels,
+    clock, log, store: timedStore, counters: instrumentStore(counters, metrics), ping: readiness, refused, tunnels,
     onUpstreamError: (upstream, kind) => metrics.upstreamErrors.inc({ upstream, kind }),
     serveOwn: (ex, handler) => {
       ex.own = true;
@@ -165,7 +167,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   server.on('clientError', clientErrorResponder(log));
   handleExpectations(server, handle);
   metrics.watch({ storePing: ping, bcryptPending: () => current.credentials.verifier.pendingVerifications, storeReplication: () => store.replication?.() });
-  const admin = config.admin === false ? undefined : createAdminServer(metrics.registry, readiness, log);
+  const admin = config.admin === false ? undefined : createAdminServer(metrics.registry, readiness, log, refused);
   const adminConfig = config.admin;
   // Upgrade requests (WebSocket handshakes, h2c offers) take the same way as any request.
   server.on('upgrade', acceptUpgrades(server));

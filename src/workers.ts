@@ -71,8 +71,11 @@ export function runPrimary(config: Config, log: Logger): void {
     listening.add(worker.id);
     for (const m of sent) worker.send(m);
   });
+  // The admin listener's questions to the workers (it keeps what dead workers counted).
+  const questions = config.admin !== false ? new WorkerQuestions(() => workers().filter((w) => listening.has(w.id))) : undefined;
   cluster.on('exit', (worker: Worker, code: number | null, signal: string | null) => {
     const listened = listening.delete(worker.id);
+    void questions?.retire(worker.id).catch(() => {});
     if (!stopping && !listened && listening.size === 0) {
       // It died before it listened (the port is taken, a certificate does not load, ...) and no worker
       // serves: the next one would fail too. The primary stops (the others are still starting and serve
@@ -102,8 +105,7 @@ export function runPrimary(config: Config, log: Logger): void {
     }
   });
 
-  if (config.admin !== false) {
-    const questions = new WorkerQuestions(() => workers().filter((w) => listening.has(w.id)));
+  if (config.admin !== false && questions) {
     const ready = () => (stopping ? Promise.reject(shuttingDown()) : questions.ready());
     const admin = createAdminServer({ contentType: Registry.PROMETHEUS_CONTENT_TYPE, metrics: () => questions.metrics() }, ready, log);
     const { host, port } = config.admin;

@@ -86,6 +86,16 @@ export function createMetrics(): Metrics {
       if (stats?.connected !== undefined) this.set(stats.connected);
     },
   });
+  new Gauge({
+    name: `${METRIC_PREFIX}store_session_writes_refusing`,
+    help: '1 while session writes (sign-ins, refreshes, revocations) are refused: store.durability strict with fewer replicas connected than store.waitForReplicas',
+    registers,
+    aggregator: 'max',
+    collect() {
+      const stats = sources.storeReplication?.();
+      if (stats) this.set(stats.refusing ? 1 : 0);
+    },
+  });
   new Counter({
     name: `${METRIC_PREFIX}store_session_writes_total`,
     help: 'session writes with store.waitForReplicas, by replication: replicated, unreplicated (acknowledged without the replicas, store.durability available) or refused (strict)',

@@ -17,7 +17,7 @@ export interface MetricsText {
   metrics(): Promise<string>;
 }
 
-export function createAdminServer(metrics: MetricsText, ping: () => Promise<void>, log: Logger): Server {
+export function createAdminServer(metrics: MetricsText, ping: () => Promise<void>, log: Logger, refused?: () => string | undefined): Server {
   const app = new Koa();
   app.silent = true;
   app.use(async function handleErrors(ctx, next) {
@@ -39,7 +39,7 @@ export function createAdminServer(metrics: MetricsText, ping: () => Promise<void
     if (!ctx.req.url?.startsWith('/')) throw new HttpProblem(400, 'invalid_path', 'the request target must be a path starting with /');
     await next();
   });
-  app.use(health(ping));
+  app.use(health(ping, refused));
   app.use(async function serveMetrics(ctx) {
     if (ctx.path !== '/metrics') throw new HttpProblem(404, 'not_found', 'the admin listener serves /metrics, /healthz and /readyz');
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {

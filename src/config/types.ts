@@ -127,9 +127,9 @@ export interface TokensConfig {
   accessTtlSeconds: number;
   refreshTtlSeconds: number;
   /**
-   * A refresh retried with the token just rotated away, within this many seconds and before its
-   * successor was used, gets the same successor; later, or after the successor was used, it is reuse
-   * and revokes the session. Default 10; 0: every second use is reuse.
+   * Above 0 (default 10): a refresh retried with the token just rotated away, before its successor was
+   * used, gets the same successor however long after the rotation; once the successor was used, it is
+   * reuse and revokes the session. 0: every second use is reuse.
    */
   refreshReuseGraceSeconds: number;
   /** The key refresh tokens are derived with (at least 32 bytes); default: derived from tokens.signing. */

@@ -6,8 +6,12 @@ export function healthz(ctx: Context): void {
   ctx.body = { status: 'ok' };
 }
 
-/** /readyz: the configuration is loaded and the store answers. */
-export function readyz(ping: () => Promise<void>): (ctx: Context) => Promise<void> {
+/**
+ * /readyz: the configuration is loaded and the store answers. `refused` says which writes the store
+ * refuses while ready (store.durability strict without its replicas): every instance alike, so taking
+ * instances out would help none, and bearer requests are still served.
+ */
+export function readyz(ping: () => Promise<void>, refused: () => string | undefined = () => undefined): (ctx: Context) => Promise<void> {
   return async function ready(ctx) {
     try {
       await ping();
@@ -16,13 +20,14 @@ export function readyz(ping: () => Promise<void>): (ctx: Context) => Promise<voi
       if (err instanceof HttpProblem) throw err;
       throw new HttpProblem(503, 'service_unavailable', 'the token store is not reachable', { headers: { 'Retry-After': '1' } });
     }
-    ctx.body = { status: 'ready' };
+    const note = refused();
+    ctx.body = note ? { status: 'ready', refused: note } : { status: 'ready' };
   };
 }
 
 /** Both as one middleware (the admin listener); anything else passes on. */
-export function health(ping: () => Promise<void>): Middleware {
-  const ready = readyz(ping);
+export function health(ping: () => Promise<void>, refused?: () => string | undefined): Middleware {
+  const ready = readyz(ping, refused);
   return function healthEndpoints(ctx, next) {
     if (ctx.path === '/healthz') {
       healthz(ctx);

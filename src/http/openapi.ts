@@ -193,5 +193,5 @@ const SCHEMAS: Json = {
       last: { type: 'boolean' },
     },
   },
-  Health: { type: 'object', required: ['status'], properties: { status: { type: 'string', enum: ['ok', 'ready'] } } },
+  Health: { type: 'object', required: ['status'], properties: { status: { type: 'string', enum: ['ok', 'ready'] }, refused: { type: 'string', description: 'ready, but these writes are refused, and why (store.durability strict without its replicas)' } } },
 };

@@ -19,6 +19,8 @@ const READ = new Set(['GET', 'HEAD']);
 
 export interface OwnEndpointDeps {
   ping: () => Promise<void>;
+  /** Which writes the store refuses while ready (see readyz). */
+  refused?: () => string | undefined;
   tokenEndpoints: OwnHandler;
   /** GET /.well-known/jwks.json (identity assertions configured). */
   jwks?: OwnHandler;
@@ -37,7 +39,7 @@ export interface OwnEndpointDeps {
 export function ownEndpoints(config: Config, routes: RouteTable, deps: OwnEndpointDeps): (ex: GatewayExchange) => OwnHandler | undefined {
   const exact = new Map<string, ExactEndpoint>([
     ['/healthz', { handler: healthz }],
-    ['/readyz', { handler: readyz(deps.ping) }],
+    ['/readyz', { handler: readyz(deps.ping, deps.refused) }],
     ['/openapi.json', { methods: READ, handler: openApi(config) }],
   ]);
   if (deps.jwks) exact.set(JWKS_PATH, { methods: READ, handler: deps.jwks });

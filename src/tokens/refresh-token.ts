@@ -1,7 +1,8 @@
-import { createHmac, hkdfSync, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto';
+import { createHmac, hkdfSync, timingSafeEqual, type KeyObject } from 'node:crypto';
 
 /**
- * `<sid>.<secret>`: a 128-bit session id, then 32 bytes base64url: the token's generation (4 bytes,
+ * `<sid>.<secret>`: the session id (45 characters: the user's tag, a copy, 128 random bits, see
+ * user-index.ts; 22 for a session made before), then 32 bytes base64url: the token's generation (4 bytes,
  * big-endian) and HMAC-SHA-256(refresh key, sid ‖ generation) cut to 28 bytes.
  *
  * A session's tokens are derived, not stored: generation n+1 is the successor of generation n, and the
@@ -10,7 +11,7 @@ import { createHmac, hkdfSync, randomBytes, timingSafeEqual, type KeyObject } fr
  * Redis holds no token and no digest of one; a token needs the refresh key, which lives only in the
  * gateways' configuration (see refreshKey).
  */
-const SHAPE = /^([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})$/;
+const SHAPE = /^([A-Za-z0-9_-]{22}(?:[01][A-Za-z0-9_-]{22})?)\.([A-Za-z0-9_-]{43})$/;
 const MAC_BYTES = 28;
 /** A token of the last generation has no successor (at one refresh a minute: 8,000 years). */
 export const MAX_GENERATION = 2 ** 32 - 1;
@@ -19,10 +20,6 @@ export interface RefreshToken {
   token: string;
   sid: string;
   generation: number;
-}
-
-export function newSessionId(): string {
-  return randomBytes(16).toString('base64url');
 }
 
 /** The refresh token of a session's generation. */

@@ -2,7 +2,7 @@ import type { Clock } from '../clock.js';
 import type { CredentialVersions, PasswordAttempt, PasswordCheck } from '../credentials/password-check.js';
 import { HttpProblem } from '../core/problem.js';
 import { invalidToken, type AccessClaims, type AccessTokenCodec } from './access-token.js';
-import { MAX_GENERATION, newSessionId, parseRefreshToken, refreshTokenFor } from './refresh-token.js';
+import { MAX_GENERATION, parseRefreshToken, refreshTokenFor } from './refresh-token.js';
 import type { SessionStore } from './store/types.js';
 
 export interface TokenPair {
@@ -45,16 +45,15 @@ export class TokenService {
   async create(attempt: PasswordAttempt): Promise<TokenPair> {
     await this.passwords.check(attempt, { trustCache: false });
     const uv = this.credentialVersion(attempt.user)!;
-    const sid = newSessionId();
-    await this.store.createSession(sid, { sub: attempt.user, uv }, this.options.refreshTtlSeconds);
+    const sid = await this.store.createSession({ sub: attempt.user, uv }, this.options.refreshTtlSeconds);
     return this.pair(attempt.user, sid, uv, refreshTokenFor(this.options.refreshKey, sid, 0).token);
   }
 
   /**
    * Rotates: the presented refresh token must be the session's current one, or the one just rotated
-   * away, presented again within the grace period before its successor was used (a retry, a second
-   * tab): that gets the same successor. Any other earlier one is reuse (RFC 9700 section 4.14): the
-   * whole session is revoked.
+   * away, presented again before its successor was used, however late (a retry after a lost answer, a
+   * second tab): that gets the same successor. Any other earlier one (its successor was used) is reuse
+   * (RFC 9700 section 4.14): the whole session is revoked. refreshReuseGraceSeconds 0: no retries.
    */
   async refresh(refreshToken: string): Promise<TokenPair> {
     const presented = parseRefreshToken(this.options.refreshKey, refreshToken);

@@ -51,16 +51,15 @@ counterStoreContract('redis (3-master cluster)', {
 });
 
 describe('RedisSessionStore on a cluster', () => {
-  it('spreads sessions, indexes and counters over every master', async () => {
+  it('spreads sessions (their users\' hashes) and counters over every master', async () => {
     for (let i = 0; i < 30; i++) {
-      await store.createSession(`spread${String(i).padStart(16, '0')}`, { sub: `user${i}`, uv: 'v' }, 60);
+      await store.createSession({ sub: `user${i}`, uv: 'v' }, 60);
       await counters.hit(`k${i}`, 60);
     }
     for (const n of cluster.nodes) {
       const raw = new Redis(n.url);
       try {
-        expect(await raw.keys('gwtest:s:*')).not.toEqual([]);
-        expect(await raw.keys('gwtest:u:*')).not.toEqual([]);
+        expect(await raw.keys('gwtest:ss:*')).not.toEqual([]);
         expect(await raw.keys('gwtest:c:*')).not.toEqual([]);
       } finally {
         raw.disconnect();

@@ -4,6 +4,7 @@ import { silentLogger } from '../../src/log.js';
 import { RedisCounters } from '../../src/counters/redis.js';
 import { RedisSessionStore, type RedisStoreOptions } from '../../src/tokens/store/redis.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { userIndexKeys, userTag } from '../../src/tokens/store/user-index.js';
 import { measureSessionBytes } from './session-size.js';
 import { counterStoreContract } from './counter-store.js';
 import { sessionStoreContract } from './session-store.js';
@@ -46,7 +47,7 @@ describe('RedisSessionStore revocation channel', () => {
       expect(await other.waitUntilReady(5000)).toBe(true);
       // The subscriber connects on its own schedule: wait until the channel is live on this instance.
       for (let i = 0; i < 100 && !store.liveness.enabled; i++) await new Promise((r) => setTimeout(r, 20));
-      await store.createSession('revokedelsewhere00001', { sub: 'alice', uv: 'v1' }, 60);
+      const sid = await store.createSession({ sub: 'alice', uv: 'v1' }, 60);
       const heard = new Promise<string>((resolve) => {
         const off = store.onRevoked((sid) => {
           off();
@@ -54,8 +55,8 @@ describe('RedisSessionStore revocation channel', () => {
         });
       });
       const started = Date.now();
-      await other.revoke('revokedelsewhere00001');
-      expect(await heard).toBe('revokedelsewhere00001');
+      await other.revoke(sid);
+      expect(await heard).toBe(sid);
       expect(Date.now() - started).toBeLessThan(1000);
     } finally {
       await other.close();
@@ -64,53 +65,80 @@ describe('RedisSessionStore revocation channel', () => {
 });
 
 describe('RedisSessionStore keys', () => {
-  it('prefixes every key and hash-tags a session by its id, so one script touches one cluster slot', async () => {
-    await store.createSession('abcdefghijklmnopqrstuv', { sub: 'alice', uv: 'v1' }, 60);
-    await store.rotateRefresh('abcdefghijklmnopqrstuv', { generation: 0, ttlSeconds: 60, graceMs: 0, nowMs: Date.now() });
+  it('keeps a user\'s sessions in one hash of theirs (one cluster slot), one field each, no token', async () => {
+    const sid = await store.createSession({ sub: 'alice-keys', uv: 'v1' }, 60);
+    await store.rotateRefresh(sid, { generation: 0, ttlSeconds: 60, graceMs: 0, nowMs: Date.now() });
     const raw = new Redis(redis.url);
     try {
-      expect(await raw.keys('*abcdefghijklmnopqrstuv*')).toEqual(['gwtest:s:{abcdefghijklmnopqrstuv}']);
-      // No token and no digest of one: the subject, the credential version, times and the generation.
-      const value = await raw.getBuffer('gwtest:s:{abcdefghijklmnopqrstuv}');
-      expect(value!.length).toBe(1 + 6 + 6 + 4 + 2 + 'alice'.length + 2 + 'v1'.length);
-      expect(await raw.ttl('gwtest:s:{abcdefghijklmnopqrstuv}')).toBeGreaterThan(50);
-      // The user's index is keyed by a digest of the name, in two copies in slots of their own.
-      expect((await raw.keys('gwtest:u:*')).every((k) => /^gwtest:u:\{[A-Za-z0-9_-]{22}(\.\d+)?\}$/.test(k))).toBe(true);
+      const tag = userTag('alice-keys');
+      expect(sid.slice(0, 23)).toBe(`${tag}0`);
+      expect(await raw.keys(`*${tag}*`)).toEqual([`gwtest:ss:{${tag}}`]);
+      // The user once, then per session: state, times, generation, expiry and the credential version.
+      expect(await raw.hget(`gwtest:ss:{${tag}}`, 'u')).toBe('alice-keys');
+      const value = await raw.hgetBuffer(`gwtest:ss:{${tag}}`, sid.slice(23));
+      expect(value!.length).toBe(1 + 6 + 6 + 4 + 4 + 2 + 'v1'.length);
+      expect(await raw.ttl(`gwtest:ss:{${tag}}`)).toBeGreaterThan(50);
+      expect(await raw.object('ENCODING', `gwtest:ss:{${tag}}`)).toBe('listpack');
     } finally {
       await raw.quit();
     }
   });
 
-  it('keeps the user index bounded: new sessions drop dead ids at random, listing drops the rest', async () => {
+  it('drops expired sessions from a user\'s hash: creates sample a few, listing drops the rest', async () => {
     const raw = new Redis(redis.url);
     try {
-      const user = 'index-bounds';
-      const sids = Array.from({ length: 12 }, (_, i) => `bounds${String(i).padStart(16, '0')}`);
-      for (const sid of sids) await store.createSession(sid, { sub: user, uv: 'v' }, 60);
-      // The index holding this user's ids (its key is a digest of the name).
-      const card = async () => {
-        for (const k of await raw.keys('gwtest:u:*')) if ((await raw.zscore(k, sids[11]!)) !== null) return raw.zcard(k);
-        return 0;
-      };
-      expect(await card()).toBe(12);
-      for (const sid of sids.slice(0, 10)) await store.revoke(sid);
-      for (let i = 0; i < 5; i++) await store.createSession(`bounds-new${String(i).padStart(12, '0')}`, { sub: user, uv: 'v' }, 60);
-      expect(await card()).toBeLessThan(17);
-      expect((await store.listSessions(user)).length).toBe(7);
-      expect(await card()).toBe(7);
+      const user = 'hash-bounds';
+      const key = `gwtest:ss:{${userTag(user)}}`;
+      for (let i = 0; i < 12; i++) await store.createSession({ sub: user, uv: 'v' }, 1);
+      expect(await raw.hlen(key)).toBe(13);
+      await new Promise((r) => setTimeout(r, 2100));
+      for (let i = 0; i < 5; i++) await store.createSession({ sub: user, uv: 'v' }, 60);
+      expect(await raw.hlen(key)).toBeLessThan(18);
+      expect((await store.listSessions(user)).length).toBe(5);
+      expect(await raw.hlen(key)).toBe(6);
     } finally {
       await raw.quit();
     }
   });
 
-  it('keeps a session under 500 bytes at any age (INFO memory over 4,000 sessions, both index copies included)', async () => {
+  it('still reads, rotates, lists and revokes sessions stored before (format 4: a string key and an index)', async () => {
     const raw = new Redis(redis.url);
     try {
-      const bytes = await measureSessionBytes(store, raw, 4000);
-      console.log(`session bytes (INFO memory): ${JSON.stringify(bytes)}`);
-      expect(bytes.fresh).toBeLessThanOrEqual(500);
-      expect(bytes.afterOneRefresh).toBeLessThanOrEqual(500);
-      expect(bytes.afterThreeRefreshes).toBeLessThanOrEqual(500);
+      const user = 'legacy-user';
+      const sids = ['legacy000000000000000a', 'legacy000000000000000b'];
+      const now = Date.now();
+      for (const sid of sids) {
+        const head = Buffer.alloc(17);
+        head[0] = 4;
+        head.writeUIntBE(now, 1, 6);
+        head.writeUIntBE(now, 7, 6);
+        head.writeUInt32BE(0, 13);
+        const len = (s: string) => { const b = Buffer.alloc(2); b.writeUInt16BE(Buffer.byteLength(s)); return b; };
+        await raw.set(`gwtest:s:{${sid}}`, Buffer.concat([head, len(user), Buffer.from(user), len('v1'), Buffer.from('v1')]), 'EX', 60);
+        for (const index of userIndexKeys(user)) await raw.zadd(`gwtest:${index}`, now, sid);
+      }
+      expect(await store.isLive(sids[0]!)).toBe(true);
+      expect(await store.rotateRefresh(sids[0]!, { generation: 0, ttlSeconds: 60, graceMs: 1000, nowMs: Date.now() })).toEqual({ result: 'rotated', sub: user, uv: 'v1', generation: 1, retry: false });
+      const fresh = await store.createSession({ sub: user, uv: 'v1' }, 60);
+      expect((await store.listSessions(user)).map((s) => s.sid).sort()).toEqual([...sids, fresh].sort());
+      expect(await store.revokeUser(user)).toBe(3);
+      for (const sid of [...sids, fresh]) expect(await store.isLive(sid)).toBe(false);
+      expect(await raw.exists(`gwtest:s:{${sids[1]}}`)).toBe(0);
+    } finally {
+      await raw.quit();
+    }
+  });
+
+  it('keeps a session at or under 300 bytes, fresh and after refreshes (INFO memory over 4,000 sessions, 1 and 4 per user)', async () => {
+    const raw = new Redis(redis.url);
+    try {
+      for (const perUser of [1, 4]) {
+        const bytes = await measureSessionBytes(store, raw, 4000, perUser);
+        console.log(`session bytes (INFO memory, ${perUser} per user): ${JSON.stringify(bytes)}`);
+        expect(bytes.fresh).toBeLessThanOrEqual(300);
+        expect(bytes.afterOneRefresh).toBeLessThanOrEqual(300);
+        expect(bytes.afterThreeRefreshes).toBeLessThanOrEqual(300);
+      }
     } finally {
       await raw.quit();
     }

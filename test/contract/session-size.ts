@@ -18,14 +18,16 @@ export interface SessionBytes {
  */
 export async function measureSessionBytes(store: SessionStore, raw: Redis, count: number, perUser = 4): Promise<SessionBytes> {
   const used = async () => Number(/^used_memory:(\d+)/m.exec(await raw.info('memory'))![1]);
-  const sids = Array.from({ length: count }, () => randomBytes(16).toString('base64url'));
+  const sids: string[] = Array(count).fill('');
   const users = Array.from({ length: Math.ceil(count / perUser) }, () => `user-${randomBytes(7).toString('hex')}`);
   const inBatches = async (work: (sid: string, i: number) => Promise<unknown>) => {
     for (let i = 0; i < sids.length; i += 200) await Promise.all(sids.slice(i, i + 200).map((sid, j) => work(sid, i + j)));
   };
   const ttl = 5_184_000;
   const before = await used();
-  await inBatches((sid, i) => store.createSession(sid, { sub: users[i % users.length]!, uv: 'abcdefghijklmnop' }, ttl));
+  await inBatches(async (_, i) => {
+    sids[i] = await store.createSession({ sub: users[i % users.length]!, uv: 'abcdefghijklmnop' }, ttl);
+  });
   const fresh = await used();
   const rotate = (generation: number) => inBatches((sid) => store.rotateRefresh(sid, { generation, ttlSeconds: ttl, graceMs: 0, nowMs: Date.now() }));
   await rotate(0);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { SessionStore } from '../../src/tokens/store/types.js';
+import { sessionIdFor } from '../../src/tokens/store/user-index.js';
 
 export interface StoreHarness<S> {
   store: () => S;
@@ -9,7 +10,9 @@ export interface StoreHarness<S> {
 }
 
 let n = 0;
-const sid = () => `sid${String(++n).padStart(19, '0')}`;
+/** A well-formed id of a session no store has. */
+const sid = () => sessionIdFor('nobody', 0, `unknown${String(++n).padStart(15, '0')}`);
+const userName = () => `u${String(++n).padStart(8, '0')}`;
 const rotation = (generation: number, nowMs: number, graceMs = 0) => ({ generation, ttlSeconds: 60, graceMs, nowMs });
 const session = (sub: string) => ({ sub, uv: 'v1' });
 const rotated = (generation: number, retry = false) => ({ result: 'rotated', sub: 'alice', uv: 'v1', generation, retry });
@@ -18,8 +21,7 @@ const rotated = (generation: number, retry = false) => ({ result: 'rotated', sub
 export function sessionStoreContract(name: string, h: StoreHarness<SessionStore>): void {
   describe(`SessionStore contract: ${name}`, () => {
     it('creates a live session and revokes it', async () => {
-      const s = sid();
-      await h.store().createSession(s, session('alice'), 60);
+      const s = await h.store().createSession(session('alice'), 60);
       expect(await h.store().isLive(s)).toBe(true);
       // It answers the user of the session it ended (the audit line names them)...
       expect(await h.store().revoke(s)).toBe('alice');
@@ -30,17 +32,15 @@ export function sessionStoreContract(name: string, h: StoreHarness<SessionStore>
     });
 
     it('rotates generation by generation and returns the subject', async () => {
-      const s = sid();
-      await h.store().createSession(s, session('alice'), 60);
+      const s = await h.store().createSession(session('alice'), 60);
       expect(await h.store().rotateRefresh(s, rotation(0, h.now()))).toEqual(rotated(1));
       expect(await h.store().rotateRefresh(s, rotation(1, h.now()))).toEqual(rotated(2));
       expect(await h.store().isLive(s)).toBe(true);
     });
 
     it('treats a rotated-away generation as reuse and revokes the whole session, even in the same millisecond (no grace)', async () => {
-      const s = sid();
       const t = h.now();
-      await h.store().createSession(s, session('alice'), 60);
+      const s = await h.store().createSession(session('alice'), 60);
       await h.store().rotateRefresh(s, rotation(0, t));
       expect(await h.store().rotateRefresh(s, rotation(0, t))).toEqual({ result: 'reused' });
       expect(await h.store().isLive(s)).toBe(false);
@@ -48,9 +48,8 @@ export function sessionStoreContract(name: string, h: StoreHarness<SessionStore>
     });
 
     it('answers a retry within the grace period with the same successor, and keeps the session', async () => {
-      const s = sid();
       const t = h.now();
-      await h.store().createSession(s, session('alice'), 60);
+      const s = await h.store().createSession(session('alice'), 60);
       expect(await h.store().rotateRefresh(s, rotation(0, t, 5000))).toEqual(rotated(1));
       expect(await h.store().rotateRefresh(s, rotation(0, t + 4999, 5000))).toEqual(rotated(1, true));
       expect(await h.store().rotateRefresh(s, rotation(0, t + 4999, 5000))).toEqual(rotated(1, true));
@@ -60,19 +59,32 @@ export function sessionStoreContract(name: string, h: StoreHarness<SessionStore>
       expect(await h.store().isLive(s)).toBe(true);
     });
 
-    it('revokes on a rotated-away generation past the grace period', async () => {
-      const s = sid();
+    it('answers a retry long past the grace period with the same successor while that successor is unused (a client that lost its answers to 503s)', async () => {
       const t = h.now();
-      await h.store().createSession(s, session('alice'), 60);
+      const s = await h.store().createSession(session('alice'), 60);
       await h.store().rotateRefresh(s, rotation(0, t, 5000));
-      expect(await h.store().rotateRefresh(s, rotation(0, t + 5000, 5000))).toEqual({ result: 'reused' });
+      expect(await h.store().rotateRefresh(s, rotation(0, t + 5000, 5000))).toEqual(rotated(1, true));
+      expect(await h.store().rotateRefresh(s, rotation(0, t + 3_600_000, 5000))).toEqual(rotated(1, true));
+      expect(await h.store().isLive(s)).toBe(true);
+      // Once the successor is presented, the parent is a stolen copy: reuse ends the session, however late.
+      expect(await h.store().rotateRefresh(s, rotation(1, t + 3_600_001, 5000))).toEqual(rotated(2));
+      expect(await h.store().rotateRefresh(s, rotation(0, t + 3_600_002, 5000))).toEqual({ result: 'reused' });
+      expect(await h.store().isLive(s)).toBe(false);
+    });
+
+    it('revokes on the parent of a used successor presented hours later (a stolen token replayed)', async () => {
+      const t = h.now();
+      const s = await h.store().createSession(session('alice'), 60);
+      await h.store().rotateRefresh(s, rotation(0, t, 5000));
+      await h.store().rotateRefresh(s, rotation(1, t + 1, 5000));
+      expect(await h.store().rotateRefresh(s, rotation(1, t + 7_200_000, 5000))).toEqual(rotated(2, true));
+      expect(await h.store().rotateRefresh(s, rotation(0, t + 7_200_000, 5000))).toEqual({ result: 'reused' });
       expect(await h.store().isLive(s)).toBe(false);
     });
 
     it('revokes on a rotated-away generation whose successor was used, even within the grace period', async () => {
-      const s = sid();
       const t = h.now();
-      await h.store().createSession(s, session('alice'), 60);
+      const s = await h.store().createSession(session('alice'), 60);
       await h.store().rotateRefresh(s, rotation(0, t, 5000));
       await h.store().rotateRefresh(s, rotation(1, t + 1, 5000));
       expect(await h.store().rotateRefresh(s, rotation(0, t + 2, 5000))).toEqual({ result: 'reused' });
@@ -80,21 +92,21 @@ export function sessionStoreContract(name: string, h: StoreHarness<SessionStore>
     });
 
     it('takes a generation ahead of its own as a rotation it lost (a failover): the chain goes on from it', async () => {
-      const s = sid();
-      await h.store().createSession(s, session('alice'), 60);
+      const s = await h.store().createSession(session('alice'), 60);
       expect(await h.store().rotateRefresh(s, rotation(3, h.now()))).toEqual(rotated(4));
       expect(await h.store().rotateRefresh(s, rotation(2, h.now()))).toEqual({ result: 'reused' });
     });
 
-    it('judges grace right months after the session began (rotation times are the caller\'s clock)', async () => {
-      const s = sid();
+    it('keeps the rotation time the caller\'s clock gave, months after the session began', async () => {
       const t = h.now();
       const day = 24 * 3600 * 1000;
-      await h.store().createSession(s, session('alice'), 60);
+      const s = await h.store().createSession(session('alice'), 60);
       await h.store().rotateRefresh(s, rotation(0, t + 30 * day, 5000));
       await h.store().rotateRefresh(s, rotation(1, t + 80 * day, 5000));
       expect(await h.store().rotateRefresh(s, rotation(1, t + 80 * day + 1000, 5000))).toEqual(rotated(2, true));
-      expect(await h.store().rotateRefresh(s, rotation(1, t + 80 * day + 5000, 5000))).toEqual({ result: 'reused' });
+      expect((await h.store().listSessions('alice')).find((x) => x.sid === s)?.refreshedAtMs).toBe(t + 80 * day);
+      expect(await h.store().rotateRefresh(s, rotation(2, t + 81 * day, 5000))).toEqual(rotated(3));
+      expect(await h.store().rotateRefresh(s, rotation(1, t + 81 * day, 5000))).toEqual({ result: 'reused' });
     });
 
     it('answers unknown for a session it does not have', async () => {
@@ -102,8 +114,7 @@ export function sessionStoreContract(name: string, h: StoreHarness<SessionStore>
     });
 
     it('of 20 concurrent rotations of one generation within grace, all end on the same successor and the session lives', async () => {
-      const s = sid();
-      await h.store().createSession(s, session('alice'), 60);
+      const s = await h.store().createSession(session('alice'), 60);
       const outcomes = await Promise.all(Array.from({ length: 20 }, () => h.store().rotateRefresh(s, rotation(0, h.now(), 5000))));
       expect(outcomes.filter((o) => o.result === 'rotated' && !o.retry)).toHaveLength(1);
       expect(outcomes.every((o) => o.result === 'rotated' && o.generation === 1)).toBe(true);
@@ -111,10 +122,8 @@ export function sessionStoreContract(name: string, h: StoreHarness<SessionStore>
     });
 
     it('expires a session after its TTL, and a rotation renews the TTL', async () => {
-      const a = sid();
-      const b = sid();
-      await h.store().createSession(a, session('alice'), 1);
-      await h.store().createSession(b, session('bob'), 1);
+      const a = await h.store().createSession(session('alice'), 1);
+      const b = await h.store().createSession(session('bob'), 1);
       await h.store().rotateRefresh(b, { ...rotation(0, h.now()), ttlSeconds: 60 });
       await h.fastForward(1100);
       expect(await h.store().isLive(a)).toBe(false);
@@ -125,10 +134,9 @@ export function sessionStoreContract(name: string, h: StoreHarness<SessionStore>
       const heard: string[] = [];
       const unsubscribe = h.store().onRevoked((s) => heard.push(s));
       try {
-        const user = `heard-${sid()}`;
-        const [a, b, c, d] = [sid(), sid(), sid(), sid()];
-        for (const s of [a, c, d]) await h.store().createSession(s, session('alice'), 60);
-        await h.store().createSession(b, session(user), 60);
+        const user = `heard-${userName()}`;
+        const [a, c, d] = [await h.store().createSession(session('alice'), 60), await h.store().createSession(session('alice'), 60), await h.store().createSession(session('alice'), 60)];
+        const b = await h.store().createSession(session(user), 60);
         await h.store().revoke(a);
         await h.store().revokeUser(user);
         await h.store().rotateRefresh(c, rotation(0, h.now()));
@@ -147,12 +155,11 @@ export function sessionStoreContract(name: string, h: StoreHarness<SessionStore>
     });
 
     it('lists a user\'s live sessions, oldest first, without any token', async () => {
-      const user = `user-${sid()}`;
-      const [a, b, c] = [sid(), sid(), sid()];
-      await h.store().createSession(a, session(user), 60);
+      const user = `user-${userName()}`;
+      const a = await h.store().createSession(session(user), 60);
       await h.fastForward(5);
-      await h.store().createSession(b, session(user), 1);
-      await h.store().createSession(c, session(`other-${user}`), 60);
+      const b = await h.store().createSession(session(user), 1);
+      await h.store().createSession(session(`other-${user}`), 60);
       const rotatedAt = h.now();
       await h.store().rotateRefresh(a, rotation(0, rotatedAt));
       const listed = await h.store().listSessions(user);
@@ -169,11 +176,10 @@ export function sessionStoreContract(name: string, h: StoreHarness<SessionStore>
     });
 
     it('revokes every session of a user, and only theirs, and counts them', async () => {
-      const user = `user-${sid()}`;
-      const mine = [sid(), sid(), sid()];
-      const theirs = sid();
-      for (const s of mine) await h.store().createSession(s, session(user), 60);
-      await h.store().createSession(theirs, session(`other-${user}`), 60);
+      const user = `user-${userName()}`;
+      const mine: string[] = [];
+      for (let i = 0; i < 3; i++) mine.push(await h.store().createSession(session(user), 60));
+      const theirs = await h.store().createSession(session(`other-${user}`), 60);
       await h.store().rotateRefresh(mine[0]!, rotation(0, h.now()));
       await h.store().revoke(mine[2]!);
       expect(await h.store().revokeUser(user)).toBe(2);
@@ -183,8 +189,7 @@ export function sessionStoreContract(name: string, h: StoreHarness<SessionStore>
       expect(await h.store().listSessions(user)).toEqual([]);
       expect(await h.store().revokeUser(user)).toBe(0);
       // A new session of the user after that is not affected by the old revocation.
-      const later = sid();
-      await h.store().createSession(later, session(user), 60);
+      const later = await h.store().createSession(session(user), 60);
       expect(await h.store().isLive(later)).toBe(true);
       expect((await h.store().listSessions(user)).map((s) => s.sid)).toEqual([later]);
     });

@@ -52,9 +52,9 @@ describe('two gateways on a Redis Cluster', () => {
   it('creates on one, uses, refreshes and detects reuse on the other, with sessions on every master', async () => {
     const sessions: Array<{ first: { refreshToken: string }; next: { accessToken: string; refreshToken: string } }> = [];
     const raws = cluster.nodes.map((n) => new Redis(n.url));
-    const perNode = async () => Promise.all(raws.map(async (r) => (await r.keys('gw:s:*')).length));
+    const perNode = async () => Promise.all(raws.map(async (r) => (await r.keys('gw:ss:*')).length));
     try {
-      // Session ids are random: go on until every master holds some (8 at least, 60 at most).
+      // Sessions live in their users' hashes: go on until every master holds some (8 at least, 60 at most).
       for (let i = 0; i < 60 && (i < 8 || (await perNode()).includes(0)); i++) {
         // user0 and user1 once only: they are checked below, under a rate limit of 4 requests a minute.
         const user = i < 2 ? names[i]! : names[12 + ((i - 2) % 30)]!;

@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { sessionPlace } from '../../src/tokens/store/user-index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RedisSessionStore } from '../../src/tokens/store/redis.js';
 import { createTokens, gatewayFixture, postJson, startGateway, testConfig, type RunningGateway } from '../support/fixtures.js';
@@ -71,7 +72,8 @@ describe('the session liveness cache', () => {
     await warm(tokens.accessToken);
     const sid = tokens.refreshToken.split('.')[0]!;
     // Deleted behind the gateway's back (no publish): B still answers from its cache.
-    await raw.del(`gw:s:{${sid}}`);
+    const place = sessionPlace(sid)!;
+    await raw.hdel(`gw:${place.key}`, place.field);
     expect((await list(b, tokens.accessToken)).status).toBe(200);
     // Cut the subscribers: the cache must not be trusted, so B asks Redis and refuses the token.
     await raw.call('CLIENT', 'KILL', 'TYPE', 'pubsub');

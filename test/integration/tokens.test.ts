@@ -35,7 +35,7 @@ describe('POST /v1/tokens/create', () => {
     const pair = (await res.json()) as Record<string, unknown>;
     expect(Object.keys(pair).sort()).toEqual(['accessToken', 'expiresInSeconds', 'refreshToken']);
     expect(pair.expiresInSeconds).toBe(5400);
-    expect(pair.refreshToken).toMatch(/^[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/);
+    expect(pair.refreshToken).toMatch(/^[A-Za-z0-9_-]{22}[01][A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/);
   });
 
   it('issues a JWT with the designed claims, a kid, and exp = iat + accessTtlSeconds', async () => {
@@ -153,14 +153,17 @@ describe('POST /v1/tokens/refresh', () => {
     expect(third.status).toBe(200);
   });
 
-  it('revokes the whole session when a rotated-away refresh token is presented again after the grace period', async () => {
+  it('answers a rotated-away refresh token long after the grace period with the same successor while it is unused; after it was used, reuse revokes the whole session', async () => {
     const first = await createTokens(gw.base, 'alice', 'alice-pw');
     const second = (await (await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: first.refreshToken })).json()) as typeof first;
-    clock.advance(10_000);
+    clock.advance(3_600_000);
+    const retried = (await (await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: first.refreshToken })).json()) as typeof first;
+    expect(retried.refreshToken).toBe(second.refreshToken);
+    const third = (await (await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: second.refreshToken })).json()) as typeof first;
     await problem(await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: first.refreshToken }), 401, 'invalid_refresh_token');
     // The thief's replay killed the legitimate holder's tokens too.
-    await problem(await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: second.refreshToken }), 401, 'invalid_refresh_token');
-    await expect(gw.gateway.tokens.verifyAccessToken(second.accessToken)).rejects.toMatchObject({ code: 'invalid_token' });
+    await problem(await postJson(gw.base, '/v1/tokens/refresh', { refreshToken: third.refreshToken }), 401, 'invalid_refresh_token');
+    await expect(gw.gateway.tokens.verifyAccessToken(third.accessToken)).rejects.toMatchObject({ code: 'invalid_token' });
   });
 
   it('answers a retry within the grace period with the same refresh token (a lost answer costs nothing)', async () => {

@@ -43,14 +43,14 @@ afterAll(async () => {
 describe('a cluster master hangs under load', () => {
   it('keeps every answer within the command deadline: 200 or 503, never 401, never a stall', async () => {
     const tokens: string[] = [];
-    // Session ids are random: go on until the node about to hang holds some sessions.
+    // Sessions live in their users' hashes: go on until the node about to hang holds some.
     const hung = new Redis(cluster.nodes[1]!.url);
     try {
-      for (let i = 0; i < 60 && (i < names.length || (await hung.keys('gw:s:*')).length === 0); i++) {
+      for (let i = 0; i < 60 && (i < names.length || (await hung.keys('gw:ss:*')).length === 0); i++) {
         const user = names[i % names.length]!;
         tokens.push((await createTokens(gw.base, user, `${user}-pw`)).accessToken);
       }
-      expect((await hung.keys('gw:s:*')).length).toBeGreaterThan(0);
+      expect((await hung.keys('gw:ss:*')).length).toBeGreaterThan(0);
     } finally {
       hung.disconnect();
     }

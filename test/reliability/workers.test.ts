@@ -194,3 +194,38 @@ describe('server.workers: 2, the admin listener and the drain', () => {
     expect(await exit).toEqual({ code: 0, signal: null });
   }, 45_000);
 });
+
+describe('server.workers: 2, a worker dies between scrapes', () => {
+  it('the summed requests_total never decreases: the primary keeps what the dead worker counted', async () => {
+    child = startGatewayProcess({
+      dir, port: 0, adminPort: 0, usersFile: users.file, shutdownGraceMs: 2000, acceptGraceMs: 0, workers: 2, store: { kind: 'redis', url: redis.url },
+      upstreams: { slow: { url: upstream.url, timeoutMs: 10_000 } },
+      routes: [{ path: '/v1/slow', upstream: 'slow' }],
+    });
+    const primary = child.proc.pid!;
+    const port = await loggedPort(child, 'auth-gateway listening', 20_000);
+    const adminPort = await loggedPort(child, 'admin listening', 20_000);
+    await waitForHttp(`http://127.0.0.1:${adminPort}/readyz`, child, 20_000);
+    expect(await eventually(() => listeningLines(child!) === 2, 10_000, 50), child.output()).toBe(true);
+    upstream.handler = (_req, res) => res.end('{}');
+    const series = { route: '/v1/slow', method: 'GET', status_class: '2xx', auth: 'basic' };
+    const total = async () => sampleValue(parsePrometheus((await send(adminPort, '/metrics')).body.toString()), 'auth_gateway_requests_total', series) ?? 0;
+    const load = async (n: number) => {
+      for (let i = 0; i < n / 10; i++) await Promise.all(Array.from({ length: 10 }, () => send(port, '/v1/slow', { headers: ALICE })));
+    };
+    await load(100);
+    const before = await total();
+    expect(before).toBe(100);
+    const [victim] = workerPids(primary);
+    process.kill(victim!, 'SIGKILL');
+    expect(await eventually(() => listeningLines(child!) === 3, 10_000, 50), child.output()).toBe(true);
+    const after = await total();
+    console.log(`requests_total summed: ${before} before a worker was killed, ${after} after its replacement started`);
+    expect(after).toBeGreaterThanOrEqual(before);
+    await load(20);
+    expect(await total()).toBe(after + 20);
+    const exit = exited(child, 8000);
+    child.proc.kill('SIGTERM');
+    expect((await exit).code).toBe(0);
+  }, 45_000);
+});

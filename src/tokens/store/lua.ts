@@ -4,16 +4,169 @@
  * scripts PUBLISH the session id on the revocation channel (ARGV) from inside the script, so the message
  * leaves the node that holds the session, in the same step as the delete.
  *
- * A session is ONE string key, `s:{sid}`, holding no token and no digest of one (refresh tokens are
- * derived from the refresh key and the generation, see refresh-token.ts):
- *   byte 1        format (4)
+ * Sessions (format 5) live in their user's hash, `ss:{<user tag>}` (see user-index.ts), one field per
+ * session: the random part of its id. The field `u` holds the user name, once per hash. A session's
+ * value holds no token and no digest of one (refresh tokens are derived from the refresh key and the
+ * generation, see refresh-token.ts), fixed-width fields first:
+ *   byte 1        state: 5 live, 6 pending (a create waiting for its replicas: no command but ACTIVATE
+ *                 takes it, and it expires within PENDING_TTL_SECONDS)
  *   bytes 2-7     created at, ms (Redis's clock)
  *   bytes 8-13    last rotation at, ms (the gateway's clock; = created at until the first one)
  *   bytes 14-17   the current refresh generation
- *   2 bytes       length of sub, then sub
+ *   bytes 18-21   expires at, s (Redis's clock): fields have no TTL of their own; the hash lives as
+ *                 long as its longest-lived session, and expired fields are dropped by creates (a few
+ *                 sampled), listings and revocations, and read as absent by everything else
  *   2 bytes       length of uv (credential version), then uv
+ * 22 + uv bytes (38 with a 16-byte uv): well inside hash-max-listpack-value (64), so a user's hash of up
+ * to hash-max-listpack-entries (128) sessions stays a listpack.
+ *
+ * Format 4 (before): one string key `s:{sid}` per session and a per-user index of sorted sets
+ * `u:{<tag>}`; sessions of 22-character ids are still read, rotated and revoked there (LEGACY_*) until
+ * they expire.
  */
 
+export const LIVE = 5;
+export const PENDING = 6;
+export const PENDING_TTL_SECONDS = 60;
+
+/** Big-endian integers (exact in Lua's doubles for any ms timestamp), the clock, and a hash's lifetime. */
+const CODEC5 = `
+local function uint(s, i, n)
+  local v = 0
+  for k = i, i + n - 1 do v = v * 256 + string.byte(s, k) end
+  return v
+end
+local function pack(v, n)
+  local t = {}
+  for k = n, 1, -1 do t[k] = string.char(v % 256); v = math.floor(v / 256) end
+  return table.concat(t)
+end
+local t = redis.call('TIME')
+local nowS = tonumber(t[1])
+local nowMs = nowS * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function live(r) return r and string.byte(r, 1) == ${LIVE} and uint(r, 18, 4) > nowS end
+local function current(r) return r and uint(r, 18, 4) > nowS end
+local function uvOf(r) return string.sub(r, 24, 23 + uint(r, 22, 2)) end
+local function extend(key, seconds)
+  local ttl = redis.call('TTL', key)
+  if ttl >= 0 and ttl < seconds then redis.call('EXPIRE', key, seconds) end
+end
+`;
+
+/**
+ * KEYS[1] = the user's hash. ARGV: field, ttlSeconds, sub, uv, pendingSeconds (0: live at once).
+ * Refuses (error) a hash of another user (a 132-bit digest collision). Drops a few expired fields,
+ * sampled, past 8 of them.
+ */
+export const CREATE5 = `${CODEC5}
+local owner = redis.call('HGET', KEYS[1], 'u')
+if owner and owner ~= ARGV[3] then return redis.error_reply('ERR session hash of another user') end
+if redis.call('HLEN', KEYS[1]) > 9 then
+  for _, f in ipairs(redis.call('HRANDFIELD', KEYS[1], 4)) do
+    if f ~= 'u' and not current(redis.call('HGET', KEYS[1], f)) then redis.call('HDEL', KEYS[1], f) end
+  end
+end
+local pending = tonumber(ARGV[5]) > 0
+local life = pending and tonumber(ARGV[5]) or tonumber(ARGV[2])
+local fresh = redis.call('EXISTS', KEYS[1]) == 0
+redis.call('HSET', KEYS[1], 'u', ARGV[3], ARGV[1], string.char(pending and ${PENDING} or ${LIVE}) .. pack(nowMs, 6) .. pack(nowMs, 6) .. pack(0, 4) .. pack(nowS + life, 4) .. pack(string.len(ARGV[4]), 2) .. ARGV[4])
+if fresh then redis.call('EXPIRE', KEYS[1], life) else extend(KEYS[1], life) end
+return 1
+`;
+
+/** KEYS[1] = the user's hash. ARGV: field, ttlSeconds. A pending session made live; 0 when it is gone. */
+export const ACTIVATE5 = `${CODEC5}
+local r = redis.call('HGET', KEYS[1], ARGV[1])
+if not r or string.byte(r, 1) ~= ${PENDING} or uint(r, 18, 4) <= nowS then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], string.char(${LIVE}) .. string.sub(r, 2, 17) .. pack(nowS + tonumber(ARGV[2]), 4) .. string.sub(r, 22))
+extend(KEYS[1], tonumber(ARGV[2]))
+return 1
+`;
+
+/** KEYS[1] = the user's hash. ARGV: field. The ms the session has left, or -2 when it is not live. */
+export const LIVE5 = `${CODEC5}
+local r = redis.call('HGET', KEYS[1], ARGV[1])
+if not live(r) then return -2 end
+return uint(r, 18, 4) * 1000 - nowMs
+`;
+
+/**
+ * KEYS[1] = the user's hash. ARGV: field, presented generation, ttlSeconds, graceMs, nowMs, channel, sid.
+ * Returns as ROTATE_REFRESH (the same rules).
+ */
+export const ROTATE5 = `${CODEC5}
+local r = redis.call('HGET', KEYS[1], ARGV[1])
+if not live(r) then return {0} end
+local sub = redis.call('HGET', KEYS[1], 'u')
+local current = uint(r, 14, 4)
+local presented = tonumber(ARGV[2])
+if presented >= current then
+  local ttl = tonumber(ARGV[3])
+  redis.call('HSET', KEYS[1], ARGV[1], string.sub(r, 1, 7) .. pack(tonumber(ARGV[5]), 6) .. pack(presented + 1, 4) .. pack(nowS + ttl, 4) .. string.sub(r, 22))
+  extend(KEYS[1], ttl)
+  return {1, sub, uvOf(r), presented + 1, 0, uint(r, 2, 6)}
+end
+if presented == current - 1 and tonumber(ARGV[4]) > 0 then
+  return {1, sub, uvOf(r), current, 1, uint(r, 2, 6)}
+end
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('PUBLISH', ARGV[6], ARGV[7])
+return {3}
+`;
+
+/**
+ * KEYS[1] = the user's hash. ARGV: field, channel, sid. Deletes the field (also a pending or expired
+ * one), publishes the id and returns the user when the session was live; else false (nil).
+ */
+export const REVOKE5 = `${CODEC5}
+local r = redis.call('HGET', KEYS[1], ARGV[1])
+if not r then return false end
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('PUBLISH', ARGV[2], ARGV[3])
+if not live(r) then return false end
+return redis.call('HGET', KEYS[1], 'u')
+`;
+
+/**
+ * KEYS[1] = the user's hash. ARGV: sub, channel, id prefix (user tag and copy). Deletes the hash when
+ * it is the user's, publishing every id in it; returns {live sessions ended, ids...}.
+ */
+export const REVOKE_USER5 = `${CODEC5}
+if redis.call('HGET', KEYS[1], 'u') ~= ARGV[1] then return {0} end
+local all = redis.call('HGETALL', KEYS[1])
+local out = {0}
+for i = 1, #all, 2 do
+  if all[i] ~= 'u' then
+    if live(all[i + 1]) then out[1] = out[1] + 1 end
+    table.insert(out, ARGV[3] .. all[i])
+    redis.call('PUBLISH', ARGV[2], ARGV[3] .. all[i])
+  end
+end
+redis.call('DEL', KEYS[1])
+return out
+`;
+
+/**
+ * KEYS[1] = the user's hash. ARGV: sub. Its live sessions {field, value, ...} (pending ones left out),
+ * after dropping the expired ones; {} for a hash of another user.
+ */
+export const LIST5 = `${CODEC5}
+if redis.call('HGET', KEYS[1], 'u') ~= ARGV[1] then return {} end
+local all = redis.call('HGETALL', KEYS[1])
+local out = {}
+for i = 1, #all, 2 do
+  if all[i] ~= 'u' then
+    if live(all[i + 1]) then
+      table.insert(out, all[i]); table.insert(out, all[i + 1])
+    elseif not current(all[i + 1]) then
+      redis.call('HDEL', KEYS[1], all[i])
+    end
+  end
+end
+return out
+`;
+
+/** Format 4: the layout of `s:{sid}` (read only: no session is created in it any more). */
 export const FORMAT = 4;
 
 /** Big-endian integers (exact in Lua's doubles for any ms timestamp). */
@@ -35,25 +188,19 @@ local function fields(s)
 end
 `;
 
-/** KEYS[1] = session. ARGV: ttlSeconds, sub, uv. */
-export const CREATE_SESSION = `${CODEC}
-local t = redis.call('TIME')
-local now = pack(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), 6)
-redis.call('SET', KEYS[1], string.char(${FORMAT}) .. now .. now .. pack(0, 4) .. pack(string.len(ARGV[2]), 2) .. ARGV[2] .. pack(string.len(ARGV[3]), 2) .. ARGV[3], 'EX', ARGV[1])
-return 1
-`;
-
 /**
  * KEYS[1] = session. ARGV: presented generation, ttlSeconds, graceMs, nowMs, channel, sid.
  * Returns {1, sub, uv, successor generation, retry 0|1, created at} | {0} unknown | {3} reused (deleted, published).
  * - the current generation: rotates to the next one;
  * - a generation ahead of the current one (only the gateway can mint it: a rotation lost in a
  *   failover): rotates past it, as if that rotation had been kept;
- * - the generation before the current one, within graceMs of the rotation: a retry, answered with the
- *   current generation (its successor, not used yet, or the current one would have moved on);
- * - any other earlier generation: reuse (RFC 9700 section 4.14), the session ends.
+ * - the generation before the current one (graceMs > 0): a retry, answered with the current generation,
+ *   however long after the rotation: its successor was never presented (or the current one would have
+ *   moved on), so whoever holds it has done nothing wrong (a client whose answer was lost to a 503);
+ * - any other earlier generation (its successor was presented), or with graceMs 0 any earlier one:
+ *   reuse (RFC 9700 section 4.14), the session ends.
  */
-export const ROTATE_REFRESH = `${CODEC}
+export const LEGACY_ROTATE = `${CODEC}
 local s = redis.call('GET', KEYS[1])
 if not s or string.byte(s, 1) ~= ${FORMAT} then return {0} end
 local sub, uv = fields(s)
@@ -64,7 +211,7 @@ if presented >= current then
   redis.call('SET', KEYS[1], string.sub(s, 1, 7) .. pack(now, 6) .. pack(presented + 1, 4) .. string.sub(s, 18), 'EX', ARGV[2])
   return {1, sub, uv, presented + 1, 0, uint(s, 2, 6)}
 end
-if presented == current - 1 and now - uint(s, 8, 6) < tonumber(ARGV[3]) then
+if presented == current - 1 and tonumber(ARGV[3]) > 0 then
   return {1, sub, uv, current, 1, uint(s, 2, 6)}
 end
 redis.call('DEL', KEYS[1])
@@ -76,7 +223,7 @@ return {3}
  * KEYS[1] = session. ARGV: channel, sid. When there was a session: deletes it, publishes its id and returns
  * its user (for the audit line; '' for a value of another format); else returns false (nil).
  */
-export const REVOKE = `${CODEC}
+export const LEGACY_REVOKE = `${CODEC}
 local s = redis.call('GET', KEYS[1])
 if not s then return false end
 redis.call('DEL', KEYS[1])

@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import type { Clock } from '../../clock.js';
+import { sessionIdFor } from './user-index.js';
 import { RevocationFeed } from './revocations.js';
 import type { NewSession, RotateOutcome, Rotation, SessionInfo, SessionStore } from './types.js';
 
@@ -30,12 +32,14 @@ export class MemorySessionStore implements SessionStore {
     this.sweeper.unref();
   }
 
-  async createSession(sid: string, session: NewSession, ttlSeconds: number): Promise<void> {
+  async createSession(session: NewSession, ttlSeconds: number): Promise<string> {
+    const sid = sessionIdFor(session.sub, 0, randomBytes(16).toString('base64url'));
     const now = this.clock.now();
     let ids = this.byUser.get(session.sub);
     if (!ids) this.byUser.set(session.sub, (ids = new Set()));
     ids.add(sid);
     this.sessions.set(sid, { sub: session.sub, createdAt: now, refreshedAt: now, uv: session.uv, generation: 0, expiresAt: now + ttlSeconds * 1000 });
+    return sid;
   }
 
   /** As ROTATE_REFRESH in lua.ts. */
@@ -49,7 +53,7 @@ export class MemorySessionStore implements SessionStore {
       session.expiresAt = this.clock.now() + r.ttlSeconds * 1000;
       return rotated(session.generation, false);
     }
-    if (r.generation === session.generation - 1 && r.nowMs - session.refreshedAt < r.graceMs) return rotated(session.generation, true);
+    if (r.generation === session.generation - 1 && r.graceMs > 0) return rotated(session.generation, true);
     this.sessions.delete(sid);
     this.revocations.publish(sid);
     return { result: 'reused' };

@@ -1,28 +1,40 @@
+import { randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import type { RedisStoreConfig } from '../../config/types.js';
 import type { Logger } from '../../log.js';
 import { enforceDeadlines, withDeadline } from './deadline.js';
 import { LivenessCache } from './liveness-cache.js';
-import { CREATE_SESSION, INDEX_ADD, REVOKE, ROTATE_REFRESH } from './lua.js';
+import { ACTIVATE5, CREATE5, INDEX_ADD, LEGACY_REVOKE, LEGACY_ROTATE, LIST5, LIVE5, PENDING_TTL_SECONDS, REVOKE5, REVOKE_USER5, ROTATE5 } from './lua.js';
 import { OutageLog } from './outage-log.js';
 import { ReplicaWaits } from './replication.js';
 import { RevocationChannel } from './revocation-channel.js';
 import { RevocationFeed } from './revocations.js';
-import { readSessionRecord } from './session-record.js';
+import { readSessionRecord, readSessionValue } from './session-record.js';
 import { closeClient } from './clients.js';
 import { connect } from './topology.js';
-import { userIndexKeys } from './user-index.js';
+import { sessionIdFor, sessionPlace, userIndexKeys, userSessionKey, userTag } from './user-index.js';
 import {
   StoreUnavailableError, type NewSession, type ReplicationStats, type RotateOutcome, type Rotation, type SessionInfo, type SessionStore,
 } from './types.js';
 
 export type RedisStoreOptions = Omit<RedisStoreConfig, 'kind'>;
 
+type Rotated = [number, string?, string?, number?, number?, number?];
+
 interface Scripts {
-  createSession(s: string, ttl: number, sub: string, uv: string): Promise<number>;
-  rotateRefresh(s: string, generation: number, ttl: number, graceMs: number, nowMs: number, channel: string, sid: string): Promise<[number, string?, string?, number?, number?, number?]>;
+  create5(key: string, field: string, ttl: number, sub: string, uv: string, pendingSeconds: number): Promise<number>;
+  activate5(key: string, field: string, ttl: number): Promise<number>;
+  live5(key: string, field: string): Promise<number>;
+  rotate5(key: string, field: string, generation: number, ttl: number, graceMs: number, nowMs: number, channel: string, sid: string): Promise<Rotated>;
+  /** The user of the live session deleted, or null when there was none. */
+  revoke5(key: string, field: string, channel: string, sid: string): Promise<string | null>;
+  /** [live sessions ended, ...ids published]. */
+  revokeUser5(key: string, sub: string, channel: string, prefix: string): Promise<[number, ...string[]]>;
+  list5Buffer(key: string, sub: string): Promise<Buffer[]>;
+  /** Format 4 (sessions of 22-character ids, until they expire). */
+  legacyRotate(s: string, generation: number, ttl: number, graceMs: number, nowMs: number, channel: string, sid: string): Promise<Rotated>;
   /** The user of the session deleted ('' when its format is another), or null when there was none. */
-  revokeSession(s: string, channel: string, sid: string): Promise<string | null>;
+  legacyRevoke(s: string, channel: string, sid: string): Promise<string | null>;
   indexAdd(index: string, sid: string, createdAtMs: number, ttl: number): Promise<number>;
 }
 
@@ -35,15 +47,20 @@ export const HEARTBEAT_MS = 100;
  * before it answers (see LivenessCache): the price of synchronous revocation, paid by revocations only.
  */
 export const REVOCATION_WAIT_MS = 3 * HEARTBEAT_MS;
-/** Past this many ids in a copy of a user's index, each new session checks a few at random and drops dead ones. */
-const INDEX_PRUNE_ABOVE = 8;
-const INDEX_PRUNE_SAMPLE = 4;
+/** A format-4 session id (sessions made before the per-user hashes, read until they expire). */
+const LEGACY_ID = /^[A-Za-z0-9_-]{22}$/;
 const monotonic = () => performance.now();
 
-const SCRIPTS: Array<[keyof Scripts, number, string]> = [
-  ['createSession', 1, CREATE_SESSION],
-  ['rotateRefresh', 1, ROTATE_REFRESH],
-  ['revokeSession', 1, REVOKE],
+const SCRIPTS: Array<[string, number, string]> = [
+  ['create5', 1, CREATE5],
+  ['activate5', 1, ACTIVATE5],
+  ['live5', 1, LIVE5],
+  ['rotate5', 1, ROTATE5],
+  ['revoke5', 1, REVOKE5],
+  ['revokeUser5', 1, REVOKE_USER5],
+  ['list5', 1, LIST5],
+  ['legacyRotate', 1, LEGACY_ROTATE],
+  ['legacyRevoke', 1, LEGACY_REVOKE],
   ['indexAdd', 1, INDEX_ADD],
 ];
 
@@ -100,42 +117,69 @@ export class RedisSessionStore implements SessionStore {
   }
 
   /**
-   * The session and both copies of the user's index at once; done when the session and at least one
-   * copy are written (see user-index.ts). A create that fails deletes what it wrote: nobody holds its
-   * tokens, and the client's retry makes another session.
+   * A session in its user's hash (copy 0; in a Cluster, copy 1 on another master when copy 0's slot
+   * fails, see user-index.ts). With replicas to wait for, the session is written pending, made live once
+   * they have it, and answered once they have that: a create answered with an error leaves no usable
+   * session (the failure path deletes it, best effort; a pending one left behind is never read as a
+   * session and expires within PENDING_TTL_SECONDS).
    */
-  createSession(sid: string, session: NewSession, ttlSeconds: number): Promise<void> {
+  createSession(session: NewSession, ttlSeconds: number): Promise<string> {
     return this.guard(async () => {
       this.replicas?.admit();
-      const indexes = userIndexKeys(session.sub);
-      const createdAt = Date.now();
-      const [made, ...copies] = await Promise.allSettled([
-        this.client.createSession(sessionKey(sid), ttlSeconds, session.sub, session.uv),
-        ...indexes.map((index) => this.client.indexAdd(index, sid, createdAt, ttlSeconds)),
-      ]);
-      const indexed = copies.filter((c) => c.status === 'fulfilled');
-      if (made.status === 'rejected' || indexed.length === 0) {
-        if (made.status === 'fulfilled') await this.client.del(sessionKey(sid)).catch(() => {});
-        throw made.status === 'rejected' ? made.reason : (copies[0] as PromiseRejectedResult).reason;
+      const copies: Array<0 | 1> = this.options.topology.mode === 'cluster' ? [0, 1] : [0];
+      let failure: unknown;
+      for (const copy of copies) {
+        const sid = sessionIdFor(session.sub, copy, randomBytes(16).toString('base64url'));
+        const { key, field } = sessionPlace(sid)!;
+        const pending = this.replicas ? Math.min(PENDING_TTL_SECONDS, ttlSeconds) : 0;
+        try {
+          await this.client.create5(key, field, ttlSeconds, session.sub, session.uv, pending);
+        } catch (err) {
+          // A write that timed out may still run: delete it behind it (same connection, so in order),
+          // best effort, so that the store agrees with the client's 503.
+          void this.client.hdel(key, field).catch(() => {});
+          failure = err;
+          continue;
+        }
+        if (this.replicas) await this.activate(key, field, ttlSeconds);
+        return sid;
       }
-      await this.replicas?.after();
-      // Housekeeping: the session is made, so a failure here must not fail the create.
-      copies.forEach((c, i) => {
-        if (c.status === 'fulfilled' && c.value > INDEX_PRUNE_ABOVE) void this.prune(indexes[i]!).catch(() => {});
-      });
+      throw failure;
     });
+  }
+
+  /** A pending session, once its replicas have it, made live; and answered once they have that. */
+  private async activate(key: string, field: string, ttlSeconds: number): Promise<void> {
+    try {
+      await this.replicas!.after();
+    } catch (err) {
+      await this.client.hdel(key, field).catch(() => {});
+      throw err;
+    }
+    if ((await this.client.activate5(key, field, ttlSeconds)) !== 1) throw new Error('the pending session was gone (revoked or expired) before it was made live');
+    try {
+      await this.replicas!.after();
+    } catch (err) {
+      // Nobody holds its tokens: the client is told 503.
+      await this.client.hdel(key, field).catch(() => {});
+      throw err;
+    }
   }
 
   rotateRefresh(sid: string, r: Rotation): Promise<RotateOutcome> {
     return this.guard(async () => {
       this.replicas?.admit();
-      const [code, sub, uv, generation, retry, createdAt] = await this.client.rotateRefresh(
-        sessionKey(sid), r.generation, r.ttlSeconds, r.graceMs, r.nowMs, this.channelName, sid,
-      );
+      const place = sessionPlace(sid);
+      let answer: Rotated;
+      if (place) answer = await this.client.rotate5(place.key, place.field, r.generation, r.ttlSeconds, r.graceMs, r.nowMs, this.channelName, sid);
+      else if (LEGACY_ID.test(sid)) answer = await this.client.legacyRotate(legacySessionKey(sid), r.generation, r.ttlSeconds, r.graceMs, r.nowMs, this.channelName, sid);
+      else return { result: 'unknown' };
+      const [code, sub, uv, generation, retry, createdAt] = answer;
       if (code === 1 && typeof sub === 'string') {
-        // Both copies of the user's index live as long as the session now does, and get the session
-        // back if they missed its create (an outage of their slot): best effort, the rotation stands.
-        await Promise.allSettled(userIndexKeys(sub).map((index) => this.client.indexAdd(index, sid, Number(createdAt), r.ttlSeconds)));
+        if (!place) {
+          // Format 4: both copies of the user's index live as long as the session now does (best effort).
+          await Promise.allSettled(userIndexKeys(sub).map((index) => this.client.indexAdd(index, sid, Number(createdAt), r.ttlSeconds)));
+        }
         // A failure here answers 503 (strict only); the client's retry gets the same successor.
         await this.replicas?.after();
         return { result: 'rotated', sub, uv: typeof uv === 'string' ? uv : '', generation: Number(generation), retry: retry === 1 };
@@ -154,13 +198,17 @@ export class RedisSessionStore implements SessionStore {
     return this.client.status === 'ready' && this.liveness.isLive(sid, monotonic()) ? true : undefined;
   }
 
-  /** From the liveness cache while the revocation channel is up and fresh; else one PTTL round trip. */
+  /** From the liveness cache while the revocation channel is up and fresh; else one round trip. */
   async isLive(sid: string): Promise<boolean> {
     const now = monotonic();
     // The command connection must be up too: a cached answer is no answer while Redis is unreachable.
     if (this.client.status === 'ready' && this.liveness.isLive(sid, now)) return true;
     const epoch = this.liveness.epoch;
-    const ttlMs = await this.guard(() => this.client.pttl(sessionKey(sid)));
+    const place = sessionPlace(sid);
+    let ttlMs: number;
+    if (place) ttlMs = await this.guard(() => this.client.live5(place.key, place.field));
+    else if (LEGACY_ID.test(sid)) ttlMs = await this.guard(() => this.client.pttl(legacySessionKey(sid)));
+    else return false;
     if (ttlMs === -2) return false;
     this.liveness.remember(sid, now, ttlMs < 0 ? Number.MAX_SAFE_INTEGER : ttlMs, epoch);
     return true;
@@ -174,7 +222,10 @@ export class RedisSessionStore implements SessionStore {
     this.liveness.invalidate(sid);
     return this.guard(async () => {
       this.replicas?.admit();
-      const user = await this.client.revokeSession(sessionKey(sid), this.channelName, sid);
+      const place = sessionPlace(sid);
+      let user: string | null = null;
+      if (place) user = await this.client.revoke5(place.key, place.field, this.channelName, sid);
+      else if (LEGACY_ID.test(sid)) user = await this.client.legacyRevoke(legacySessionKey(sid), this.channelName, sid);
       await this.revoked([sid]);
       // Again after: a liveness lookup answered while the script ran must not stay cached.
       this.liveness.invalidate(sid);
@@ -182,42 +233,57 @@ export class RedisSessionStore implements SessionStore {
     });
   }
 
-  /** Index entries of sessions already gone are skipped and dropped. */
+  /** The user's hashes (both copies in a Cluster), and format-4 sessions through the old index. */
   async listSessions(user: string): Promise<SessionInfo[]> {
     return this.guard(async () => {
-      const { sids, readable } = await this.indexed(user);
-      const records = await Promise.all(sids.map((sid) => this.client.getBuffer(sessionKey(sid))));
-      const live: SessionInfo[] = [];
-      const dead: string[] = [];
-      sids.forEach((sid, i) => {
-        const r = readSessionRecord(records[i]!);
-        if (r && r.sub === user) live.push({ sid, createdAtMs: r.createdAtMs, refreshedAtMs: r.refreshedAtMs });
-        else dead.push(sid);
+      const tag = userTag(user);
+      const copies = this.copies();
+      const [legacy, ...hashes] = await Promise.allSettled([
+        this.legacySessions(user),
+        ...copies.map((copy) => this.client.list5Buffer(userSessionKey(tag, copy), user)),
+      ]);
+      const answered = hashes.filter((h) => h.status === 'fulfilled');
+      if (answered.length === 0) throw (hashes[0] as PromiseRejectedResult).reason;
+      const live: SessionInfo[] = legacy.status === 'fulfilled' ? legacy.value : [];
+      hashes.forEach((h, i) => {
+        if (h.status !== 'fulfilled') return;
+        for (let j = 0; j + 1 < h.value.length; j += 2) {
+          const r = readSessionValue(h.value[j + 1]!);
+          if (r) live.push({ sid: `${tag}${copies[i]}${h.value[j]!.toString()}`, createdAtMs: r.createdAtMs, refreshedAtMs: r.refreshedAtMs });
+        }
       });
-      if (dead.length > 0) await Promise.allSettled(readable.map((index) => this.client.zrem(index, ...dead)));
       return live.sort((a, b) => a.createdAtMs - b.createdAtMs);
     });
   }
 
   /**
-   * Every id in either copy of the index is revoked (each on its own slot) and then removed from the
-   * copies; ids added meanwhile (sessions created while this ran) stay for the next call. One copy
-   * unreachable is enough: a session is in every copy that was up when it was made (see user-index.ts).
-   * A session whose own slot is unreachable cannot be revoked now: the others are, and the call fails
-   * (503), so the caller tries again; its id stays in the index for that.
+   * Every session in the user's hashes (each copy in one step), and the format-4 ones through the old
+   * index. A copy that cannot be reached now: the others are revoked, and the call fails (503), so that
+   * the caller tries again.
    */
   async revokeUser(user: string): Promise<number> {
     return this.guard(async () => {
       this.replicas?.admit();
-      const { sids, readable } = await this.indexed(user);
-      for (const sid of sids) this.liveness.invalidate(sid);
-      const results = await Promise.allSettled(sids.map((sid) => this.client.revokeSession(sessionKey(sid), this.channelName, sid)));
-      const done = sids.filter((_, i) => results[i]!.status === 'fulfilled');
-      if (done.length > 0) await Promise.allSettled(readable.map((index) => this.client.zrem(index, ...done)));
-      if (done.length > 0) await this.revoked(done);
+      const tag = userTag(user);
+      const results = await Promise.allSettled(this.copies().map((copy) => this.client.revokeUser5(userSessionKey(tag, copy), user, this.channelName, `${tag}${copy}`)));
+      const sids: string[] = [];
+      let count = 0;
+      for (const r of results) {
+        if (r.status !== 'fulfilled') continue;
+        count += Number(r.value[0]);
+        sids.push(...(r.value.slice(1) as string[]));
+      }
+      let legacyFailure: unknown;
+      try {
+        count += await this.revokeLegacyUser(user);
+      } catch (err) {
+        legacyFailure = err;
+      }
+      if (sids.length > 0) await this.revoked(sids);
       const failed = results.find((r) => r.status === 'rejected');
       if (failed) throw failed.reason;
-      return results.filter((r) => r.status === 'fulfilled' && r.value !== null).length;
+      if (legacyFailure) throw legacyFailure;
+      return count;
     });
   }
 
@@ -262,8 +328,13 @@ export class RedisSessionStore implements SessionStore {
     return this.waiter ? [this.client, this.waiter] : [this.client];
   }
 
-  /** Both copies of the user's index, merged; fails only when neither answers. */
-  private async indexed(user: string): Promise<{ sids: string[]; readable: string[] }> {
+  /** Copy 0 of a user's hash; in a Cluster copy 1 too (see user-index.ts). */
+  private copies(): Array<0 | 1> {
+    return this.options.topology.mode === 'cluster' ? [0, 1] : [0];
+  }
+
+  /** Both copies of a user's format-4 index, merged; fails only when neither answers. */
+  private async legacyIndexed(user: string): Promise<{ sids: string[]; readable: string[] }> {
     const indexes = userIndexKeys(user);
     const copies = await Promise.allSettled(indexes.map((index) => this.client.zrange(index, '0', '-1')));
     const readable = indexes.filter((_, i) => copies[i]!.status === 'fulfilled');
@@ -271,6 +342,36 @@ export class RedisSessionStore implements SessionStore {
     const sids = new Set<string>();
     for (const c of copies) if (c.status === 'fulfilled') for (const sid of c.value) sids.add(sid);
     return { sids: [...sids], readable };
+  }
+
+  /** A user's format-4 sessions still live; index entries of sessions gone are dropped. */
+  private async legacySessions(user: string): Promise<SessionInfo[]> {
+    const { sids, readable } = await this.legacyIndexed(user);
+    if (sids.length === 0) return [];
+    const records = await Promise.all(sids.map((sid) => this.client.getBuffer(legacySessionKey(sid))));
+    const live: SessionInfo[] = [];
+    const dead: string[] = [];
+    sids.forEach((sid, i) => {
+      const r = readSessionRecord(records[i]!);
+      if (r && r.sub === user) live.push({ sid, createdAtMs: r.createdAtMs, refreshedAtMs: r.refreshedAtMs });
+      else dead.push(sid);
+    });
+    if (dead.length > 0) await Promise.allSettled(readable.map((index) => this.client.zrem(index, ...dead)));
+    return live;
+  }
+
+  /** Revokes a user's format-4 sessions (see legacySessions); fails when one could not be revoked. */
+  private async revokeLegacyUser(user: string): Promise<number> {
+    const { sids, readable } = await this.legacyIndexed(user);
+    if (sids.length === 0) return 0;
+    for (const sid of sids) this.liveness.invalidate(sid);
+    const results = await Promise.allSettled(sids.map((sid) => this.client.legacyRevoke(legacySessionKey(sid), this.channelName, sid)));
+    const done = sids.filter((_, i) => results[i]!.status === 'fulfilled');
+    if (done.length > 0) await Promise.allSettled(readable.map((index) => this.client.zrem(index, ...done)));
+    if (done.length > 0) await this.revoked(done);
+    const failed = results.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    return results.filter((r) => r.status === 'fulfilled' && r.value !== null).length;
   }
 
   /**
@@ -290,14 +391,6 @@ export class RedisSessionStore implements SessionStore {
       new Promise((r) => setTimeout(r, this.revocationWaitMs)),
     ]);
     if (replication.status === 'rejected') throw replication.reason;
-  }
-
-  /** Drops a few ids of sessions already gone, picked at random, from a copy of a user's index. */
-  private async prune(index: string): Promise<void> {
-    const sample = await this.client.zrandmember(index, INDEX_PRUNE_SAMPLE);
-    const exists = await Promise.all(sample.map((sid) => this.client.exists(sessionKey(sid))));
-    const dead = sample.filter((_, i) => exists[i] === 0);
-    if (dead.length > 0) await this.client.zrem(index, ...dead);
   }
 
   private async guard<T>(op: () => Promise<T>): Promise<T> {
@@ -328,6 +421,7 @@ export function readyWithin(client: Redis | Cluster, timeoutMs: number): Promise
   });
 }
 
-function sessionKey(sid: string): string {
+/** A format-4 session (see lua.ts). */
+function legacySessionKey(sid: string): string {
   return `s:{${sid}}`;
 }

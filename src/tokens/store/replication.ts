@@ -5,6 +5,12 @@ import type { ReplicationOutcome, ReplicationStats } from './types.js';
 /** What to do with a session write while fewer replicas than store.waitForReplicas are connected. */
 export type Durability = 'available' | 'strict';
 
+/** What /readyz says while strict refuses session writes (undefined: nothing is refused). */
+export function refusedWrites(stats: ReplicationStats | undefined): string | undefined {
+  if (!stats?.refusing) return undefined;
+  return `sign-ins, refreshes and revocations are refused (503 store_unavailable): ${stats.connected} of ${stats.wanted} replicas connected (store.waitForReplicas) and store.durability is strict; bearer requests are served`;
+}
+
 /** How often the master's connected replicas are looked at (INFO replication). */
 const LOOK_EVERY_MS = 1000;
 
@@ -48,7 +54,7 @@ export class ReplicaWaits {
   }
 
   stats(): ReplicationStats {
-    return { wanted: this.wanted, connected: this.connected, outcomes: { ...this.outcomes } };
+    return { wanted: this.wanted, connected: this.connected, outcomes: { ...this.outcomes }, refusing: this.durability === 'strict' && this.missing() };
   }
 
   /** Before a session write: in strict mode, refuses while replicas are known to be missing (nothing written). */
@@ -137,7 +143,7 @@ export class ReplicaWaits {
     if (this.short) return;
     this.short = true;
     this.log.warn(this.durability === 'strict'
-      ? 'redis has fewer replicas than store.waitForReplicas: sign-ins, refreshes and revocations are refused (store.durability strict) until they return'
+      ? 'redis has fewer replicas than store.waitForReplicas: sign-ins, refreshes and revocations are refused (store.durability strict) until they return; a replica lost for good needs an operator (attach a replica, or lower store.waitForReplicas, or set store.durability available)'
       : 'redis has fewer replicas than store.waitForReplicas: session writes are acknowledged without them (store.durability available) until they return', { replicas, waitForReplicas: this.wanted });
   }
 }

@@ -1,4 +1,4 @@
-import { FORMAT } from './lua.js';
+import { FORMAT, LIVE } from './lua.js';
 
 export interface SessionRecord {
   sub: string;
@@ -17,4 +17,10 @@ export function readSessionRecord(raw: Buffer | null): SessionRecord | undefined
     generation: raw.readUInt32BE(13),
     sub: raw.subarray(19, 19 + subLength).toString('utf8'),
   };
+}
+
+/** Reads a session's value in its user's hash (format 5, layout in lua.ts); undefined if not one. */
+export function readSessionValue(raw: Buffer): Omit<SessionRecord, 'sub'> | undefined {
+  if (raw.length < 23 || raw[0] !== LIVE) return undefined;
+  return { createdAtMs: raw.readUIntBE(1, 6), refreshedAtMs: raw.readUIntBE(7, 6), generation: raw.readUInt32BE(13) };
 }

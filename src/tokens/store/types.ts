@@ -4,8 +4,11 @@
  */
 export interface SessionStore {
   readonly kind: 'memory' | 'redis';
-  /** Starts a session at refresh generation 0. */
-  createSession(sid: string, session: NewSession, ttlSeconds: number): Promise<void>;
+  /**
+   * Starts a session at refresh generation 0 and answers its id (see sessionIdFor: it names where the
+   * session lives). A create that fails leaves no usable session.
+   */
+  createSession(session: NewSession, ttlSeconds: number): Promise<string>;
   /** Moves the session to the generation after the presented one, or says why not (see RotateOutcome). */
   rotateRefresh(sid: string, rotation: Rotation): Promise<RotateOutcome>;
   /** True while the session has been neither revoked nor let expire. */
@@ -59,8 +62,8 @@ export interface Rotation {
   generation: number;
   ttlSeconds: number;
   /**
-   * The token just rotated away, presented again less than this many ms after its rotation (and before
-   * its successor was used), is a retry: it gets the same successor (0: never).
+   * Above 0: the token just rotated away, presented again before its successor was used (however long
+   * after the rotation), is a retry and gets the same successor. 0: every second use is reuse.
    */
   graceMs: number;
   nowMs: number;
@@ -71,7 +74,7 @@ export type RotateOutcome =
   | { result: 'rotated'; sub: string; uv: string; generation: number; retry: boolean }
   /** No such session. */
   | { result: 'unknown' }
-  /** A rotated-away token past the grace period, or one whose successor was used: the session is revoked. */
+  /** A rotated-away token whose successor was used (or any, with graceMs 0): the session is revoked. */
   | { result: 'reused' };
 
 /** How a session write fared with store.waitForReplicas. */
@@ -83,6 +86,8 @@ export interface ReplicationStats {
   connected: number | undefined;
   /** Session writes by outcome since start. */
   outcomes: Record<ReplicationOutcome, number>;
+  /** store.durability strict with fewer replicas connected than wanted: session writes are refused now. */
+  refusing: boolean;
 }
 
 export class StoreUnavailableError extends Error {
