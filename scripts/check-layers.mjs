@@ -18,7 +18,7 @@ export const LAYERS = [
   { name: 'identity sources and policies', parts: ['identity', 'credentials', 'paging', 'authz', 'tokens', 'auth', 'routes'] },
   { name: 'forwarding and HTTP features', parts: ['proxy', 'http', 'admin'] },
   { name: 'pipeline', parts: ['pipeline'] },
-  { name: 'composition and CLI', parts: ['server.ts', 'runtime.ts', 'run.ts', 'workers.ts', 'cli', 'main.ts'] },
+  { name: 'composition and CLI', parts: ['runtime.ts', 'server.ts', 'workers.ts', 'inspect.ts', 'cli', 'run.ts', 'main.ts'] },
 ];
 
 const root = resolve(dirname(new URL(import.meta.url).pathname), '..');

@@ -10,7 +10,7 @@ import { CommandError, ConnectionCheckError, PasswordRefusedError, UsageError } 
 import { PromptCancelled, readHidden } from './cli/prompt.js';
 import { ConfigError } from './config/errors.js';
 import { forwardAuthWarnings } from './authz/forward-auth-config.js';
-import { inspectConfig } from './config/inspect.js';
+import { inspectConfig } from './inspect.js';
 import { DEFAULT_CONFIG_FILE } from './config/load.js';
 import { hash } from './credentials/bcrypt.js';
 import { acceptablePassword } from './credentials/password-verifier.js';

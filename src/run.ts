@@ -2,7 +2,7 @@ import cluster from 'node:cluster';
 import { watch } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { answerPrimary } from './admin/cluster.js';
-import { inspectConfig } from './config/inspect.js';
+import { inspectConfig } from './inspect.js';
 import type { DrainPacing } from './http/drain.js';
 import type { Config } from './config/types.js';
 import { createLogger, exitAfterFlush, type Logger } from './log.js';

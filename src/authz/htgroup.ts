@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../config/errors.js';
+import type { FileCheck } from '../config/inspect.js';
 
 /** Each user's groups, sorted (the form every later step reads: claims, headers, cache keys). */
 export type GroupTable = ReadonlyMap<string, readonly string[]>;
@@ -56,3 +57,10 @@ export function readHtgroup(file: string): GroupTable {
   }
   return parseHtgroup(text, file);
 }
+
+/** The groups file, at load time: its groups. */
+export const htgroupCheck: FileCheck = {
+  keys: ['users.groups'],
+  applies: (config) => Boolean(config.users.groups),
+  run: (config) => ({ groups: readHtgroup(config.users.groups!) }),
+};

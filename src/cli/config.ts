@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ConfigError } from '../config/errors.js';
-import { inspectConfig } from '../config/inspect.js';
+import { inspectConfig } from '../inspect.js';
 import { inspectConfigText } from '../config/load.js';
 import type { Config } from '../config/types.js';
 

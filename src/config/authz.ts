@@ -1,10 +1,9 @@
 import { METHODS } from 'node:http';
-import { parseAddressOrBlock } from '../authz/forward-auth-config.js';
-import { JWKS_PATH } from '../identity/jwks.js';
+import { parseAddressOrBlock } from '../core/addresses.js';
+import { JWKS_PATH } from '../core/paths.js';
 import type { Checker } from './checker.js';
 import { childrenOf, numberDefault, setting } from './defaults.js';
 import { nearest } from './suggest.js';
-import type { GroupTable } from '../authz/htgroup.js';
 import type { AllowConfig, AssertionConfig, ForwardAuthConfig, IdentityConfig, RouteConfig } from './types.js';
 
 /** The authorization settings (issue 18): forwardAuth, identity, users.groups, routes[].allow/audience. */
@@ -163,7 +162,7 @@ export function checkUnguardedParents(c: Checker, routes: readonly RouteConfig[]
  * Warnings, as the file may be about to gain them (the gateway rereads it). `users`: the htpasswd
  * file's users; `groups`: the htgroup table, undefined when it was not read.
  */
-export function allowNameWarnings(routes: readonly RouteConfig[], users: ReadonlySet<string> | undefined, groups: GroupTable | undefined, at: (key: string) => string): string[] {
+export function allowNameWarnings(routes: readonly RouteConfig[], users: ReadonlySet<string> | undefined, groups: ReadonlyMap<string, readonly string[]> | undefined, at: (key: string) => string): string[] {
   const known = groups ? new Set([...groups.values()].flat()) : undefined;
   const out: string[] = [];
   routes.forEach((r, i) => {

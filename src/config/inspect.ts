@@ -1,15 +1,30 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { readHtgroup, type GroupTable } from '../authz/htgroup.js';
-import { readHtpasswd } from '../credentials/htpasswd.js';
-import { loadAssertionKeys } from '../identity/keys.js';
-import { readTlsOptions } from '../http/tls.js';
-import { loadKeys } from '../tokens/keys.js';
 import { allowNameWarnings } from './authz.js';
 import { ConfigError } from './errors.js';
 import { inspectConfigText } from './load.js';
 import type { Config } from './types.js';
 import { locatorOf } from './yaml-lines.js';
+
+/**
+ * A file the configuration names, read and checked at load time by the part that reads it (the users
+ * file, the groups file, key files, the TLS certificate): each part declares its own check, and the
+ * composition root lists them (src/inspect.ts), so this module knows none of them.
+ */
+export interface FileCheck {
+  /** The keys whose files it reads: skipped when one of them already has a problem. */
+  keys: readonly string[];
+  /** Whether the configuration names such a file. */
+  applies(config: Config): boolean;
+  /** Reads and checks it; throws ConfigError. May say which user or group names the file defines. */
+  run(config: Config): void | KnownNames;
+}
+
+/** Names a file defines, for the allow rules' warnings. */
+export interface KnownNames {
+  users?: ReadonlySet<string>;
+  groups?: ReadonlyMap<string, readonly string[]>;
+}
 
 export interface Inspection {
   /** What could be read; undefined when the file could not be read or parsed. */
@@ -23,10 +38,10 @@ export interface Inspection {
 
 /**
  * Everything a start would refuse, in one pass: the YAML, the variables and the schema, then the files
- * the configuration names (htpasswd, htgroup, key files, TLS certificate and key), each checked even when other
- * keys are wrong, unless its own key already has a problem.
+ * the configuration names (each part's FileCheck: htpasswd, htgroup, key files, TLS certificate and key),
+ * each checked even when other keys are wrong, unless its own key already has a problem.
  */
-export function inspectConfig(file: string, env: NodeJS.ProcessEnv = process.env): Inspection {
+export function inspectConfig(file: string, checks: readonly FileCheck[], env: NodeJS.ProcessEnv = process.env): Inspection {
   const path = resolve(file);
   let text: string;
   try {
@@ -38,25 +53,23 @@ export function inspectConfig(file: string, env: NodeJS.ProcessEnv = process.env
   if (!config) return { config, problems, warnings };
   const clean = (prefix: string) => !problems.some((p) => p.startsWith(prefix));
   const out: Inspection = { config, problems: [...problems], warnings: [...warnings] };
-  let names: Set<string> | undefined;
-  let groups: GroupTable | undefined;
-  if (config.users.htpasswd && clean('users.htpasswd')) {
+  const known: KnownNames = {};
+  for (const check of checks) {
+    if (!check.applies(config) || !check.keys.every(clean)) continue;
     collect(out.problems, () => {
-      names = new Set(readHtpasswd(config.users.htpasswd).keys());
-      out.users = names.size;
+      const names = check.run(config);
+      if (names?.users) {
+        known.users = names.users;
+        out.users = names.users.size;
+      }
+      if (names?.groups) known.groups = names.groups;
     });
   }
-  if (config.users.groups && clean('users.groups')) collect(out.problems, () => (groups = readHtgroup(config.users.groups!)));
-  if (names || groups) {
+  if (known.users || known.groups) {
     const locate = locatorOf(text);
     const at = (key: string) => (locate(key) === undefined ? key : `${key} (line ${locate(key)})`);
-    out.warnings.push(...allowNameWarnings(config.routes, names, groups, at));
+    out.warnings.push(...allowNameWarnings(config.routes, known.users, known.groups, at));
   }
-  if (clean('tokens.signing') && clean('tokens.verificationKeys')) collect(out.problems, () => loadKeys(config.tokens));
-  const assertion = config.identity.assertion;
-  if (assertion?.keyFile && clean('identity.assertion')) collect(out.problems, () => loadAssertionKeys(assertion.keyFile, assertion.alg));
-  const tls = config.server.tls;
-  if (tls && tls.certFile && tls.keyFile && clean('server.tls')) collect(out.problems, () => readTlsOptions(tls));
   return out;
 }
 

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../config/errors.js';
+import type { FileCheck } from '../config/inspect.js';
 
 const BCRYPT = /^\$2[aby]\$(0[4-9]|[12]\d|3[01])\$[./A-Za-z0-9]{53}$/;
 /**
@@ -58,3 +59,10 @@ export function readHtpasswd(file: string): Map<string, string> {
   }
   return parseHtpasswd(text, file);
 }
+
+/** The users file, at load time (config check, a start): its user names. */
+export const htpasswdCheck: FileCheck = {
+  keys: ['users.htpasswd'],
+  applies: (config) => Boolean(config.users.htpasswd),
+  run: (config) => ({ users: new Set(readHtpasswd(config.users.htpasswd).keys()) }),
+};

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { isValidHost } from '../core/headers.js';
-import { takeBearerProtocol } from '../proxy/websocket-protocol.js';
+import { pendingBytes, takeBearerProtocol } from '../proxy/websocket-protocol.js';
 import { normalizePath } from '../core/path.js';
 import { HttpProblem } from '../core/problem.js';
 import type { Exchange } from '../core/exchange.js';
@@ -69,21 +69,6 @@ function upgradeForm(req: IncomingMessage): 'tunnel' | 'forward' {
     else delete req.headers['sec-websocket-protocol'];
   }
   return 'tunnel';
-}
-
-/** The bytes that came after an upgrade request's head (see acceptUpgrades). */
-const PENDING = Symbol('upgrade head');
-export function setPendingBytes(req: IncomingMessage, head: Buffer): void {
-  (req as IncomingMessage & { [PENDING]?: Buffer })[PENDING] = head;
-}
-export function takePendingBytes(req: IncomingMessage): Buffer {
-  const r = req as IncomingMessage & { [PENDING]?: Buffer };
-  const head = r[PENDING] ?? Buffer.alloc(0);
-  r[PENDING] = undefined;
-  return head;
-}
-function pendingBytes(req: IncomingMessage): number {
-  return (req as IncomingMessage & { [PENDING]?: Buffer })[PENDING]?.length ?? 0;
 }
 
 export function isWebSocket(req: IncomingMessage): boolean {

@@ -4,6 +4,7 @@ import type { Socket } from 'node:net';
 import { createSecureContext, DEFAULT_CIPHERS, type SecureContextOptions } from 'node:tls';
 import { X509Certificate } from 'node:crypto';
 import { ConfigError } from '../config/errors.js';
+import type { FileCheck } from '../config/inspect.js';
 import type { TlsConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
 import { PROBLEM_CONTENT_TYPE, problemBody } from '../core/problem.js';
@@ -138,3 +139,10 @@ function answerPlain(socket: Socket): void {
   ].join('\r\n'));
   setTimeout(() => socket.destroy(), PLAIN_ANSWER_MS).unref();
 }
+
+/** The TLS certificate and key, at load time. */
+export const tlsCheck: FileCheck = {
+  keys: ['server.tls'],
+  applies: (config) => Boolean(config.server.tls?.certFile && config.server.tls.keyFile),
+  run: (config) => void readTlsOptions(config.server.tls!),
+};

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { GatewayContext } from '../http/state.js';
+import type { Context } from 'koa';
 import type { AssertionKeys } from './keys.js';
 
-export const JWKS_PATH = '/.well-known/jwks.json';
+export { JWKS_PATH } from '../core/paths.js';
 /**
  * How long a verifier may cache the set. Rotation waits this long between publishing a new key and
  * signing with it, and keeps a retired key published for ttlSeconds + this (docs/authorization.md).
@@ -19,7 +19,7 @@ export function jwksDocument(keys: AssertionKeys): { body: string; etag: string 
  * GET/HEAD /.well-known/jwks.json without credentials (an own endpoint): the public halves of the
  * assertion keys, with Cache-Control and an ETag (If-None-Match gets 304).
  */
-export function serveJwks(keys: AssertionKeys): (ctx: GatewayContext) => void {
+export function serveJwks(keys: AssertionKeys): (ctx: Context) => void {
   const { body, etag } = jwksDocument(keys);
   return function jwks(ctx) {
     ctx.set('Cache-Control', `public, max-age=${JWKS_MAX_AGE_SECONDS}`);

@@ -1,6 +1,7 @@
 import { createHash, createPrivateKey, createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../config/errors.js';
+import type { FileCheck } from '../config/inspect.js';
 
 export type AssertionAlg = 'ES256' | 'RS256' | 'EdDSA';
 
@@ -98,3 +99,10 @@ export function thumbprint(pub: KeyObject): string {
       : { crv: jwk.crv, kty: jwk.kty, x: jwk.x };
   return createHash('sha256').update(JSON.stringify(members)).digest('base64url');
 }
+
+/** The identity assertions' key file, at load time. */
+export const assertionKeysCheck: FileCheck = {
+  keys: ['identity.assertion'],
+  applies: (config) => Boolean(config.identity.assertion?.keyFile),
+  run: (config) => void loadAssertionKeys(config.identity.assertion!.keyFile, config.identity.assertion!.alg),
+};

@@ -4,7 +4,7 @@ import type { ForwardOptions, Forwarder } from '../proxy/forward.js';
 import type { Route } from '../routes/route-table.js';
 import type { Tunnels } from '../proxy/tunnels.js';
 import { offeredProtocols, switchClient, switchProblem } from '../proxy/websocket.js';
-import { takePendingBytes } from '../http/request-form.js';
+import { takePendingBytes } from '../proxy/websocket-protocol.js';
 import type { Step } from './step.js';
 
 /** The last step of the pipeline, one per HandOffName; the request form (or the lookup) picks it. */

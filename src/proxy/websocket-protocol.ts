@@ -1,3 +1,5 @@
+import type { IncomingMessage } from 'node:http';
+
 /**
  * Browsers cannot set Authorization on a WebSocket; the one header they control is
  * Sec-WebSocket-Protocol. A client puts its access token there as one more offered subprotocol,
@@ -36,4 +38,19 @@ export function takeBearerProtocol(header: string | string[] | undefined): Beare
     return { kind: 'invalid', reason: 'the bearer subprotocol entry is not canonical unpadded base64url' };
   }
   return { kind: 'token', token: bytes.toString('latin1'), rest };
+}
+
+/** The bytes that came after an upgrade request's head (see acceptUpgrades). */
+const PENDING = Symbol('upgrade head');
+export function setPendingBytes(req: IncomingMessage, head: Buffer): void {
+  (req as IncomingMessage & { [PENDING]?: Buffer })[PENDING] = head;
+}
+export function takePendingBytes(req: IncomingMessage): Buffer {
+  const r = req as IncomingMessage & { [PENDING]?: Buffer };
+  const head = r[PENDING] ?? Buffer.alloc(0);
+  r[PENDING] = undefined;
+  return head;
+}
+export function pendingBytes(req: IncomingMessage): number {
+  return (req as IncomingMessage & { [PENDING]?: Buffer })[PENDING]?.length ?? 0;
 }

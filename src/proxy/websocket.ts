@@ -3,7 +3,7 @@ import { ServerResponse, type IncomingMessage, type OutgoingHttpHeaders, type Se
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { destroySoon, headerBlock } from '../core/problem-writer.js';
-import { setPendingBytes } from '../http/request-form.js';
+import { setPendingBytes } from './websocket-protocol.js';
 
 /** RFC 6455 section 1.3. */
 const GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';

@@ -1,6 +1,7 @@
 import { createHash, createHmac, createPrivateKey, createPublicKey, createSecretKey, hkdfSync, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../config/errors.js';
+import type { FileCheck } from '../config/inspect.js';
 import type { SigningKeyConfig, TokensConfig, VerificationKeyConfig } from '../config/types.js';
 
 export type Alg = 'HS256' | 'RS256' | 'ES256';
@@ -147,3 +148,10 @@ function attempt<T>(problems: string[], key: string, build: () => T): T | undefi
     return undefined;
   }
 }
+
+/** The signing and verification keys, at load time. */
+export const tokenKeysCheck: FileCheck = {
+  keys: ['tokens.signing', 'tokens.verificationKeys'],
+  applies: () => true,
+  run: (config) => void loadKeys(config.tokens),
+};

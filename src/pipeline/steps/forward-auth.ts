@@ -3,7 +3,7 @@ import { HttpProblem } from '../../core/problem.js';
 import type { GatewayExchange } from '../../http/state.js';
 import type { Assertions } from '../../identity/identity-headers.js';
 import { identityHeaders } from '../../identity/identity-headers.js';
-import { addressMatcher } from '../../authz/forward-auth-config.js';
+import { addressMatcher } from '../../core/addresses.js';
 import { describedPath, describedRequest, readDescription } from '../../authz/forward-auth-request.js';
 
 /**

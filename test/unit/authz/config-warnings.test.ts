@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inspectConfig } from '../../../src/config/inspect.js';
+import { inspectConfig } from '../../../src/inspect.js';
 
 /**
  * `config check` on allow rules that pass the schema but cannot mean what they say: a method no request

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../src/config/errors.js';
-import { inspectConfig } from '../../../src/config/inspect.js';
+import { inspectConfig } from '../../../src/inspect.js';
 import { parseConfig } from '../../../src/config/load.js';
 import { newKeyPem } from '../../support/assertion-keys.js';
 import { htpasswd } from '../../support/fixtures.js';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { addressMatcher, forwardAuthWarnings, parseAddressOrBlock } from '../../../src/authz/forward-auth-config.js';
+import { forwardAuthWarnings } from '../../../src/authz/forward-auth-config.js';
+import { addressMatcher, parseAddressOrBlock } from '../../../src/core/addresses.js';
 import { ConfigError } from '../../../src/config/errors.js';
 import { parseConfig } from '../../../src/config/load.js';
 

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { GroupsFile } from '../../../src/authz/groups.js';
 import { parseHtgroup } from '../../../src/authz/htgroup.js';
 import { ConfigError } from '../../../src/config/errors.js';
-import { inspectConfig } from '../../../src/config/inspect.js';
+import { inspectConfig } from '../../../src/inspect.js';
 import { createLogger, silentLogger } from '../../../src/log.js';
 
 describe('htgroup file', () => {

@@ -1,0 +1,16 @@
+import { htgroupCheck } from './authz/htgroup.js';
+import { inspectConfig as inspectWith, type FileCheck, type Inspection } from './config/inspect.js';
+import { htpasswdCheck } from './credentials/htpasswd.js';
+import { tlsCheck } from './http/tls.js';
+import { assertionKeysCheck } from './identity/keys.js';
+import { tokenKeysCheck } from './tokens/keys.js';
+
+export type { Inspection };
+
+/** Every file a configuration may name, each checked by the part that reads it. */
+export const FILE_CHECKS: readonly FileCheck[] = [htpasswdCheck, htgroupCheck, tokenKeysCheck, assertionKeysCheck, tlsCheck];
+
+/** Everything a start would refuse, in one pass (see config/inspect.ts), with every part's file check. */
+export function inspectConfig(file: string, env: NodeJS.ProcessEnv = process.env): Inspection {
+  return inspectWith(file, FILE_CHECKS, env);
+}
