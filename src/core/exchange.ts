@@ -31,8 +31,8 @@ const WELL_FORMED_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export class Exchange<R extends RouteRef = RouteRef> {
   /** performance.now() when the request arrived. */
   readonly started: number;
-  /** socket.bytesWritten when the request arrived (the access line's byte count starts there). */
-  readonly bytesBefore: number;
+  /** socket.bytesWritten when the request arrived, with the access log on (its byte count starts there); else -1. */
+  bytesBefore = -1;
   /** The request's id: a well-formed X-Request-Id it carried, else a new one; echoed on the response. */
   readonly requestId: string;
   /** The method the pipeline judges: the request's own, or the one a forward-auth call describes. */
@@ -74,7 +74,6 @@ export class Exchange<R extends RouteRef = RouteRef> {
     private readonly trustProxy: number,
   ) {
     this.started = performance.now();
-    this.bytesBefore = req.socket.bytesWritten;
     const offered = req.headers['x-request-id'];
     this.requestId = typeof offered === 'string' && WELL_FORMED_ID.test(offered) ? offered : randomUUID();
     res.setHeader('X-Request-Id', this.requestId);

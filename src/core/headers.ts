@@ -136,16 +136,19 @@ export function isValidHost(value: string): boolean {
   return HOST.test(value) && !value.includes('..');
 }
 
-/** Removes hop-by-hop headers, including those a Connection header names. */
-export function removeHopByHop(h: IncomingHttpHeaders): void {
-  const connection = h.connection;
-  if (typeof connection === 'string' && connection !== 'keep-alive' && connection !== 'close') {
-    for (const name of connection.split(',')) {
-      const n = name.trim().toLowerCase();
-      if (n && n !== 'host' && n !== 'transfer-encoding' && n !== 'content-length') delete h[n];
-    }
+/**
+ * An upstream response's headers as the client gets them, as a new object: without the hop-by-hop ones
+ * (and those its Connection header names) and without Transfer-Encoding (Node frames the client's
+ * response itself: chunked for HTTP/1.1, a length or the connection's end for HTTP/1.0).
+ */
+export function endToEndHeaders(h: IncomingHttpHeaders): IncomingHttpHeaders {
+  const named = connectionNamed(h.connection);
+  const out: IncomingHttpHeaders = {};
+  for (const name in h) {
+    if (HOP_BY_HOP_SET.has(name) || name === 'transfer-encoding' || named?.has(name)) continue;
+    out[name] = h[name];
   }
-  for (const name of HOP_BY_HOP) delete h[name];
+  return out;
 }
 
 /** User names are UTF-8; header values are not: anything outside visible ASCII (and %) is percent-encoded. */

@@ -31,7 +31,7 @@ export function accessLine(log: Logger): (ex: Exchange) => void {
         // A forward-auth call: method and path above are the request it asked about.
         forwardAuth: ex.forwardAuth ? true : undefined,
         forwardedHost: ex.forwardAuth?.host,
-        bytes: ex.req.socket.bytesWritten - ex.bytesBefore,
+        bytes: ex.bytesBefore < 0 ? undefined : ex.req.socket.bytesWritten - ex.bytesBefore,
         ms: performance.now() - ex.started,
       };
       if (PROBES.has(line.path)) log.debug('request', line);

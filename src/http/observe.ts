@@ -25,6 +25,7 @@ export function observe(observers: Observers, handle: (ex: Exchange) => void | P
     if (observers.accessLog()) line(ex);
   };
   return function serveRequest(ex) {
+    if (observers.accessLog()) ex.bytesBefore = ex.req.socket.bytesWritten;
     let pending: void | Promise<void> = undefined;
     try {
       pending = handle(ex);

@@ -134,11 +134,12 @@ function decodeComponent(raw: string): string | undefined {
 }
 
 function pageSize(values: string[], rules: PagingRules): number {
-  const allowed = `size must be one of ${rules.sizes.join(', ')}`;
+  // The refusals' wording is made only when one is thrown.
+  const allowed = () => `size must be one of ${rules.sizes.join(', ')}`;
   if (values.length === 0) return rules.defaultSize;
-  if (values.length > 1) throw new HttpProblem(400, 'invalid_page_size', `size may be given only once; ${allowed}`);
+  if (values.length > 1) throw new HttpProblem(400, 'invalid_page_size', `size may be given only once; ${allowed()}`);
   const size = NON_NEGATIVE.test(values[0]!) ? Number(values[0]) : NaN;
-  if (!rules.sizes.includes(size)) throw new HttpProblem(400, 'invalid_page_size', allowed, { extensions: { allowed: rules.sizes } });
+  if (!rules.sizes.includes(size)) throw new HttpProblem(400, 'invalid_page_size', allowed(), { extensions: { allowed: rules.sizes } });
   return size;
 }
 
@@ -152,12 +153,12 @@ function pageNumber(values: string[]): number {
 
 function sortOrder(value: string, rules: PagingRules, seen: Set<string>): string {
   if (rules.sortable.length === 0) throw new HttpProblem(400, 'invalid_sort', 'sort is not allowed: this list cannot be sorted');
-  const allowed = `sort must be <property>[,asc|desc] with a property among ${rules.sortable.join(', ')}`;
+  const allowed = () => `sort must be <property>[,asc|desc] with a property among ${rules.sortable.join(', ')}`;
   const m = SORT.exec(value);
-  if (!m) throw new HttpProblem(400, 'invalid_sort', allowed, { extensions: { allowed: rules.sortable } });
+  if (!m) throw new HttpProblem(400, 'invalid_sort', allowed(), { extensions: { allowed: rules.sortable } });
   const [, property, direction = 'asc'] = m as unknown as [string, string, string | undefined];
   if (!rules.sortable.includes(property)) {
-    throw new HttpProblem(400, 'invalid_sort', `cannot sort by ${property}; ${allowed}`, { extensions: { allowed: rules.sortable } });
+    throw new HttpProblem(400, 'invalid_sort', `cannot sort by ${property}; ${allowed()}`, { extensions: { allowed: rules.sortable } });
   }
   const dir = direction.toLowerCase();
   if (dir !== 'asc' && dir !== 'desc') throw new HttpProblem(400, 'invalid_sort', `sort direction must be asc or desc, not ${direction}`);

@@ -7,7 +7,7 @@ import { HttpProblem, type ProblemCode } from '../core/problem.js';
 import { writeProblem } from '../core/problem-writer.js';
 import type { Cut } from '../core/exchange.js';
 import type { Logger } from '../log.js';
-import { removeHopByHop } from '../core/headers.js';
+import { endToEndHeaders } from '../core/headers.js';
 import { rewriteLocation, type LocationMap } from './location.js';
 import { UpstreamPool, type Target } from './pool.js';
 
@@ -92,6 +92,7 @@ export type UpstreamErrorListener = (upstream: string, kind: UpstreamErrorKind) 
 export class Forwarder {
   private readonly proxy = httpProxy.createProxyServer({ xfwd: false, ws: false, selfHandleResponse: true });
   private readonly upstreams = new Map<string, Upstream>();
+  private readonly webOptions = new WeakMap<Target, httpProxy.ServerOptions>();
   /** Exchanges not finished yet, so a retired Forwarder knows when its connections may go. */
   private inFlight = 0;
   private retired = false;
@@ -112,8 +113,12 @@ export class Forwarder {
     }
     this.proxy.on('proxyReq', (proxyReq, req) => this.onRequest(proxyReq, req as Tagged));
     this.proxy.on('proxyRes', (proxyRes, req) => this.onResponse(proxyRes, req as Tagged));
-    // Without an 'error' listener http-proxy throws and kills the process; errors go to the per-call callback.
-    this.proxy.on('error', (err) => this.log.warn('proxy error', { error: err.message }));
+    // Without an 'error' listener http-proxy throws and kills the process.
+    this.proxy.on('error', (err, req) => {
+      const exchange = (req as Tagged)[EXCHANGE];
+      if (exchange) this.onError(err, req, exchange);
+      else this.log.warn('proxy error', { error: err.message });
+    });
     this.proxy.on('econnreset', () => {});
   }
 
@@ -179,7 +184,10 @@ export class Forwarder {
 
   private send(req: IncomingMessage, exchange: Exchange): void {
     const { target, upstream } = exchange;
-    this.proxy.web(req, exchange.res, { target: target.parsed, agent: target.agent, changeOrigin: !upstream.preserveHost }, (err) => this.onError(err, req, exchange));
+    // http-proxy's options for this target, made once; its errors come back through the 'error' listener.
+    let options = this.webOptions.get(target);
+    if (!options) this.webOptions.set(target, (options = { target: target.parsed, agent: target.agent, changeOrigin: !upstream.preserveHost }));
+    this.proxy.web(req, exchange.res, options);
   }
 
   /**
@@ -217,6 +225,10 @@ export class Forwarder {
     exchange.proxyReq = proxyReq;
     const socket = proxyReq.socket as Socket;
     const { timeouts } = exchange.options;
+    // A request without a body is sent as soon as it has its socket: the upstream's time to answer runs
+    // from now on (no 'finish' to wait for).
+    const bodiless = !hasBody(req);
+    if (bodiless) exchange.phase = Phase.Waiting;
     if (socket.connecting) {
       socket.setTimeout(timeouts.connectMs);
       // To an https target the connection is ready once the TLS handshake is done, not at TCP connect:
@@ -227,11 +239,12 @@ export class Forwarder {
       });
     } else {
       exchange.connected = true;
-      socket.setTimeout(timeouts.idleMs);
+      socket.setTimeout(bodiless ? timeouts.responseMs : timeouts.idleMs);
     }
     proxyReq.on('timeout', () => this.onTimeout(exchange));
     // With a listener Node hands a 101 over instead of dropping the connection without a word.
     proxyReq.on('upgrade', (proxyRes: IncomingMessage, upstream: Socket, head: Buffer) => this.onSwitch(exchange, proxyRes, upstream, head));
+    if (bodiless) return;
     proxyReq.once('finish', () => {
       // The whole request body is sent: now the upstream's own time to answer runs.
       if (exchange.phase !== Phase.Sending) return;
@@ -299,10 +312,7 @@ export class Forwarder {
     exchange.phase = Phase.Streaming;
     exchange.proxyRes = proxyRes;
     exchange.proxyReq?.socket?.setTimeout(exchange.options.timeouts.idleMs);
-    const headers = proxyRes.headers;
-    removeHopByHop(headers);
-    // Node frames the client's response itself: chunked for HTTP/1.1, a length or the connection's end for HTTP/1.0.
-    delete headers['transfer-encoding'];
+    const headers = endToEndHeaders(proxyRes.headers);
     if (headers.location !== undefined || headers['content-location'] !== undefined) this.rewriteLocations(headers, exchange);
     try {
       res.writeHead(status, proxyRes.statusMessage, headers);
