@@ -1,7 +1,29 @@
 import type { GatewayExchange } from '../../http/state.js';
+import type { PagingRules } from '../../config/types.js';
 import { canonicalQuery, refusePagingVariants } from '../../paging/normalize.js';
 
 const PAGED_METHODS = new Set(['GET', 'HEAD']);
+/**
+ * Canonical queries kept per paging rule set (a list's clients ask for the same pages again and again):
+ * at most this many, of at most CACHED_QUERY_LENGTH characters each (some 5 MB at worst).
+ */
+const CACHED_QUERIES = 10_000;
+const CACHED_QUERY_LENGTH = 256;
+const canonicalOf = new WeakMap<PagingRules, Map<string, string>>();
+
+/** canonicalQuery, each query string worked out once per rule set (refusals are not kept: they throw each time). */
+function canonical(search: string, rules: PagingRules): string {
+  if (search.length > CACHED_QUERY_LENGTH) return canonicalQuery(search, rules);
+  let known = canonicalOf.get(rules);
+  if (!known) canonicalOf.set(rules, (known = new Map()));
+  let out = known.get(search);
+  if (out === undefined) {
+    out = canonicalQuery(search, rules);
+    if (known.size >= CACHED_QUERIES) known.clear();
+    known.set(search, out);
+  }
+  return out;
+}
 
 /**
  * The paging step: the request target the upstream gets. A paged route's GET or HEAD (a WebSocket
@@ -19,7 +41,7 @@ export function paging(ex: GatewayExchange): void {
     return;
   }
   let search = ex.query;
-  if (route.paging && PAGED_METHODS.has(ex.method)) search = canonicalQuery(search, route.paging);
+  if (route.paging && PAGED_METHODS.has(ex.method)) search = canonical(search, route.paging);
   const path = route.stripPrefix ? ex.path.slice(route.path.length) || '/' : ex.path;
   ex.req.url = search ? `${path}?${search}` : path;
 }
