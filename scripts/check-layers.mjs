@@ -14,7 +14,7 @@ import ts from 'typescript';
 export const LAYERS = [
   { name: 'core', parts: ['core', 'clock.ts', 'log.ts'] },
   { name: 'configuration', parts: ['config'] },
-  { name: 'stores', parts: ['tokens/store', 'counters'] },
+  { name: 'stores', parts: ['tokens/store', 'counters', 'stores'] },
   { name: 'identity sources and policies', parts: ['identity', 'credentials', 'paging', 'authz', 'tokens', 'auth', 'routes'] },
   { name: 'forwarding and HTTP features', parts: ['proxy', 'http', 'admin'] },
   { name: 'pipeline', parts: ['pipeline'] },

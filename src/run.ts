@@ -7,7 +7,6 @@ import type { DrainPacing } from './http/drain.js';
 import type { Config } from './config/types.js';
 import { createLogger, exitAfterFlush, type Logger } from './log.js';
 import { createGateway, type Gateway } from './server.js';
-import { RedisSessionStore } from './tokens/store/redis.js';
 import { pacedByPrimary, runPrimary, STOP_MESSAGE } from './workers.js';
 
 /** `serve`: this process serves, or (server.workers > 1) it is the primary of that many workers. */
@@ -63,7 +62,7 @@ export async function runGateway(config: Config, log: Logger = createLogger(conf
   if (cluster.isWorker) process.on('message', (m) => m === STOP_MESSAGE && !stopping && stop('primary', pacedByPrimary()));
 
   // At most the store's connect timeout: an unreachable store must not hold the listener back for long.
-  if (gateway.store instanceof RedisSessionStore && !(await gateway.store.waitUntilReady(config.store.kind === 'redis' ? config.store.connectTimeoutMs : 0))) {
+  if (!(await gateway.store.waitUntilReady(config.store.kind === 'redis' ? config.store.connectTimeoutMs : 0))) {
     log.warn('redis not reachable yet; serving anyway (token requests get 503 and /readyz says so until it is)');
   }
   const port = await gateway.listen();

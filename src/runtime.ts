@@ -33,7 +33,7 @@ import { tokenRoutes } from './http/token-endpoints.js';
 import { TokenService } from './tokens/service.js';
 import type { CounterStore } from './counters/types.js';
 import { refreshKey } from './tokens/refresh-token.js';
-import type { SessionStore } from './tokens/store/types.js';
+import type { SessionStore, Sessions } from './tokens/store/types.js';
 import { AssertionSigner } from './identity/assertion.js';
 import { assertions, type Assertions } from './identity/identity-headers.js';
 import { serveJwks } from './identity/jwks.js';
@@ -177,7 +177,7 @@ function assertionsFor(config: Config, keys: AssertionKeys, clock: Clock, previo
  * cannot answer now leaves the sessions to the credential check, which refuses them while the line stays
  * changed or gone; it is logged.
  */
-async function endSessions(store: SessionStore, users: string[], log: Logger): Promise<void> {
+async function endSessions(store: Sessions, users: string[], log: Logger): Promise<void> {
   for (const user of users) {
     try {
       const revoked = await store.revokeUser(user);

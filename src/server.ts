@@ -26,10 +26,9 @@ import { stillAllowed } from './pipeline/steps/allow.js';
 import { acceptUpgrades } from './proxy/websocket.js';
 import { buildRuntime, restartOnlyChanges, retireRuntime, type Shared } from './runtime.js';
 import type { TokenService } from './tokens/service.js';
-import { createStore } from './tokens/store/create.js';
+import { createCounters, createStore } from './stores/kinds.js';
 import { refusedWrites } from './tokens/store/replication.js';
 import type { SessionStore } from './tokens/store/types.js';
-import { createCounters } from './counters/create.js';
 import type { CounterStore } from './counters/types.js';
 
 export interface GatewayDeps {
@@ -100,7 +99,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   });
   const drain = new Drain(lanes);
   const readiness = drain.readiness(ping);
-  const refused = () => refusedWrites(store.replication?.());
+  const refused = () => refusedWrites(store.replication());
 
   // Open WebSocket tunnels outlive a reload; what ends them is read from the runtime in force.
   const tunnels = new Tunnels({
@@ -166,7 +165,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   const stopWatchingCertificate = tls ? watchCertificate(server as HttpsServer, tls, log) : () => {};
   server.on('clientError', clientErrorResponder(log));
   handleExpectations(server, handle);
-  metrics.watch({ storePing: ping, bcryptPending: () => current.credentials.verifier.pendingVerifications, storeReplication: () => store.replication?.() });
+  metrics.watch({ storePing: ping, bcryptPending: () => current.credentials.verifier.pendingVerifications, storeReplication: () => store.replication() });
   const admin = config.admin === false ? undefined : createAdminServer(metrics.registry, readiness, log, refused);
   const adminConfig = config.admin;
   // Upgrade requests (WebSocket handshakes, h2c offers) take the same way as any request.

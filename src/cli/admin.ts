@@ -4,10 +4,9 @@ import { StoreUnreachableError, UsageError } from './errors.js';
 import type { Config } from '../config/types.js';
 import { Lockout } from '../credentials/lockout.js';
 import { silentLogger } from '../log.js';
-import { createStore } from '../tokens/store/create.js';
+import { createStore } from '../stores/kinds.js';
 import { isIP } from 'node:net';
 import { RedisCounters } from '../counters/redis.js';
-import { RedisSessionStore } from '../tokens/store/redis.js';
 import type { SessionStore } from '../tokens/store/types.js';
 
 /**
@@ -20,7 +19,7 @@ export async function withSharedStore<T>(config: Config, work: (store: SessionSt
   }
   const store = createStore(config.store, systemClock, silentLogger);
   try {
-    if (store instanceof RedisSessionStore && !(await store.waitUntilReady(config.store.connectTimeoutMs))) {
+    if (!(await store.waitUntilReady(config.store.connectTimeoutMs))) {
       throw new StoreUnreachableError(`the store did not answer within store.connectTimeoutMs (${config.store.connectTimeoutMs} ms); nothing was changed`);
     }
     return await work(store);

@@ -3,7 +3,7 @@ import type { CredentialVersions, PasswordAttempt, PasswordCheck } from '../cred
 import { HttpProblem } from '../core/problem.js';
 import { invalidToken, type AccessClaims, type AccessTokenCodec } from './access-token.js';
 import { MAX_GENERATION, parseRefreshToken, refreshTokenFor } from './refresh-token.js';
-import type { SessionStore } from './store/types.js';
+import type { Sessions } from './store/types.js';
 
 export interface TokenPair {
   accessToken: string;
@@ -35,7 +35,7 @@ const NOT_THIS_KIND = Symbol('notThisKind');
 export class TokenService {
   constructor(
     private readonly codec: AccessTokenCodec,
-    private readonly store: SessionStore,
+    private readonly store: Sessions,
     private readonly passwords: PasswordCheck,
     private readonly credentialVersion: CredentialVersions,
     private readonly options: TokenServiceOptions,

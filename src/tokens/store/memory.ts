@@ -106,6 +106,15 @@ export class MemorySessionStore implements SessionStore {
 
   async ping(): Promise<void> {}
 
+  /** In this process: nothing to wait for, no replicas. */
+  async waitUntilReady(): Promise<boolean> {
+    return true;
+  }
+
+  replication(): undefined {
+    return undefined;
+  }
+
   async close(): Promise<void> {
     clearInterval(this.sweeper);
   }

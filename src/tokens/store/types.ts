@@ -1,9 +1,11 @@
 /**
- * Where sessions live. Every method either answers or throws StoreUnavailableError; token checks fail
- * closed on it. (Lockout and rate-limit counters are another store: src/counters.)
+ * Where sessions live, seen by what its callers use. Every method either answers or throws
+ * StoreUnavailableError; token checks fail closed on it. (Lockout and rate-limit counters are another
+ * store: src/counters.) A backend implements SessionStore, all four roles; each caller takes the role it
+ * needs: the token service and the CLI `Sessions`, the tunnel registry the `RevocationFeed`, readiness
+ * and metrics `StoreHealth`, the composition root `StoreLifecycle`.
  */
-export interface SessionStore {
-  readonly kind: 'memory' | 'redis';
+export interface Sessions {
   /**
    * Starts a session at refresh generation 0 and answers its id (see sessionIdFor: it names where the
    * session lives). A create that fails leaves no usable session.
@@ -32,12 +34,18 @@ export interface SessionStore {
    * A session whose create answered before this was called is among them.
    */
   revokeUser(user: string): Promise<number>;
+}
+
+export interface RevocationFeed {
   /**
    * Calls `listener` with the id of each session revoked from now on: here, and (redis) by any
    * instance, through the revocation channel. Returns the unsubscribe function. Best effort: while the
    * channel is down, revocations elsewhere are not heard (holders recheck with isLive).
    */
   onRevoked(listener: (sid: string) => void): () => void;
+}
+
+export interface StoreHealth {
   /**
    * Readiness (/readyz): resolves while this instance can serve sessions. A master that accepts writes
    * (single node, Sentinel); a Cluster with at least one reachable master whose cluster_state is ok (a
@@ -47,9 +55,18 @@ export interface SessionStore {
    */
   ping(): Promise<void>;
   /** Replication as last seen (redis with store.waitForReplicas); undefined when not waiting for replicas. */
-  replication?(): ReplicationStats | undefined;
+  replication(): ReplicationStats | undefined;
+  /** Resolves true once connected, or false after `timeoutMs`; never throws (the memory store: at once). */
+  waitUntilReady(timeoutMs: number): Promise<boolean>;
+}
+
+export interface StoreLifecycle {
+  readonly kind: 'memory' | 'redis';
   close(): Promise<void>;
 }
+
+/** What a backend implements: every role. */
+export interface SessionStore extends Sessions, RevocationFeed, StoreHealth, StoreLifecycle {}
 
 export interface NewSession {
   sub: string;
