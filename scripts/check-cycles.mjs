@@ -1,32 +1,11 @@
 // `npm run lint` (part of): no import cycles among the project's own modules. Every relative import
 // counts, `import type` too: a type-only cycle still ties two modules' designs together.
 // Plain JavaScript on the TypeScript compiler API, so it needs no build and no plugin.
-import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
-import ts from 'typescript';
+import { dirname, relative, resolve } from 'node:path';
+import { files, importsOf } from './imports.mjs';
 
 const root = resolve(dirname(new URL(import.meta.url).pathname), '..');
 const dirs = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ['src'];
-
-function files(dir) {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const path = join(dir, e.name);
-    if (e.isDirectory()) return files(path);
-    return e.name.endsWith('.ts') && !e.name.endsWith('.d.ts') ? [path] : [];
-  });
-}
-
-/** The project files a module imports or re-exports (relative specifiers, `.js` written for `.ts`). */
-function importsOf(file) {
-  const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, false);
-  const out = [];
-  for (const node of source.statements) {
-    const spec = (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier;
-    if (!spec || !ts.isStringLiteral(spec) || !spec.text.startsWith('.')) continue;
-    out.push(resolve(dirname(file), spec.text.replace(/\.js$/, '.ts')));
-  }
-  return out;
-}
 
 const all = dirs.flatMap((d) => files(resolve(root, d)));
 const graph = new Map(all.map((f) => [f, importsOf(f).filter((t) => t !== f)]));

@@ -2,9 +2,8 @@
 // file at the top) is in one layer; it may import its own part and any part of a lower layer. Type-only
 // imports count too: a type from above ties a lower part's design to a higher one.
 // Plain JavaScript on the TypeScript compiler API, like check-cycles.mjs.
-import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
-import ts from 'typescript';
+import { files, importsOf } from './imports.mjs';
 
 /**
  * The layers, bottom up. A part is a folder of src/ (or `tokens/store`), or a file at src/'s top.
@@ -23,25 +22,6 @@ export const LAYERS = [
 
 const root = resolve(dirname(new URL(import.meta.url).pathname), '..');
 const src = join(root, 'src');
-
-function files(dir) {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const path = join(dir, e.name);
-    if (e.isDirectory()) return files(path);
-    return e.name.endsWith('.ts') && !e.name.endsWith('.d.ts') ? [path] : [];
-  });
-}
-
-function importsOf(file) {
-  const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, false);
-  const out = [];
-  for (const node of source.statements) {
-    const spec = (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier;
-    if (!spec || !ts.isStringLiteral(spec) || !spec.text.startsWith('.')) continue;
-    out.push(resolve(dirname(file), spec.text.replace(/\.js$/, '.ts')));
-  }
-  return out;
-}
 
 /** The part of src/ a file belongs to. */
 function partOf(file) {

@@ -29,8 +29,8 @@ export const LIVE = 5;
 export const PENDING = 6;
 export const PENDING_TTL_SECONDS = 60;
 
-/** Big-endian integers (exact in Lua's doubles for any ms timestamp), the clock, and a hash's lifetime. */
-const CODEC5 = `
+/** Big-endian integers (exact in Lua's doubles for any ms timestamp), for both layouts. */
+const INTEGERS = `
 local function uint(s, i, n)
   local v = 0
   for k = i, i + n - 1 do v = v * 256 + string.byte(s, k) end
@@ -41,6 +41,10 @@ local function pack(v, n)
   for k = n, 1, -1 do t[k] = string.char(v % 256); v = math.floor(v / 256) end
   return table.concat(t)
 end
+`;
+
+/** The integers, the clock, and a hash's lifetime. */
+const CODEC5 = `${INTEGERS}
 local t = redis.call('TIME')
 local nowS = tonumber(t[1])
 local nowMs = nowS * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -169,18 +173,8 @@ return out
 /** Format 4: the layout of `s:{sid}` (read only: no session is created in it any more). */
 export const FORMAT = 4;
 
-/** Big-endian integers (exact in Lua's doubles for any ms timestamp). */
-const CODEC = `
-local function uint(s, i, n)
-  local v = 0
-  for k = i, i + n - 1 do v = v * 256 + string.byte(s, k) end
-  return v
-end
-local function pack(v, n)
-  local t = {}
-  for k = n, 1, -1 do t[k] = string.char(v % 256); v = math.floor(v / 256) end
-  return table.concat(t)
-end
+/** The integers, and a format-4 record's fields. */
+const CODEC = `${INTEGERS}
 local function fields(s)
   local subLen = uint(s, 18, 2)
   local uvAt = 20 + subLen
