@@ -1,0 +1,110 @@
+import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { UpstreamConfig } from '../../src/config/types.js';
+import { silentLogger } from '../../src/log.js';
+import { Forwarder, type ForwardOutcome } from '../../src/proxy/forward.js';
+import { closedPort } from '../support/process.js';
+
+/**
+ * The Forwarder alone, between a real client and a real upstream socket on loopback: a bare node:http
+ * server hands each request to forward() (no gateway, no pipeline), and the outcome it writes is read.
+ */
+const open: Array<{ close(): void }> = [];
+afterEach(() => {
+  for (const s of open.splice(0)) s.close();
+});
+
+function listen(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ server: Server; url: string }> {
+  const server = createServer(handler);
+  open.push({ close: () => server.close() });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` })));
+}
+
+function upstreamConfig(url: string, responseMs = 2000): UpstreamConfig {
+  return {
+    url, targets: [url], balance: 'round-robin', cooldownMs: 1000, timeouts: { connectMs: 500, responseMs, idleMs: 2000 },
+    preserveHost: false, maxConnections: 8, maxQueued: 8, maxTunnels: 8,
+  };
+}
+
+/** A front server whose every request the Forwarder sends to `up`; resolves each outcome as it settles. */
+async function front(up: UpstreamConfig): Promise<{ url: string; outcomes: ForwardOutcome[]; settled: Promise<void>[] }> {
+  const forwarder = new Forwarder({ up }, silentLogger);
+  open.push({ close: () => forwarder.close() });
+  const outcomes: ForwardOutcome[] = [];
+  const settled: Promise<void>[] = [];
+  const { url } = await listen((req, res) => {
+    const outcome: ForwardOutcome = { problem: undefined, cut: undefined };
+    outcomes.push(outcome);
+    settled.push(forwarder.forward(req, res, { upstream: 'up', timeouts: up.timeouts, strippedPrefix: undefined }, outcome));
+  });
+  return { url, outcomes, settled };
+}
+
+function get(url: string): Promise<{ status: number; body: string; headers: IncomingMessage['headers'] }> {
+  return new Promise((resolve, reject) => {
+    request(url, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode!, body, headers: res.headers }));
+    }).on('error', reject).end();
+  });
+}
+
+describe('Forwarder', () => {
+  it('streams the upstream\'s answer back, without its hop-by-hop headers, and settles with no problem', async () => {
+    const { url: upUrl } = await listen((req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', connection: 'keep-alive, x-hop', 'x-hop': 'h', 'keep-alive': 'timeout=5' });
+      res.end(JSON.stringify({ path: req.url }));
+    });
+    const f = await front(upstreamConfig(upUrl));
+    const answer = await get(`${f.url}/items?size=10`);
+    await Promise.all(f.settled);
+    expect(answer.status).toBe(200);
+    expect(JSON.parse(answer.body)).toEqual({ path: '/items?size=10' });
+    expect(answer.headers['x-hop']).toBeUndefined();
+    expect(f.outcomes[0]).toEqual({ problem: undefined, cut: undefined });
+  });
+
+  it('a refused connection is a 502 problem body; the outcome names it', async () => {
+    const f = await front(upstreamConfig(`http://127.0.0.1:${await closedPort()}`));
+    const answer = await get(`${f.url}/x`);
+    await Promise.all(f.settled);
+    expect(answer.status).toBe(502);
+    expect(answer.headers['content-type']).toBe('application/problem+json');
+    expect(JSON.parse(answer.body)).toMatchObject({ code: 'bad_gateway' });
+    expect(f.outcomes[0]!.problem).toBe('bad_gateway');
+  });
+
+  it('an upstream that does not answer within responseMs is a 504', async () => {
+    const { url: upUrl } = await listen(() => {});
+    const f = await front(upstreamConfig(upUrl, 150));
+    const answer = await get(`${f.url}/slow`);
+    await Promise.all(f.settled);
+    expect(answer.status).toBe(504);
+    expect(f.outcomes[0]!.problem).toBe('gateway_timeout');
+  });
+
+  it('a client that leaves mid-response ends the upstream\'s work and is recorded as cut', async () => {
+    let upstreamClosed!: () => void;
+    const closed = new Promise<void>((r) => (upstreamClosed = r));
+    const { url: upUrl } = await listen((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('first part');
+      res.on('close', () => upstreamClosed());
+    });
+    const f = await front(upstreamConfig(upUrl));
+    await new Promise<void>((resolve) => {
+      const req = request(`${f.url}/stream`, (res) => res.once('data', () => {
+        req.destroy();
+        resolve();
+      }));
+      req.on('error', () => {});
+      req.end();
+    });
+    await closed;
+    await Promise.all(f.settled);
+    expect(f.outcomes[0]!.cut).toBe('client_closed');
+  });
+});
