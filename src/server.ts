@@ -15,7 +15,7 @@ import { handleExpectations } from './http/expect.js';
 import { answerPlainHttp, readTlsOptions, watchCertificate } from './http/tls.js';
 import { observe } from './http/observe.js';
 import { answerError } from './http/errors.js';
-import { exchangeOf, newExchange } from './core/exchange.js';
+import { newExchange } from './core/exchange.js';
 import type { OwnHandler } from './pipeline/own-endpoints.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { RequestLanes } from './http/pipelining.js';
@@ -116,12 +116,13 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   // application; its context's state is the request's exchange. Everything else never meets Koa.
   const app = new Koa<GatewayState>({ proxy: config.server.trustProxy > 0, maxIpsCount: config.server.trustProxy });
   app.silent = true;
-  const ownHandlers = new WeakMap<IncomingMessage, OwnHandler>();
+  // The exchange and the handler the own-endpoint lookup found, for the request Koa is handed (cold path).
+  const ownRequests = new WeakMap<IncomingMessage, { ex: GatewayState; handler: OwnHandler }>();
   app.use(async function serveOwnEndpoint(ctx) {
-    const ex = exchangeOf<GatewayState['route'] & object>(ctx.req)!;
-    ctx.state = ex as GatewayState;
+    const { ex, handler } = ownRequests.get(ctx.req)!;
+    ctx.state = ex;
     try {
-      await ownHandlers.get(ctx.req)!(ctx);
+      await handler(ctx);
     } catch (err) {
       ctx.respond = false;
       answerError(ex, err, log);
@@ -134,7 +135,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
     onUpstreamError: (upstream, kind) => metrics.upstreamErrors.inc({ upstream, kind }),
     serveOwn: (ex, handler) => {
       ex.own = true;
-      ownHandlers.set(ex.req, handler);
+      ownRequests.set(ex.req, { ex, handler });
       return koa(ex.req, ex.res);
     },
   };

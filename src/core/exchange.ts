@@ -101,7 +101,7 @@ export class Exchange<R extends RouteRef = RouteRef> {
     return this.ip;
   }
 
-  /** The target the upstream gets, as the paging step leaves it (path and query). */
+  /** The path and query the pipeline judges, as one request target. */
   get target(): string {
     return this.query ? `${this.path}?${this.query}` : this.path;
   }
@@ -127,17 +127,10 @@ export function splitTarget(url: string): { path: string; query: string } {
   return q < 0 ? { path: url, query: '' } : { path: url.slice(0, q), query: url.slice(q + 1) };
 }
 
-const EXCHANGE = Symbol('exchange');
-type Tagged = IncomingMessage & { [EXCHANGE]?: Exchange };
-
-/** The one factory of exchanges; the request can find its exchange again (`exchangeOf`). */
+/**
+ * The one factory of exchanges. Nothing is added to the request itself: a property of our own on Node's
+ * IncomingMessage would give it a shape of its own, and Node's reads of it would slow down.
+ */
 export function newExchange<R extends RouteRef>(req: IncomingMessage, res: ServerResponse, trustProxy: number): Exchange<R> {
-  const ex = new Exchange<R>(req, res, trustProxy);
-  (req as Tagged)[EXCHANGE] = ex as unknown as Exchange;
-  return ex;
-}
-
-/** The exchange `newExchange` made for this request. */
-export function exchangeOf<R extends RouteRef = RouteRef>(req: IncomingMessage): Exchange<R> | undefined {
-  return (req as Tagged)[EXCHANGE] as unknown as Exchange<R> | undefined;
+  return new Exchange<R>(req, res, trustProxy);
 }
