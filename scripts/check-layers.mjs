@@ -35,8 +35,23 @@ function partOf(file) {
 const rank = new Map();
 LAYERS.forEach((layer, l) => layer.parts.forEach((part, p) => rank.set(part, [l, p])));
 
+/**
+ * Domain code says why it refuses with a DomainError (src/core/domain-error.ts) and never picks an HTTP
+ * status: these parts may not import the HTTP problem type. The HTTP layer's one table
+ * (DOMAIN_ANSWERS in src/http/errors.ts) turns a domain code into status, challenge and detail.
+ */
+const DOMAIN = ['tokens', 'tokens/store', 'credentials', 'counters', 'stores', 'proxy/pool.ts'];
+const PROBLEM = join(src, 'core', 'problem.ts');
+const isDomain = (file) => {
+  const r = relative(src, file);
+  return DOMAIN.some((d) => r === d || r.startsWith(`${d}/`));
+};
+
 const problems = [];
 for (const file of files(src)) {
+  if (isDomain(file) && importsOf(file).includes(PROBLEM)) {
+    problems.push(`${relative(root, file)} imports src/core/problem.ts: domain code throws a DomainError (src/core/domain-error.ts), the HTTP layer maps it`);
+  }
   const from = partOf(file);
   const [fl, fp] = rank.get(from) ?? [-1, -1];
   if (fl < 0) {

@@ -1,3 +1,4 @@
+import { DomainError } from '../core/domain-error.js';
 import type { Exchange } from '../core/exchange.js';
 import type { Principal } from '../core/principal.js';
 import { HttpProblem } from '../core/problem.js';
@@ -43,6 +44,10 @@ export function authenticate(authenticators: readonly Authenticator[]): (ex: Exc
 
 /** A 401 from an authenticator carries its challenge. */
 function challenged(err: unknown, authenticator: Authenticator): unknown {
+  if (err instanceof DomainError) {
+    err.challenge ??= authenticator.challenge;
+    return err;
+  }
   if (err instanceof HttpProblem && err.status === 401 && authenticator.challenge !== undefined && err.headers['WWW-Authenticate'] === undefined) {
     err.headers['WWW-Authenticate'] = authenticator.challenge;
   }

@@ -1,3 +1,4 @@
+import { DomainError } from '../core/domain-error.js';
 import { HttpProblem, REALM } from '../core/problem.js';
 import type { Principal } from '../core/principal.js';
 import type { TokenService } from '../tokens/service.js';
@@ -43,8 +44,8 @@ export function bearerAuthenticator(tokens: TokenService): Authenticator<string>
         await tokens.verifyAccessToken(owner.proof);
         return undefined;
       } catch (err) {
-        // A 401 ends it; the store being down does not (open tunnels outlive a Redis blip).
-        return err instanceof HttpProblem && err.status === 401 ? err.code : undefined;
+        // A refused token ends it; the store being down does not (open tunnels outlive a Redis blip).
+        return err instanceof DomainError && (err.code === 'invalid_token' || err.code === 'token_expired') ? err.code : undefined;
       }
     },
   };

@@ -1,4 +1,4 @@
-import { HttpProblem } from '../core/problem.js';
+import { DomainError } from '../core/domain-error.js';
 
 /**
  * How many password checks of one client address may run at once on this instance. A clean address (a
@@ -11,8 +11,8 @@ const MAX_IDLE_LANES = 10_000;
 /** Checks of one address that may wait at once; past it the address is told to come back (429). */
 export const MAX_WAITING = 64;
 
-function tooManyWaiting(): HttpProblem {
-  return new HttpProblem(429, 'too_many_attempts', 'too many sign-in attempts from this address at once; retry in 1 s', { headers: { 'Retry-After': '1' } });
+function tooManyWaiting(): DomainError {
+  return new DomainError('too_many_attempts', 'too many sign-in attempts from this address at once; retry in 1 s', { retryAfterSeconds: 1 });
 }
 
 export class AddressLanes {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { LockoutConfig } from '../config/types.js';
-import { HttpProblem } from '../core/problem.js';
+import { DomainError } from '../core/domain-error.js';
 import type { Logger } from '../log.js';
 import type { Counter, CounterStore } from '../counters/types.js';
 
@@ -156,9 +156,9 @@ export const PAIR_RECHECK_MS = 1000;
 const MAX_PAIR_NOTES = 10_000;
 const PAIR_LOCKED = 'too many failed sign-in attempts for this user from this address';
 
-function tooMany(retryAfter: number, why: string): HttpProblem {
+function tooMany(retryAfter: number, why: string): DomainError {
   const seconds = Math.max(1, retryAfter);
-  return new HttpProblem(429, 'too_many_attempts', `${why}; retry in ${seconds} s`, { headers: { 'Retry-After': String(seconds) } });
+  return new DomainError('too_many_attempts', `${why}; retry in ${seconds} s`, { retryAfterSeconds: seconds });
 }
 
 // User names are client input of any length: key them by digest (length-prefixed, so no pair collides).

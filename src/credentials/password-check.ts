@@ -1,4 +1,4 @@
-import { HttpProblem } from '../core/problem.js';
+import { DomainError } from '../core/domain-error.js';
 import { AddressLanes } from './address-lanes.js';
 import type { Lockout } from './lockout.js';
 import type { PasswordVerifier } from './password-verifier.js';
@@ -84,6 +84,6 @@ export class PasswordCheck {
 /** What a token issued now must still match to stay valid (see PasswordVerifier.credentialVersion). */
 export type CredentialVersions = (user: string) => string | undefined;
 
-export function invalidCredentials(): HttpProblem {
-  return new HttpProblem(401, 'invalid_credentials', 'the user name or password is wrong');
+export function invalidCredentials(): DomainError {
+  return new DomainError('invalid_credentials', 'the user name or password is wrong');
 }

@@ -1,6 +1,6 @@
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.js';
-import { HttpProblem } from '../core/problem.js';
+import { DomainError } from '../core/domain-error.js';
 import { costOf as hashCost, hashSync, verify } from './bcrypt.js';
 
 /** bcrypt reads only the first 72 bytes: a longer password is refused, never silently truncated. */
@@ -111,7 +111,7 @@ export class PasswordVerifier {
 
   private async bcrypt(password: string, hash: string): Promise<boolean> {
     if (this.pending >= this.maxPending) {
-      throw new HttpProblem(503, 'service_unavailable', 'too many sign-in checks in progress; retry shortly', { headers: { 'Retry-After': '1' } });
+      throw new DomainError('verifications_busy', 'too many sign-in checks in progress; retry shortly', { retryAfterSeconds: 1 });
     }
     this.pending++;
     try {

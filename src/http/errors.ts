@@ -1,6 +1,6 @@
-import { StoreUnavailableError } from '../tokens/store/types.js';
+import { DomainError, type DomainCode } from '../core/domain-error.js';
 import type { Logger } from '../log.js';
-import { HttpProblem, internalError, type ProblemCode } from '../core/problem.js';
+import { HttpProblem, internalError, REALM, type ProblemCode } from '../core/problem.js';
 import { writeProblem } from '../core/problem-writer.js';
 import type { Exchange } from '../core/exchange.js';
 
@@ -26,14 +26,49 @@ export function answerError(ex: Exchange, err: unknown, log: Logger): void {
   writeProblem(res, problem);
 }
 
+interface DomainAnswer {
+  status: number;
+  code: ProblemCode;
+  /** The WWW-Authenticate of the answer; undefined: none. */
+  challenge?: (err: DomainError) => string | undefined;
+  /** The detail the client reads, when not the error's own message. */
+  detail?: string;
+}
+
+/** A 401 for a credential: the challenge of the identity source that refused it (none on the token endpoints). */
+const sourceChallenge = (err: DomainError) => err.challenge;
+const bearerError = (description: string) => `Bearer realm="${REALM}", error="invalid_token", error_description="${description}"`;
+
+/**
+ * The one table from a domain refusal to what the client sees: status, problem code, challenge and
+ * detail. `Retry-After` comes from the error itself (a lockout knows how long it holds).
+ */
+export const DOMAIN_ANSWERS: { readonly [C in DomainCode]: DomainAnswer } = {
+  invalid_credentials: { status: 401, code: 'invalid_credentials', challenge: sourceChallenge },
+  // RFC 6750 §3.1: a bearer token refused says why in its challenge.
+  invalid_token: { status: 401, code: 'invalid_token', challenge: (err) => bearerError(err.message) },
+  token_expired: { status: 401, code: 'token_expired', challenge: () => bearerError('the access token has expired') },
+  invalid_refresh_token: { status: 401, code: 'invalid_refresh_token' },
+  too_many_attempts: { status: 429, code: 'too_many_attempts' },
+  verifications_busy: { status: 503, code: 'service_unavailable' },
+  upstream_busy: { status: 503, code: 'service_unavailable' },
+  store_unavailable: { status: 503, code: 'store_unavailable', detail: 'the token store is unavailable; retry shortly' },
+};
+
+/** The problem a domain refusal is answered with. */
+export function domainProblem(err: DomainError): HttpProblem {
+  const answer = DOMAIN_ANSWERS[err.code];
+  const headers: Record<string, string> = {};
+  const challenge = answer.challenge?.(err);
+  if (challenge !== undefined) headers['WWW-Authenticate'] = challenge;
+  if (err.retryAfterSeconds !== undefined) headers['Retry-After'] = String(err.retryAfterSeconds);
+  return new HttpProblem(answer.status, answer.code, answer.detail ?? err.message, { headers });
+}
+
 /** Maps any error to the HttpProblem the client sees. */
 export function toProblem(err: unknown): HttpProblem {
   if (err instanceof HttpProblem) return err;
-  if (err instanceof StoreUnavailableError) {
-    return new HttpProblem(503, 'store_unavailable', 'the token store is unavailable; retry shortly', {
-      headers: { 'Retry-After': '1' },
-    });
-  }
+  if (err instanceof DomainError) return domainProblem(err);
   const status = (err as { status?: unknown } | null)?.status;
   if (typeof status === 'number' && status >= 400 && status < 500) {
     // Errors from Koa itself (ctx.throw, http-errors): keep their status, use our body.

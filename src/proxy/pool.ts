@@ -2,7 +2,7 @@ import { Agent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { parse as parseUrl, type Url } from 'node:url';
 import type { UpstreamConfig } from '../config/types.js';
-import { HttpProblem } from '../core/problem.js';
+import { DomainError } from '../core/domain-error.js';
 import type { Logger } from '../log.js';
 
 /** Below Node's default server keep-alive timeout (5 s), so a pooled socket is never reused as the upstream closes it. */
@@ -109,10 +109,10 @@ export class UpstreamPool {
   }
 
   /** The answer when pick() found no target with room: 503, retry shortly. */
-  busy(): HttpProblem {
+  busy(): DomainError {
     const { maxConnections, maxQueued } = this.config;
-    return new HttpProblem(503, 'service_unavailable', `the ${this.name} service has as many requests as it may take (${maxConnections + maxQueued} per target); retry shortly`, {
-      headers: { 'Retry-After': '1' },
+    return new DomainError('upstream_busy', `the ${this.name} service has as many requests as it may take (${maxConnections + maxQueued} per target); retry shortly`, {
+      retryAfterSeconds: 1,
     });
   }
 

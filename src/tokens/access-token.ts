@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import type { Clock } from '../clock.js';
-import { HttpProblem, REALM } from '../core/problem.js';
+import { DomainError } from '../core/domain-error.js';
 import { isLowSEs256, lowSEs256, type KeySet } from './keys.js';
 
 export interface AccessClaims {
@@ -127,14 +127,10 @@ function requireClaims(payload: unknown): AccessClaims {
   return { sub: p.sub, sid: p.sid, uv: p.uv, jti: p.jti, iat: p.iat, exp: p.exp };
 }
 
-export function invalidToken(detail: string): HttpProblem {
-  return new HttpProblem(401, 'invalid_token', detail, {
-    headers: { 'WWW-Authenticate': `Bearer realm="${REALM}", error="invalid_token", error_description="${detail}"` },
-  });
+export function invalidToken(detail: string): DomainError {
+  return new DomainError('invalid_token', detail);
 }
 
-function tokenExpired(): HttpProblem {
-  return new HttpProblem(401, 'token_expired', 'the access token has expired; use POST /v1/tokens/refresh', {
-    headers: { 'WWW-Authenticate': `Bearer realm="${REALM}", error="invalid_token", error_description="the access token has expired"` },
-  });
+function tokenExpired(): DomainError {
+  return new DomainError('token_expired', 'the access token has expired; use POST /v1/tokens/refresh');
 }

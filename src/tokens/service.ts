@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.js';
 import type { CredentialVersions, PasswordAttempt, PasswordCheck } from '../credentials/password-check.js';
-import { HttpProblem } from '../core/problem.js';
+import { DomainError } from '../core/domain-error.js';
 import { invalidToken, type AccessClaims, type AccessTokenCodec } from './access-token.js';
 import { MAX_GENERATION, parseRefreshToken, refreshTokenFor } from './refresh-token.js';
 import type { Sessions } from './store/types.js';
@@ -116,7 +116,7 @@ export class TokenService {
       // An expired access token still names its session, whose refresh token may live on.
       sid = this.codec.verify(token, { ignoreExpiration: true }).sid;
     } catch (err) {
-      if (err instanceof HttpProblem) return NOT_THIS_KIND;
+      if (err instanceof DomainError) return NOT_THIS_KIND;
       throw err;
     }
     return this.store.revoke(sid);
@@ -138,10 +138,10 @@ export class TokenService {
   }
 }
 
-function revoked(): HttpProblem {
+function revoked(): DomainError {
   return invalidToken('the access token has been revoked');
 }
 
-function invalidRefreshToken(): HttpProblem {
-  return new HttpProblem(401, 'invalid_refresh_token', 'the refresh token is invalid, expired, revoked or already used');
+function invalidRefreshToken(): DomainError {
+  return new DomainError('invalid_refresh_token', 'the refresh token is invalid, expired, revoked or already used');
 }

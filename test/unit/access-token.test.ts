@@ -67,7 +67,7 @@ describe('access tokens', () => {
         // A second, equally valid signature of the same claims: jsonwebtoken (OpenSSL) accepts it.
         expect(jwt.verify(high, readFileSync(files.pub), { algorithms: ['ES256'], ignoreExpiration: true })).toMatchObject({ sub: 'alice' });
         const fresh = codecFor({ ...base, signing: { alg: 'ES256', privateKeyFile: files.priv } });
-        expect(() => fresh.verify(high)).toThrow(expect.objectContaining({ status: 401, code: 'invalid_token' }));
+        expect(() => fresh.verify(high)).toThrow(expect.objectContaining({ code: 'invalid_token' }));
         expect(() => fresh.verify(high, { ignoreExpiration: true })).toThrow(expect.objectContaining({ code: 'invalid_token' }));
         expect(fresh.verify(token).sub).toBe('alice');
         expect(() => fresh.verify(high)).toThrow(expect.objectContaining({ code: 'invalid_token' }));
@@ -108,7 +108,7 @@ describe('access tokens', () => {
     clock.advance(59_000);
     expect(codec.verify(token).sub).toBe('alice');
     clock.advance(1_000);
-    expect(() => codec.verify(token)).toThrow(expect.objectContaining({ code: 'token_expired', status: 401 }));
+    expect(() => codec.verify(token)).toThrow(expect.objectContaining({ code: 'token_expired' }));
     expect(codec.verify(token, { ignoreExpiration: true }).sid).toBe('sid1');
   });
 });

@@ -77,7 +77,7 @@ describe('AddressLanes limits', () => {
     let release!: () => void;
     const first = lanes.run('10.0.0.9', () => new Promise<void>((r) => (release = r)));
     const waiting = Array.from({ length: MAX_WAITING }, () => lanes.run('10.0.0.9', async () => 'ran'));
-    await expect(lanes.run('10.0.0.9', async () => 'ran')).rejects.toMatchObject({ status: 429, code: 'too_many_attempts' });
+    await expect(lanes.run('10.0.0.9', async () => 'ran')).rejects.toMatchObject({ code: 'too_many_attempts', retryAfterSeconds: 1 });
     release();
     await first;
     expect(await Promise.all(waiting)).toEqual(Array(MAX_WAITING).fill('ran'));

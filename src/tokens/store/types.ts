@@ -1,3 +1,5 @@
+import { DomainError } from '../../core/domain-error.js';
+
 /**
  * Where sessions live, seen by what its callers use. Every method either answers or throws
  * StoreUnavailableError; token checks fail closed on it. (Lockout and rate-limit counters are another
@@ -107,9 +109,10 @@ export interface ReplicationStats {
   refusing: boolean;
 }
 
-export class StoreUnavailableError extends Error {
+/** The store did not answer (a domain error: `store_unavailable`, 503 with `Retry-After: 1`). */
+export class StoreUnavailableError extends DomainError {
   constructor(cause?: unknown) {
-    super('token store unavailable', cause === undefined ? undefined : { cause });
+    super('store_unavailable', 'token store unavailable', { retryAfterSeconds: 1, cause });
     this.name = 'StoreUnavailableError';
   }
 }

@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import { authenticate } from '../../src/auth/authenticate.js';
+import type { Authenticator } from '../../src/auth/authenticator.js';
+import { BASIC_CHALLENGE } from '../../src/auth/basic.js';
+import { DomainError, type DomainCode } from '../../src/core/domain-error.js';
+import type { Exchange } from '../../src/core/exchange.js';
+import { HttpProblem } from '../../src/core/problem.js';
+import { DOMAIN_ANSWERS, toProblem } from '../../src/http/errors.js';
+import { StoreUnavailableError } from '../../src/tokens/store/types.js';
+
+/** Every domain code, spelled out here so a new one must be decided on in the table and in this test. */
+const CODES: Record<DomainCode, [status: number, problem: string]> = {
+  invalid_credentials: [401, 'invalid_credentials'],
+  invalid_token: [401, 'invalid_token'],
+  token_expired: [401, 'token_expired'],
+  invalid_refresh_token: [401, 'invalid_refresh_token'],
+  too_many_attempts: [429, 'too_many_attempts'],
+  verifications_busy: [503, 'service_unavailable'],
+  upstream_busy: [503, 'service_unavailable'],
+  store_unavailable: [503, 'store_unavailable'],
+};
+
+describe('domain errors → problems (the one table)', () => {
+  it('maps every domain code to its status and problem code, keeping the detail', () => {
+    expect(Object.keys(DOMAIN_ANSWERS).sort()).toEqual(Object.keys(CODES).sort());
+    for (const [code, [status, problem]] of Object.entries(CODES) as Array<[DomainCode, [number, string]]>) {
+      const answer = toProblem(new DomainError(code, `why ${code}`));
+      expect(answer).toBeInstanceOf(HttpProblem);
+      expect([answer.status, answer.code]).toEqual([status, problem]);
+      if (code !== 'store_unavailable') expect(answer.message).toBe(`why ${code}`);
+    }
+  });
+
+  it('answers Retry-After from the error itself, and none when it has no time', () => {
+    expect(toProblem(new DomainError('too_many_attempts', 'locked', { retryAfterSeconds: 17 })).headers).toEqual({ 'Retry-After': '17' });
+    expect(toProblem(new DomainError('upstream_busy', 'full', { retryAfterSeconds: 1 })).headers['Retry-After']).toBe('1');
+    expect(toProblem(new DomainError('invalid_refresh_token', 'used')).headers).toEqual({});
+  });
+
+  it('a store outage reads the same everywhere: 503 store_unavailable, Retry-After: 1, nothing internal', () => {
+    const answer = toProblem(new StoreUnavailableError(new Error('ECONNREFUSED 127.0.0.1:6379')));
+    expect([answer.status, answer.code, answer.headers['Retry-After']]).toEqual([503, 'store_unavailable', '1']);
+    expect(answer.message).not.toMatch(/ECONNREFUSED|6379/);
+  });
+
+  it('a refused bearer token says why in its challenge (RFC 6750 §3.1)', () => {
+    expect(toProblem(new DomainError('invalid_token', 'the access token has been revoked')).headers['WWW-Authenticate'])
+      .toBe('Bearer realm="auth-gateway", error="invalid_token", error_description="the access token has been revoked"');
+    expect(toProblem(new DomainError('token_expired', 'the access token has expired; use POST /v1/tokens/refresh')).headers['WWW-Authenticate'])
+      .toMatch(/error="invalid_token", error_description="the access token has expired"$/);
+  });
+
+  it('a wrong password carries the challenge of the source that refused it, and none outside authenticate (token endpoints)', async () => {
+    expect(toProblem(new DomainError('invalid_credentials', 'wrong')).headers['WWW-Authenticate']).toBeUndefined();
+
+    const refusing: Authenticator<string> = {
+      via: 'test', scheme: 'basic', challenge: BASIC_CHALLENGE,
+      parse: (req) => req.headers.authorization,
+      verify: () => Promise.reject(new DomainError('invalid_credentials', 'the user name or password is wrong')),
+      recheck: () => undefined,
+    };
+    const ex = { req: { headers: { authorization: 'Basic eDp5' } }, repeatedAuthorization: false } as unknown as Exchange;
+    const err: unknown = await Promise.resolve(authenticate([refusing])(ex)).catch((e: unknown) => e);
+    const answer = toProblem(err);
+    expect([answer.status, answer.code, answer.headers['WWW-Authenticate']]).toEqual([401, 'invalid_credentials', BASIC_CHALLENGE]);
+    // A lockout through the same authenticator is a 429: no challenge, its own Retry-After.
+    refusing.verify = () => { throw new DomainError('too_many_attempts', 'locked', { retryAfterSeconds: 30 }); };
+    const locked = toProblem((() => { try { authenticate([refusing])(ex); } catch (e) { return e; } })());
+    expect([locked.status, locked.headers['WWW-Authenticate'], locked.headers['Retry-After']]).toEqual([429, undefined, '30']);
+  });
+});
