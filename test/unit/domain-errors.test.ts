@@ -65,7 +65,13 @@ describe('domain errors → problems (the one table)', () => {
     expect([answer.status, answer.code, answer.headers['WWW-Authenticate']]).toEqual([401, 'invalid_credentials', BASIC_CHALLENGE]);
     // A lockout through the same authenticator is a 429: no challenge, its own Retry-After.
     refusing.verify = () => { throw new DomainError('too_many_attempts', 'locked', { retryAfterSeconds: 30 }); };
-    const locked = toProblem((() => { try { void authenticate([refusing])(ex); } catch (e) { return e; } })());
+    let thrown: unknown;
+    try {
+      void authenticate([refusing])(ex);
+    } catch (e) {
+      thrown = e;
+    }
+    const locked = toProblem(thrown);
     expect([locked.status, locked.headers['WWW-Authenticate'], locked.headers['Retry-After']]).toEqual([429, undefined, '30']);
   });
 });
