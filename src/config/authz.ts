@@ -2,8 +2,9 @@ import { METHODS } from 'node:http';
 import { parseAddressOrBlock } from '../core/addresses.js';
 import { JWKS_PATH } from '../core/paths.js';
 import type { Checker } from './checker.js';
-import { childrenOf, numberDefault, setting } from './defaults.js';
+import { childrenOf } from './defaults.js';
 import { nearest } from './suggest.js';
+import { readScalars } from './sections.js';
 import type { AllowConfig, AssertionConfig, ForwardAuthConfig, IdentityConfig, RouteConfig } from './types.js';
 
 /** The authorization settings (issue 18): forwardAuth, identity, users.groups, routes[].allow/audience. */
@@ -18,7 +19,6 @@ const RESERVED_HEADERS = new Set([
   'x-authenticated-user', 'x-authenticated-via', 'x-authenticated-groups', 'x-request-id',
   'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-forwarded-method', 'x-forwarded-uri', 'forwarded',
 ]);
-export const ASSERTION_ALGS = ['ES256', 'RS256', 'EdDSA'] as const;
 
 /** `forwardAuth`: absent, null or false for none. */
 export function readForwardAuth(c: Checker, raw: unknown): ForwardAuthConfig | undefined {
@@ -52,16 +52,10 @@ export function readIdentity(c: Checker, raw: unknown, at: (p: string) => string
   if (i.assertion === undefined || i.assertion === null || i.assertion === false) return { assertion: undefined };
   const a = c.obj('identity.assertion', i.assertion === true ? {} : i.assertion);
   c.unknownKeys('identity.assertion', a, childrenOf('identity.assertion'));
-  const header = c.str('identity.assertion.header', a.header, String(setting('identity.assertion.header').default));
+  const assertion: AssertionConfig = readScalars(c, 'identity.assertion', a, { at });
+  const header = assertion.header;
   if (!TOKEN.test(header)) c.problem('identity.assertion.header', 'must be a header name');
   else if (RESERVED_HEADERS.has(header.toLowerCase())) c.problem('identity.assertion.header', `must not be ${header} (the gateway sets or removes it for another purpose)`);
-  const keyFile = c.str('identity.assertion.keyFile', a.keyFile);
-  const assertion: AssertionConfig = {
-    header,
-    alg: c.oneOf('identity.assertion.alg', a.alg, ASSERTION_ALGS, setting('identity.assertion.alg').default as AssertionConfig['alg']),
-    keyFile: keyFile ? at(keyFile) : '',
-    ttlSeconds: c.int('identity.assertion.ttlSeconds', a.ttlSeconds, numberDefault('identity.assertion.ttlSeconds'), setting('identity.assertion.ttlSeconds').min, setting('identity.assertion.ttlSeconds').max),
-  };
   return { assertion };
 }
 

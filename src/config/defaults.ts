@@ -4,9 +4,11 @@
  * docs/configuration.md is generated from it (`npm run docs:config`), so the reference cannot drift from
  * the code. `<name>` stands for any upstream name, `[]` for any list index.
  *
- * To add a setting: add its entry here (in the order it should appear in the reference), read it in
- * validate.ts with the helpers that take this table (`intSetting`, `boolSetting`, …), then run
- * `npm run docs:config` and commit the regenerated reference.
+ * To add a setting: add its entry here (in the order it should appear in the reference). A plain one
+ * (integer, boolean, string, path, secret, enumeration) is then typed and read by itself: its section's
+ * type is `Scalars<'section'>` and its reader calls `readScalars` (sections.ts). Lists, mappings and
+ * settings of two types are read by hand in validate.ts. Then run `npm run docs:config` and commit the
+ * regenerated reference.
  */
 export interface Setting {
   /** As shown in the reference: `integer`, `string`, `boolean`, `url`, `path`, `list`, `mapping`, or the allowed values. */
@@ -20,6 +22,8 @@ export interface Setting {
   max?: number;
   /** The allowed values of an enumeration. */
   values?: readonly string[];
+  /** A file (or its section, when present) without it is refused. */
+  required?: true;
   /** One line: what it does. */
   meaning: string;
 }
@@ -36,8 +40,8 @@ export const SETTINGS = {
   'server.maxPipelinedRequests': { type: 'integer', default: 1000, min: 1, max: 100_000, meaning: 'Requests a client may send ahead on one connection without reading the answers (Node parses up to 64 KiB ahead). Past it the connection closes after the answer in progress and the client resends the rest (RFC 9112 §9.3.2), as nginx closes after `keepalive_requests`: one connection cannot hold thousands of parsed requests in memory.' },
   'server.bodyTimeoutMs': { type: 'integer', default: 10_000, min: 100, meaning: 'A token request\'s whole body (at most 16 KiB) must arrive within this; else 408 `request_timeout`. Proxied bodies have only the route\'s `idleMs`.' },
   'server.tls': { type: 'mapping', defaultText: 'none (plain HTTP)', meaning: 'Serve HTTPS (TLS 1.2 or newer) on the public port; plain HTTP sent to it gets a 400 problem saying so.' },
-  'server.tls.certFile': { type: 'path', defaultText: 'required with `server.tls`', meaning: 'PEM certificate with its chain, relative to the config file; checked at start against the key.' },
-  'server.tls.keyFile': { type: 'path', defaultText: 'required with `server.tls`', meaning: 'PEM private key, relative to the config file.' },
+  'server.tls.certFile': { required: true, type: 'path', defaultText: 'required with `server.tls`', meaning: 'PEM certificate with its chain, relative to the config file; checked at start against the key.' },
+  'server.tls.keyFile': { required: true, type: 'path', defaultText: 'required with `server.tls`', meaning: 'PEM private key, relative to the config file.' },
   'server.tls.reloadIntervalMs': { type: 'integer', default: 5000, min: 100, meaning: 'How often the two files are checked for a change; a renewed pair serves new connections without a restart, a broken one is logged and the one in use kept.' },
   'server.workers': { type: 'integer or `auto`', default: 1, min: 1, max: 256, meaning: 'Worker processes sharing the port (node:cluster; `auto`: one per core). Needs `store.kind: redis`; changing it needs a restart.' },
 
@@ -48,7 +52,7 @@ export const SETTINGS = {
   'store.cluster': { type: 'mapping', defaultText: 'none', meaning: 'A Redis Cluster.' },
   'store.cluster.nodes': { type: 'list of url', defaultText: 'required with `store.cluster`', meaning: 'Seed node URLs; username, password and TLS are taken from the first.' },
   'store.sentinel': { type: 'mapping', defaultText: 'none', meaning: 'A Sentinel-managed master.' },
-  'store.sentinel.name': { type: 'string', defaultText: 'required with `store.sentinel`', meaning: 'The master\'s name as the sentinels know it.' },
+  'store.sentinel.name': { required: true, type: 'string', defaultText: 'required with `store.sentinel`', meaning: 'The master\'s name as the sentinels know it.' },
   'store.sentinel.sentinels': { type: 'list of host:port', defaultText: 'required with `store.sentinel`', meaning: 'The sentinels to ask for the master.' },
   'store.sentinel.password': { type: 'string', defaultText: 'none', meaning: 'Password of the Redis nodes.' },
   'store.sentinel.sentinelPassword': { type: 'string', defaultText: 'none', meaning: 'Password of the sentinels.' },
@@ -62,7 +66,7 @@ export const SETTINGS = {
 
   // users
   'users': { type: 'mapping', defaultText: 'required', meaning: 'Who may sign in.' },
-  'users.htpasswd': { type: 'path', defaultText: 'required', meaning: 'htpasswd file (bcrypt entries only), relative to the config file; `auth-gateway users hash NAME` writes a line.' },
+  'users.htpasswd': { required: true, type: 'path', defaultText: 'required', meaning: 'htpasswd file (bcrypt entries only), relative to the config file; `auth-gateway users hash NAME` writes a line.' },
   'users.cacheTtlSeconds': { type: 'integer', default: 300, min: 0, meaning: 'How long a verified user:password is remembered in memory (as an HMAC), so steady Basic traffic costs no bcrypt; `0` disables.' },
   'users.watch': { type: 'boolean', default: true, meaning: 'Reload the file when it changes.' },
   'users.maxPendingVerifications': { type: 'integer', default: 64, min: 1, meaning: 'bcrypt checks allowed to wait for the thread pool at once; past it, 503 with `Retry-After: 1`.' },
@@ -99,7 +103,7 @@ export const SETTINGS = {
 
   // rateLimit
   'rateLimit': { type: 'mapping or `false`', defaultText: 'none', meaning: 'Per-user limit of proxied requests on each route (GCRA, kept in the store, shared by every instance); past it 429 `rate_limited` with `Retry-After`.' },
-  'rateLimit.requests': { type: 'integer', defaultText: 'required with `rateLimit`', min: 1, meaning: 'Requests each user may make per window (also the burst).' },
+  'rateLimit.requests': { required: true, type: 'integer', defaultText: 'required with `rateLimit`', min: 1, meaning: 'Requests each user may make per window (also the burst).' },
   'rateLimit.windowSeconds': { type: 'integer', default: 60, min: 1, meaning: 'The window.' },
 
   // upstreams
@@ -109,7 +113,7 @@ export const SETTINGS = {
   'upstreams.<name>.balance': { type: '`round-robin` or `least-requests`', default: 'round-robin', values: ['round-robin', 'least-requests'], meaning: 'How a request picks a target (`least-requests`: fewest in flight; ties round-robin).' },
   'upstreams.<name>.cooldownMs': { type: 'integer', default: 10_000, min: 1, meaning: 'A target that refused a connection (or did not accept it within `connectMs`) is skipped this long.' },
   'upstreams.<name>.healthCheck': { type: 'mapping', defaultText: 'none', meaning: 'Probe each target with `GET path`; other than 2xx/3xx (or no answer) takes it out of rotation until it answers again.' },
-  'upstreams.<name>.healthCheck.path': { type: 'string', defaultText: 'required with `healthCheck`', meaning: 'Path probed, starting with `/`.' },
+  'upstreams.<name>.healthCheck.path': { required: true, type: 'string', defaultText: 'required with `healthCheck`', meaning: 'Path probed, starting with `/`.' },
   'upstreams.<name>.healthCheck.intervalMs': { type: 'integer', default: 5000, min: 100, meaning: 'Time between probes.' },
   'upstreams.<name>.healthCheck.timeoutMs': { type: 'integer', default: 2000, min: 10, meaning: 'A probe without an answer within this fails.' },
   'upstreams.<name>.timeouts': { type: 'mapping', defaultText: 'all defaults', meaning: 'What each timeout measures, so a slow upload or a quiet stream is not mistaken for a dead upstream.' },
@@ -124,7 +128,7 @@ export const SETTINGS = {
 
   // routes
   'routes': { type: 'list of route', default: [], meaning: 'Path prefixes and where they go; matched on segment boundaries, the longest wins.' },
-  'routes[].path': { type: 'string', defaultText: 'required', meaning: 'Path prefix of plain segments, e.g. `/v1/conversations` (never under `/v1/tokens`); the longest one matches, without regard to ASCII case (`/V1/Conversations/7` too), so no two may differ only in case.' },
+  'routes[].path': { required: true, type: 'string', defaultText: 'required', meaning: 'Path prefix of plain segments, e.g. `/v1/conversations` (never under `/v1/tokens`); the longest one matches, without regard to ASCII case (`/V1/Conversations/7` too), so no two may differ only in case.' },
   'routes[].upstream': { type: 'string', defaultText: 'required (optional with `forwardAuth`)', meaning: 'Name of an upstream. Without one (only with `forwardAuth`), the route is matched only for forward-auth answers.' },
   'routes[].forwardAuthorization': { type: 'boolean', default: false, meaning: 'Pass the client\'s `Authorization` header on.' },
   'routes[].stripPrefix': { type: 'boolean', default: false, meaning: 'Remove the route\'s path before forwarding and join the rest onto the upstream URL\'s path; redirects map back.' },
@@ -154,7 +158,7 @@ export const SETTINGS = {
 
   // forwardAuth
   'forwardAuth': { type: 'mapping', defaultText: 'none', meaning: 'Answer other proxies\' authorization questions (nginx `auth_request`, Caddy `forward_auth`, Traefik ForwardAuth); see authorization.md.' },
-  'forwardAuth.path': { type: 'path', defaultText: 'required with `forwardAuth`', meaning: 'Exact path (any method) answered about the request it describes; must not be one of the gateway\'s own paths or under `/v1/tokens`.' },
+  'forwardAuth.path': { required: true, type: 'path', defaultText: 'required with `forwardAuth`', meaning: 'Exact path (any method) answered about the request it describes; must not be one of the gateway\'s own paths or under `/v1/tokens`.' },
   'forwardAuth.trustedProxies': { type: 'list of addresses or CIDR blocks', defaultText: 'none (any caller)', meaning: 'Only these may ask (`10.0.0.5`, `10.0.0.0/8`, `fd00::/8`), judged by the TCP peer\'s address, never `X-Forwarded-For`; any other caller gets 403 `forbidden`. Without it `config check` warns: the path answers any client that reaches the port.' },
 
   // identity
@@ -162,7 +166,7 @@ export const SETTINGS = {
   'identity.assertion': { type: 'mapping', defaultText: 'none', meaning: 'Sign a short-lived JWT about the user onto every proxied request, WebSocket handshake and forward-auth 200; public keys at `GET /.well-known/jwks.json`.' },
   'identity.assertion.header': { type: 'header name', default: 'X-Identity-Assertion', meaning: 'The header that carries it; a client-sent one is always removed.' },
   'identity.assertion.alg': { type: '`ES256`, `RS256` or `EdDSA`', default: 'ES256', values: ['ES256', 'RS256', 'EdDSA'], meaning: 'Signature algorithm; every key in `keyFile` must fit it.' },
-  'identity.assertion.keyFile': { type: 'path', defaultText: 'required with `identity.assertion`', meaning: 'PEM with one or more private keys, relative to the config file: the first signs, all are published (rotation); `kid` is each key\'s thumbprint.' },
+  'identity.assertion.keyFile': { required: true, type: 'path', defaultText: 'required with `identity.assertion`', meaning: 'PEM with one or more private keys, relative to the config file: the first signs, all are published (rotation); `kid` is each key\'s thumbprint.' },
   'identity.assertion.ttlSeconds': { type: 'integer', default: 60, min: 5, max: 86_400, meaning: 'Lifetime of an assertion; one is reused per user, groups and audience until shortly before it expires.' },
 
   // log

@@ -1,4 +1,11 @@
-import type { LogLevel } from '../log.js';
+import type { Scalars } from './sections.js';
+
+/*
+ * The plain settings of a section (integers, booleans, strings, paths, enumerations) are typed from the
+ * settings table (defaults.ts) by `Scalars<'section'>`: declared once there, with their meaning. What is
+ * written out here is only what the table cannot type: lists, nested mappings, settings of two types and
+ * values a reader derives (a default that depends on another setting).
+ */
 
 export interface Config {
   /** Absolute path of the file this was loaded from ('' when built in code). */
@@ -12,7 +19,7 @@ export interface Config {
   rateLimit: RateLimitRule | undefined;
   upstreams: Record<string, UpstreamConfig>;
   routes: RouteConfig[];
-  log: { level: LogLevel; access: boolean };
+  log: LogConfig;
   /** The admin listener (/metrics, /healthz, /readyz); false: none. */
   admin: AdminConfig | false;
   /** The forward-auth endpoint (nginx auth_request, Caddy forward_auth, Traefik ForwardAuth); undefined: none. */
@@ -32,106 +39,47 @@ export interface IdentityConfig {
   assertion: AssertionConfig | undefined;
 }
 
-export interface AssertionConfig {
-  /** The header that carries the assertion (a client's copy is always removed). */
-  header: string;
-  alg: 'ES256' | 'RS256' | 'EdDSA';
-  /** Absolute path of the PEM file: one or more keys; the first private key signs, every key is published. */
-  keyFile: string;
-  ttlSeconds: number;
-}
+/** Signed identity assertions: header, alg, keyFile (absolute), ttlSeconds. */
+export type AssertionConfig = Scalars<'identity.assertion'>;
 
-export interface AdminConfig {
-  host: string;
-  port: number;
-}
+export type AdminConfig = Scalars<'admin'>;
 
-/** HTTPS on the public port; the files are re-read when they change. */
-export interface TlsConfig {
-  /** Absolute paths of the PEM certificate (chain) and private key. */
-  certFile: string;
-  keyFile: string;
-  /** How often the files are checked for a change. */
-  reloadIntervalMs: number;
-}
+export type LogConfig = Scalars<'log'>;
 
-export interface ServerConfig {
-  host: string;
-  port: number;
-  /** Reverse proxies in front of the gateway whose X-Forwarded-For entries are trusted (0 = none). */
+/** HTTPS on the public port (absolute file paths); the files are re-read when they change. */
+export type TlsConfig = Scalars<'server.tls'>;
+
+export type ServerConfig = Scalars<'server'> & {
+  /** Reverse proxies in front of the gateway whose X-Forwarded-For entries are trusted (0 = none; `true` is 1). */
   trustProxy: number;
-  /** In-flight requests get this long to finish on SIGTERM/SIGINT, once new connections are refused. */
-  shutdownGraceMs: number;
-  /**
-   * On SIGTERM /readyz answers 503 at once, and connections are still accepted (and served) this long
-   * before the listener closes: a load balancer's health checks need that long to take the instance out.
-   * SIGINT (Ctrl-C at a terminal) skips it.
-   */
-  acceptGraceMs: number;
-  /** The request line and headers must arrive within this (Node's headersTimeout). */
-  headersTimeoutMs: number;
-  /** A token request's whole body must arrive within this; proxied bodies have an idle limit instead. */
-  bodyTimeoutMs: number;
-  /** Requests parsed ahead and waiting on one connection; past it the connection closes after the answer in progress. */
-  maxPipelinedRequests: number;
   /** Serve HTTPS with these files; undefined: plain HTTP. */
   tls?: TlsConfig;
   /** Worker processes sharing the port (node:cluster); 1: serve in this process. `auto` is resolved to the cores. */
   workers: number;
-}
+};
 
 export type StoreConfig = { kind: 'memory' } | RedisStoreConfig;
 
-export interface RedisStoreConfig {
+export type RedisStoreConfig = Omit<Scalars<'store'>, 'kind' | 'waitForReplicas'> & {
   kind: 'redis';
   /** Exactly one of a single node (`url`), a Redis Cluster or a Sentinel-managed master. */
   topology: RedisTopology;
-  keyPrefix: string;
-  commandTimeoutMs: number;
-  connectTimeoutMs: number;
-  livenessCacheMs: number;
-  /**
-   * Replicas that must acknowledge a session write (WAIT) before it is answered; 0: do not wait.
-   * Default 1 with Sentinel, 0 otherwise.
-   */
+  /** Replicas that must acknowledge a session write (WAIT); its default depends on the topology (1 with Sentinel, else 0). */
   waitForReplicas: number;
-  /**
-   * While fewer replicas than waitForReplicas are connected: `available` acknowledges session writes
-   * without them (one warning, counted), `strict` refuses them (503). Default available.
-   */
-  durability: 'available' | 'strict';
-}
+};
 
 export type RedisTopology =
   | { mode: 'single'; url: string }
   /** Seed nodes as redis:// or rediss:// URLs; username, password and TLS are taken from the first. */
   | { mode: 'cluster'; nodes: string[] }
-  | { mode: 'sentinel'; name: string; sentinels: string[]; password?: string; sentinelPassword?: string; tls: boolean };
+  | ({ mode: 'sentinel'; sentinels: string[] } & Scalars<'store.sentinel'>);
 
-export interface UsersConfig {
-  /** Absolute path of the htpasswd file. */
-  htpasswd: string;
-  /** How long a verified user:password stays cached in memory. */
-  cacheTtlSeconds: number;
-  /** Reload the file when it changes (the groups file too). */
-  watch: boolean;
+export type UsersConfig = Omit<Scalars<'users'>, 'groups'> & {
   /** Absolute path of an Apache htgroup file (`group: user1 user2`); undefined: no groups. */
   groups?: string;
-  /** bcrypt checks allowed to wait for the thread pool at once; past it, 503. */
-  maxPendingVerifications: number;
-}
+};
 
-export interface TokensConfig {
-  issuer: string;
-  audience: string;
-  accessTtlSeconds: number;
-  refreshTtlSeconds: number;
-  /**
-   * Above 0 (default 10): a refresh retried with the token just rotated away, before its successor was
-   * used, gets the same successor however long after the rotation; once the successor was used, it is
-   * reuse and revokes the session. 0: every second use is reuse.
-   */
-  refreshReuseGraceSeconds: number;
+export type TokensConfig = Omit<Scalars<'tokens'>, 'refreshSecret'> & {
   /** The key refresh tokens are derived with (at least 32 bytes); default: derived from tokens.signing. */
   refreshSecret?: string;
   signing: SigningKeyConfig;
@@ -139,7 +87,7 @@ export interface TokensConfig {
   verificationKeys: VerificationKeyConfig[];
   /** CORS of POST /v1/tokens/*; undefined: none (cross-origin browser calls fail). */
   cors?: CorsPolicy;
-}
+};
 
 export type SigningKeyConfig =
   | { alg: 'HS256'; secret: string; kid?: string }
@@ -149,49 +97,20 @@ export type VerificationKeyConfig =
   | { alg: 'HS256'; secret: string; kid?: string }
   | { alg: 'RS256' | 'ES256'; publicKeyFile: string; kid?: string };
 
-export interface LockoutConfig {
-  /** Failed password checks of one user name from one address within the window before that pair gets 429. */
-  maxFailuresPerUser: number;
-  /** Consecutive failed checks of one user name from all addresses before the account gets 429 (NIST SP 800-63B: at most 100). */
-  maxFailuresPerAccount: number;
-  windowSeconds: number;
-  /** Failed checks an address may make at once before it is slowed down. */
-  addressBurst: number;
-  /** After the burst: failed checks an address may make per minute (the throttle's refill rate). */
-  addressFailuresPerMinute: number;
-}
+export type LockoutConfig = Scalars<'lockout'>;
 
-export interface UpstreamConfig {
+export type UpstreamConfig = Omit<Scalars<'upstreams.<name>'>, 'timeoutMs'> & {
   /** The first target (the one-target form of the configuration). */
   url: string;
   /** Every target's base URL (`url` is one target). */
   targets: string[];
-  /** How a request picks a target. */
-  balance: 'round-robin' | 'least-requests';
-  /** A target that refused a connection is skipped this long (passive health). */
-  cooldownMs: number;
   /** Probed actively when set: a target answering other than 2xx/3xx is taken out until it does. */
-  healthCheck?: { path: string; intervalMs: number; timeoutMs: number };
+  healthCheck?: Scalars<'upstreams.<name>.healthCheck'>;
   timeouts: Timeouts;
-  /** Send the client's Host header instead of the upstream's own (for backends that build URLs from it). */
-  preserveHost: boolean;
-  /** Connections the gateway opens to each target at most (its agent's maxSockets). */
-  maxConnections: number;
-  /** Requests that may wait for one of those connections, per target; past it, 503 service_unavailable. */
-  maxQueued: number;
-  /** WebSocket tunnels open (or opening) to this upstream at most, all targets together; past it, 503. */
-  maxTunnels: number;
-}
+};
 
 /** What each timeout measures, so a slow upload or a quiet stream is never mistaken for a dead upstream. */
-export interface Timeouts {
-  /** Opening a new connection to the upstream. */
-  connectMs: number;
-  /** Response headers, counted from the moment the request body has been sent in full. */
-  responseMs: number;
-  /** No bytes in either direction while a body (request or response) is streaming. */
-  idleMs: number;
-}
+export type Timeouts = Scalars<'upstreams.<name>.timeouts'>;
 
 export interface RouteConfig {
   path: string;
@@ -242,11 +161,8 @@ export interface AllowConfig {
   methods?: string[];
 }
 
-export interface RateLimitRule {
-  /** Requests each principal may make per window (also the burst). */
-  requests: number;
-  windowSeconds: number;
-}
+/** Requests each principal may make per window (also the burst), and the window. */
+export type RateLimitRule = Scalars<'rateLimit'>;
 
 export interface PagingRules {
   sizes: number[];

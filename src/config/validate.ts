@@ -3,6 +3,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { OVERRIDE_HEADERS } from '../core/headers.js';
 import { checkRouteOverlaps, checkUnguardedParents, readAllow, readForwardAuth, readGroupsFile, readIdentity } from './authz.js';
 import { Checker } from './checker.js';
+import { readScalars } from './sections.js';
 import { childrenOf, numberDefault, setting, SETTINGS, type Setting, type SettingKey } from './defaults.js';
 import { ConfigError } from './errors.js';
 import type {
@@ -57,14 +58,8 @@ function readServer(c: Checker, s: Record<string, unknown>): ServerConfig {
   c.unknownKeys('server', s, childrenOf('server'));
   const trust = s.trustProxy;
   return {
-    host: str(c, 'server.host', s.host),
-    port: int(c, 'server.port', s.port),
+    ...readScalars(c, 'server', s),
     trustProxy: trust === true || trust === 'true' ? 1 : trust === false || trust === 'false' ? 0 : int(c, 'server.trustProxy', trust),
-    shutdownGraceMs: int(c, 'server.shutdownGraceMs', s.shutdownGraceMs),
-    acceptGraceMs: int(c, 'server.acceptGraceMs', s.acceptGraceMs),
-    headersTimeoutMs: int(c, 'server.headersTimeoutMs', s.headersTimeoutMs),
-    bodyTimeoutMs: int(c, 'server.bodyTimeoutMs', s.bodyTimeoutMs),
-    maxPipelinedRequests: int(c, 'server.maxPipelinedRequests', s.maxPipelinedRequests),
     workers: s.workers === 'auto' ? availableParallelism() : int(c, 'server.workers', s.workers),
   };
 }
@@ -77,21 +72,12 @@ function readStore(c: Checker, s: Record<string, unknown>): StoreConfig {
   }
   c.unknownKeys('store', s, childrenOf('store'));
   const topology = readTopology(c, s);
-  const keyPrefix = str(c, 'store.keyPrefix', s.keyPrefix);
+  const scalars = readScalars(c, 'store', s, { except: ['kind', 'waitForReplicas'] });
   // A hash tag in the prefix would put every key of every session in one cluster slot.
-  if (/[{}]/.test(keyPrefix)) c.problem('store.keyPrefix', 'must not contain { or } (a hash tag would put every key in one cluster slot)');
+  if (/[{}]/.test(scalars.keyPrefix)) c.problem('store.keyPrefix', 'must not contain { or } (a hash tag would put every key in one cluster slot)');
   const waitForReplicas = int(c, 'store.waitForReplicas', s.waitForReplicas, topology.mode === 'sentinel' ? 1 : 0);
   if (topology.mode === 'cluster' && waitForReplicas > 0) c.problem('store.waitForReplicas', 'is not supported with store.cluster (WAIT has no key to route by)');
-  return {
-    kind,
-    topology,
-    keyPrefix,
-    commandTimeoutMs: int(c, 'store.commandTimeoutMs', s.commandTimeoutMs),
-    connectTimeoutMs: int(c, 'store.connectTimeoutMs', s.connectTimeoutMs),
-    livenessCacheMs: int(c, 'store.livenessCacheMs', s.livenessCacheMs),
-    waitForReplicas,
-    durability: oneOf(c, 'store.durability', s.durability) as 'available' | 'strict',
-  };
+  return { kind, topology, ...scalars, waitForReplicas };
 }
 
 /** Exactly one of url (REDIS_URL sets it), cluster and sentinel. */
@@ -116,27 +102,14 @@ function readTopology(c: Checker, s: Record<string, unknown>): RedisTopology {
       return addr;
     });
     if (sentinels.length === 0) c.problem('store.sentinel.sentinels', 'must list at least one host:port');
-    return {
-      mode: 'sentinel',
-      name: c.str('store.sentinel.name', se.name),
-      sentinels,
-      password: se.password === undefined ? undefined : c.str('store.sentinel.password', se.password),
-      sentinelPassword: se.sentinelPassword === undefined ? undefined : c.str('store.sentinel.sentinelPassword', se.sentinelPassword),
-      tls: bool(c, 'store.sentinel.tls', se.tls),
-    };
+    return { mode: 'sentinel', sentinels, ...readScalars(c, 'store.sentinel', se) };
   }
   return { mode: 'single', url: c.url('store.url', s.url, ['redis:', 'rediss:']) };
 }
 
 function readUsers(c: Checker, u: Record<string, unknown>, at: (p: string) => string): UsersConfig {
   c.unknownKeys('users', u, childrenOf('users'));
-  const file = c.str('users.htpasswd', u.htpasswd);
-  const users: UsersConfig = {
-    htpasswd: file ? at(file) : '',
-    cacheTtlSeconds: int(c, 'users.cacheTtlSeconds', u.cacheTtlSeconds),
-    watch: bool(c, 'users.watch', u.watch),
-    maxPendingVerifications: int(c, 'users.maxPendingVerifications', u.maxPendingVerifications),
-  };
+  const users: UsersConfig = readScalars(c, 'users', u, { at, except: ['groups'] });
   const groups = readGroupsFile(c, u.groups, at);
   if (groups) users.groups = groups;
   return users;
@@ -145,11 +118,7 @@ function readUsers(c: Checker, u: Record<string, unknown>, at: (p: string) => st
 function readTokens(c: Checker, t: Record<string, unknown>, at: (p: string) => string): TokensConfig {
   c.unknownKeys('tokens', t, childrenOf('tokens'));
   const tokens: TokensConfig = {
-    issuer: str(c, 'tokens.issuer', t.issuer),
-    audience: str(c, 'tokens.audience', t.audience),
-    accessTtlSeconds: int(c, 'tokens.accessTtlSeconds', t.accessTtlSeconds),
-    refreshTtlSeconds: int(c, 'tokens.refreshTtlSeconds', t.refreshTtlSeconds),
-    refreshReuseGraceSeconds: int(c, 'tokens.refreshReuseGraceSeconds', t.refreshReuseGraceSeconds),
+    ...readScalars(c, 'tokens', t, { except: ['refreshSecret'] }),
     signing: readSigningKey(c, 'tokens.signing', c.obj('tokens.signing', t.signing, true), at),
     verificationKeys: c.list('tokens.verificationKeys', t.verificationKeys).map((k, i) =>
       readVerificationKey(c, `tokens.verificationKeys[${i}]`, c.obj(`tokens.verificationKeys[${i}]`, k, true), at)),
@@ -203,13 +172,7 @@ function readLockout(c: Checker, l: Record<string, unknown>): LockoutConfig {
   if (l.maxFailuresPerAddress !== undefined) {
     c.problem('lockout.maxFailuresPerAddress', 'is gone: an address is now slowed down, never locked out (use lockout.addressBurst and lockout.addressFailuresPerMinute)');
   }
-  return {
-    maxFailuresPerUser: int(c, 'lockout.maxFailuresPerUser', l.maxFailuresPerUser),
-    maxFailuresPerAccount: int(c, 'lockout.maxFailuresPerAccount', l.maxFailuresPerAccount),
-    windowSeconds: int(c, 'lockout.windowSeconds', l.windowSeconds),
-    addressBurst: int(c, 'lockout.addressBurst', l.addressBurst),
-    addressFailuresPerMinute: int(c, 'lockout.addressFailuresPerMinute', l.addressFailuresPerMinute),
-  };
+  return readScalars(c, 'lockout', l);
 }
 
 function readUpstreams(c: Checker, raw: unknown): Record<string, UpstreamConfig> {
@@ -226,24 +189,15 @@ function readUpstreams(c: Checker, raw: unknown): Record<string, UpstreamConfig>
     const upstream: UpstreamConfig = {
       url: targets[0] ?? '',
       targets,
-      balance: oneOf(c, 'upstreams.<name>.balance', u.balance, `${key}.balance`) as UpstreamConfig['balance'],
-      cooldownMs: int(c, 'upstreams.<name>.cooldownMs', u.cooldownMs, undefined, `${key}.cooldownMs`),
+      ...readScalars(c, 'upstreams.<name>', u, { as: key, except: ['timeoutMs'] }),
       timeouts,
-      preserveHost: bool(c, 'upstreams.<name>.preserveHost', u.preserveHost, `${key}.preserveHost`),
-      maxConnections: int(c, 'upstreams.<name>.maxConnections', u.maxConnections, undefined, `${key}.maxConnections`),
-      maxQueued: int(c, 'upstreams.<name>.maxQueued', u.maxQueued, undefined, `${key}.maxQueued`),
-      maxTunnels: int(c, 'upstreams.<name>.maxTunnels', u.maxTunnels, undefined, `${key}.maxTunnels`),
     };
     if (u.healthCheck !== undefined && u.healthCheck !== false) {
       const h = c.obj(`${key}.healthCheck`, u.healthCheck);
       c.unknownKeys(`${key}.healthCheck`, h, childrenOf('upstreams.<name>.healthCheck'));
-      const path = c.str(`${key}.healthCheck.path`, h.path);
+      upstream.healthCheck = readScalars(c, 'upstreams.<name>.healthCheck', h, { as: `${key}.healthCheck` });
+      const path = upstream.healthCheck.path;
       if (path && !path.startsWith('/')) c.problem(`${key}.healthCheck.path`, 'must start with /');
-      upstream.healthCheck = {
-        path,
-        intervalMs: int(c, 'upstreams.<name>.healthCheck.intervalMs', h.intervalMs, undefined, `${key}.healthCheck.intervalMs`),
-        timeoutMs: int(c, 'upstreams.<name>.healthCheck.timeoutMs', h.timeoutMs, undefined, `${key}.healthCheck.timeoutMs`),
-      };
     }
     out[name] = upstream;
   }
@@ -338,11 +292,9 @@ function readPaging(c: Checker, key: string, p: Record<string, unknown>): Paging
 
 function readRateLimit(c: Checker, key: string, r: Record<string, unknown>): RateLimitRule {
   c.unknownKeys(key, r, childrenOf('rateLimit'));
-  if (r.requests === undefined) c.problem(`${key}.requests`, 'is required');
-  return {
-    requests: int(c, 'rateLimit.requests', r.requests, 1, `${key}.requests`),
-    windowSeconds: int(c, 'rateLimit.windowSeconds', r.windowSeconds, undefined, `${key}.windowSeconds`),
-  };
+  const rule = readScalars(c, 'rateLimit', r, { as: key });
+  // A missing or bad `requests` is a problem already; the rule read on is 1 per window.
+  return { ...rule, requests: rule.requests || 1 };
 }
 
 const DEFAULT_CORS_METHODS: string[] = [...SETTINGS['routes[].cors.methods'].default];
@@ -394,10 +346,7 @@ function isOrigin(value: string): boolean {
 
 function readLog(c: Checker, l: Record<string, unknown>): Config['log'] {
   c.unknownKeys('log', l, childrenOf('log'));
-  return {
-    level: oneOf(c, 'log.level', l.level) as Config['log']['level'],
-    access: bool(c, 'log.access', l.access),
-  };
+  return readScalars(c, 'log', l);
 }
 
 /** `server.tls`: absent, null or false for plain HTTP. */
@@ -405,13 +354,7 @@ function readTls(c: Checker, raw: unknown, at: (p: string) => string): TlsConfig
   if (raw === undefined || raw === null || raw === false) return undefined;
   const t = c.obj('server.tls', raw);
   c.unknownKeys('server.tls', t, childrenOf('server.tls'));
-  const certFile = c.str('server.tls.certFile', t.certFile);
-  const keyFile = c.str('server.tls.keyFile', t.keyFile);
-  return {
-    certFile: certFile ? at(certFile) : '',
-    keyFile: keyFile ? at(keyFile) : '',
-    reloadIntervalMs: int(c, 'server.tls.reloadIntervalMs', t.reloadIntervalMs),
-  };
+  return readScalars(c, 'server.tls', t, { at });
 }
 
 /** `admin`: default 127.0.0.1:9091, `false` for none. */
@@ -419,7 +362,7 @@ function readAdmin(c: Checker, raw: unknown): AdminConfig | false {
   if (raw === false || raw === 'false') return false;
   const a = c.obj('admin', raw);
   c.unknownKeys('admin', a, childrenOf('admin'));
-  return { host: str(c, 'admin.host', a.host), port: int(c, 'admin.port', a.port) };
+  return readScalars(c, 'admin', a);
 }
 
 // Readers of one setting with its default and bounds from the table; `key` is the key as written when it
@@ -434,12 +377,6 @@ function bool(c: Checker, path: SettingKey, value: unknown, key: string = path):
   const d = setting(path).default;
   if (typeof d !== 'boolean') throw new Error(`${path} has no boolean default in the settings table`);
   return c.bool(key, value, d);
-}
-
-function str(c: Checker, path: SettingKey, value: unknown, key: string = path): string {
-  const d = setting(path).default;
-  if (typeof d !== 'string') throw new Error(`${path} has no string default in the settings table`);
-  return c.str(key, value, d);
 }
 
 function oneOf(c: Checker, path: SettingKey, value: unknown, key: string = path): string {
