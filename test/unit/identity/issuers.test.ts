@@ -4,6 +4,10 @@ import { describe, expect, it } from 'vitest';
 import { checkConfig } from '../../../src/config/validate.js';
 import { maxAgeOf, providerKey } from '../../../src/identity/issuers.js';
 import { claimAt } from '../../../src/identity/provider-jwt.js';
+import { noGroups } from '../../../src/authz/groups.js';
+import type { Principal } from '../../../src/core/principal.js';
+import { stillAllowed } from '../../../src/pipeline/steps/allow.js';
+import { RouteTable } from '../../../src/routes/route-table.js';
 
 function issuersOf(entry: Record<string, unknown> | Array<Record<string, unknown>>): { problems: string[]; issuers: ReturnType<typeof checkConfig>['config']['identity']['issuers'] } {
   const { config, problems } = checkConfig({
@@ -134,5 +138,21 @@ describe('claim paths', () => {
     expect(claimAt(claims, 'realm_access.missing')).toBeUndefined();
     expect(claimAt(claims, 'sub.length')).toBeUndefined();
     expect(claimAt(claims, 'constructor')).toBeUndefined();
+  });
+});
+
+describe('an open tunnel of a provider principal', () => {
+  it('is rechecked with the groups its token carried, not the groups file', () => {
+    const { config } = checkConfig({
+      users: { htpasswd: 'u' }, tokens: { signing: { alg: 'HS256', secret: 'x'.repeat(40) } },
+      identity: { issuers: [{ name: 'corp', issuer: 'https://idp.example.com', audiences: ['x'], groupsClaim: 'groups' }] },
+      upstreams: { app: { url: 'http://127.0.0.1:9' } }, routes: [{ path: '/ops', upstream: 'app', allow: { groups: ['ops'] } }],
+    }, '', tmpdir());
+    const routes = new RouteTable(config.routes, config.upstreams, config.rateLimit);
+    const owner = (groups: string[], ownGroups: boolean): Principal => ({ user: 'svc', via: 'oidc', groups, ownGroups, sid: undefined, expiresAt: undefined, ambient: false, proof: '' });
+    expect(stillAllowed(routes, noGroups, owner(['ops'], true), '/ops/live')).toBe(true);
+    expect(stillAllowed(routes, noGroups, owner(['dev'], true), '/ops/live')).toBe(false);
+    // A principal whose groups came from the groups file is judged by the file as it is now.
+    expect(stillAllowed(routes, noGroups, owner(['ops'], false), '/ops/live')).toBe(false);
   });
 });
