@@ -55,6 +55,7 @@ function issuerSettings(issuer: string): Record<string, unknown> {
 function gatewayConfig(issuer: string): Record<string, unknown> {
   return {
     identity: { issuers: [issuerSettings(issuer)] },
+    forwardAuth: { path: '/auth/verify' },
     upstreams: { app: { url: echo.url } },
     routes: [
       { path: '/api', upstream: 'app' },
@@ -125,6 +126,17 @@ describe('provider bearer tokens', () => {
     expect(refused.status).toBe(403);
     const ok = await call(gw.base, '/api/x', `Bearer ${plain}`);
     expect((ok.body.headers as Record<string, string>)['x-authenticated-groups'] ?? '').toBe('');
+  });
+
+  it('forward-auth answers about a provider token with its user and groups, and judges its allow rules', async () => {
+    const token = await provider.clientCredentialsToken('svc', 'svc-secret', 'https://rs256.test');
+    const ask = (uri: string) => fetch(`${gw.base}/auth/verify`, { headers: { authorization: `Bearer ${token}`, 'x-forwarded-method': 'GET', 'x-forwarded-uri': uri } });
+    const ok = await ask('/ops/board');
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get('x-authenticated-user')).toBe('svc-user');
+    expect(ok.headers.get('x-authenticated-via')).toBe('oidc');
+    expect(ok.headers.get('x-authenticated-groups')).toBe('ops,dev');
+    expect((await ask('/admins/board')).status).toBe(403);
   });
 
   it('the gateway\'s own tokens and Basic keep working beside them', async () => {
