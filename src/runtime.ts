@@ -3,6 +3,7 @@ import { authenticate } from './auth/authenticate.js';
 import type { Authenticator } from './auth/authenticator.js';
 import { basicAuthenticator } from './auth/basic.js';
 import { bearerAuthenticator } from './auth/bearer.js';
+import { oidcAuthenticator } from './auth/oidc.js';
 import { allowRules } from './pipeline/steps/allow.js';
 import { answerForwardAuth, forwardAuthEntry } from './pipeline/steps/forward-auth.js';
 import { GroupsFile, noGroups, type Groups } from './authz/groups.js';
@@ -38,6 +39,7 @@ import { AssertionSigner } from './identity/assertion.js';
 import { assertions, type Assertions } from './identity/identity-headers.js';
 import { serveJwks } from './identity/jwks.js';
 import { loadAssertionKeys, type AssertionKeys } from './identity/keys.js';
+import { IssuerKeys, type KeyFetchListener } from './identity/issuers.js';
 
 /** What lives as long as the process, whatever the configuration says. */
 export interface Shared {
@@ -50,6 +52,8 @@ export interface Shared {
   /** Which writes the store refuses while ready (see readyz). */
   refused: () => string | undefined;
   onUpstreamError: UpstreamErrorListener;
+  /** Counts each fetch of an OpenID provider's keys. */
+  onKeyFetch?: KeyFetchListener;
   /** The open WebSocket tunnels (they outlive a reload). */
   tunnels: Tunnels;
   /** Answers a request with one of the gateway's own endpoints (the Koa application). */
@@ -73,6 +77,8 @@ export interface Runtime {
   tokens: TokenService;
   /** The identity assertions (signer and header), when configured. */
   assertions?: Assertions;
+  /** The OpenID providers' key caches (identity.issuers); kept across reloads while an issuer's settings stay. */
+  issuers: readonly IssuerKeys[];
   /** The identity sources the authenticate step asks, in order. */
   authenticators: readonly Authenticator[];
   /**
@@ -134,9 +140,12 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     forwardAuth: config.forwardAuth ? { path: config.forwardAuth.path, enter: forwardAuthEntry(config.forwardAuth) } : undefined,
   });
   const signed = assertionKeys ? assertionsFor(config, assertionKeys, clock, previous) : undefined;
-  // The identity sources, in the order they are asked (docs/pipeline-extension.md: adding one).
+  const issuers = issuerKeysFor(config, shared, previous);
+  // The identity sources, in the order they are asked (docs/pipeline-extension.md: adding one). A
+  // provider's token is recognised by its iss before the gateway's own bearer authenticator sees it.
   const authenticators: Authenticator[] = [
     basicAuthenticator(passwords, (user) => credentials.verifier.credentialVersion(user)),
+    ...(issuers.length > 0 ? [oidcAuthenticator(issuers)] : []),
     bearerAuthenticator(tokens),
   ] as Authenticator[];
   const runPipeline = pipeline([
@@ -157,7 +166,18 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     const own = findOwn(ex);
     return own ? shared.serveOwn(ex, own) : runPipeline(ex);
   };
-  return { config, routes, forwarder, credentials, groups, lockout, passwords, tokens, authenticators, handle, assertions: signed };
+  return { config, routes, forwarder, credentials, groups, lockout, passwords, tokens, issuers, authenticators, handle, assertions: signed };
+}
+
+/** The key cache of each configured issuer: the previous runtime's while its settings are the same (its keys stay cached). */
+function issuerKeysFor(config: Config, shared: Shared, previous: Runtime | undefined): IssuerKeys[] {
+  return config.identity.issuers.map((issuer, i) => {
+    const before = previous?.issuers.find((k) => same(k.config, issuer));
+    if (before) return before;
+    const keys = new IssuerKeys(issuer, shared.clock, shared.log, shared.onKeyFetch, i);
+    keys.warm();
+    return keys;
+  });
 }
 
 /**

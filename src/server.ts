@@ -133,6 +133,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   const shared: Shared = {
     clock, log, store: timedStore, counters: instrumentStore(counters, metrics), ping: readiness, refused, tunnels,
     onUpstreamError: (upstream, kind) => metrics.upstreamErrors.inc({ upstream, kind }),
+    onKeyFetch: (issuer, result) => metrics.providerKeyFetches.inc({ issuer, result }),
     serveOwn: (ex, handler) => {
       ex.own = true;
       ownRequests.set(ex.req, { ex, handler });

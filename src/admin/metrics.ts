@@ -42,6 +42,8 @@ export interface Metrics {
   readonly rateLimited: Counter<'route'>;
   /** Requests refused by a route's allow rules (403 forbidden), by route. */
   readonly forbidden: Counter<'route'>;
+  /** Fetches of an OpenID provider's keys (identity.issuers), by issuer name and result (`ok`, `error`). */
+  readonly providerKeyFetches: Counter<'issuer' | 'result'>;
   /** Forward-auth answers by status (200, 401, 403, 429, …). */
   readonly forwardAuthAnswers: Counter<'status'>;
   /** command: a TokenStore method name; result: `ok` or `error`. */
@@ -149,6 +151,12 @@ export function createMetrics(): Metrics {
       name: `${METRIC_PREFIX}forbidden_total`,
       help: 'requests refused by the route\'s allow rules after authentication (403 forbidden), by route',
       labelNames: ['route'] as const,
+      registers,
+    }),
+    providerKeyFetches: new Counter({
+      name: `${METRIC_PREFIX}provider_key_fetches_total`,
+      help: 'fetches of an OpenID provider\'s signing keys (identity.issuers), by issuer name and result (ok, error; an error keeps the cached keys)',
+      labelNames: ['issuer', 'result'] as const,
       registers,
     }),
     forwardAuthAnswers: new Counter({

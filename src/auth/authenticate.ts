@@ -11,8 +11,9 @@ import type { Authenticator } from './authenticator.js';
  * challenge; an Authorization scheme none of them answers to, 401 `invalid_credentials`.
  */
 export function authenticate(authenticators: readonly Authenticator[]): (ex: Exchange) => void | Promise<void> {
-  const challenges = authenticators.flatMap((a) => (a.challenge === undefined ? [] : [a.challenge]));
-  const schemes = authenticators.flatMap((a) => (a.scheme === undefined ? [] : [a.scheme[0]!.toUpperCase() + a.scheme.slice(1)]));
+  // Two sources may share a scheme (provider bearer tokens beside the gateway's own): each is named once.
+  const challenges = [...new Set(authenticators.flatMap((a) => (a.challenge === undefined ? [] : [a.challenge])))];
+  const schemes = [...new Set(authenticators.flatMap((a) => (a.scheme === undefined ? [] : [a.scheme[0]!.toUpperCase() + a.scheme.slice(1)])))];
   return function authenticateRequest(ex) {
     const req = ex.req;
     if (ex.repeatedAuthorization) throw new HttpProblem(400, 'invalid_request', 'the request carries more than one Authorization header');

@@ -1,4 +1,6 @@
-import type { Config, RedisTopology } from '../config/types.js';
+import { systemClock } from '../clock.js';
+import type { Config, IssuerConfig, RedisTopology } from '../config/types.js';
+import { IssuerKeys } from '../identity/issuers.js';
 import { silentLogger } from '../log.js';
 import { RedisSessionStore } from '../tokens/store/redis.js';
 
@@ -18,7 +20,24 @@ export function checkConnections(config: Config): Promise<ConnectResult[]> {
   for (const [name, u] of Object.entries(config.upstreams)) {
     for (const url of u.targets) if (url) checks.push(checkUpstream(name, url, Math.min(u.timeouts.connectMs, MAX_WAIT_MS)));
   }
+  config.identity.issuers.forEach((issuer, i) => checks.push(checkIssuer(issuer, i)));
   return Promise.all(checks);
+}
+
+/** An OpenID provider as the gateway would use it: its discovery document (unless jwksUri is set) and its keys. */
+async function checkIssuer(config: IssuerConfig, index: number): Promise<ConnectResult> {
+  const what = `issuer ${config.name} ${config.issuer}`;
+  const started = Date.now();
+  try {
+    const keys = new IssuerKeys(config, systemClock, silentLogger, undefined, index);
+    const discovered = config.jwksUri === undefined ? (await keys.discover()).jwksUri : undefined;
+    await keys.refresh();
+    const list = keys.known().map((k) => `${k.kid ?? '(no kid)'} ${k.algs.join('/')}`).join(', ');
+    const source = discovered ? `discovery named ${discovered}` : `jwksUri ${keys.keysUrl()}`;
+    return { what, ok: true, detail: `${source}; ${keys.known().length} usable key(s): ${list}; in ${Date.now() - started} ms` };
+  } catch (err) {
+    return { what, ok: false, detail: `keys not fetched: ${reason(err)}` };
+  }
 }
 
 /**

@@ -3,6 +3,7 @@ import { parseAddressOrBlock } from '../core/addresses.js';
 import { JWKS_PATH } from '../core/paths.js';
 import type { Checker } from './checker.js';
 import { childrenOf } from './defaults.js';
+import { readIssuers } from './issuers.js';
 import { nearest } from './suggest.js';
 import { readScalars } from './sections.js';
 import type { AllowConfig, AssertionConfig, ForwardAuthConfig, IdentityConfig, RouteConfig } from './types.js';
@@ -49,14 +50,15 @@ function readTrustedProxies(c: Checker, raw: unknown): string[] | undefined {
 export function readIdentity(c: Checker, raw: unknown, at: (p: string) => string): IdentityConfig {
   const i = c.obj('identity', raw);
   c.unknownKeys('identity', i, childrenOf('identity'));
-  if (i.assertion === undefined || i.assertion === null || i.assertion === false) return { assertion: undefined };
+  const issuers = readIssuers(c, i.issuers, at);
+  if (i.assertion === undefined || i.assertion === null || i.assertion === false) return { assertion: undefined, issuers };
   const a = c.obj('identity.assertion', i.assertion === true ? {} : i.assertion);
   c.unknownKeys('identity.assertion', a, childrenOf('identity.assertion'));
   const assertion: AssertionConfig = readScalars(c, 'identity.assertion', a, { at });
   const header = assertion.header;
   if (!TOKEN.test(header)) c.problem('identity.assertion.header', 'must be a header name');
   else if (RESERVED_HEADERS.has(header.toLowerCase())) c.problem('identity.assertion.header', `must not be ${header} (the gateway sets or removes it for another purpose)`);
-  return { assertion };
+  return { assertion, issuers };
 }
 
 /** `users.groups`: the htgroup file, relative to the configuration file. */
@@ -104,7 +106,7 @@ export function readAllow(c: Checker, key: string, raw: unknown, groupsFile: str
   if (!users && !groups && !methods) c.problem(key, 'must name users, groups or methods (leave allow out to let every authenticated user in)');
   else if ((users || groups) && (users ?? []).length === 0 && (groups ?? []).length === 0) c.problem(key, 'lets no one in: list users or groups (or remove the route)');
   if (methods && methods.length === 0) c.problem(`${key}.methods`, 'lists no method: leave it out to allow every method');
-  if (groups && groups.length > 0 && !groupsFile) c.problem(`${key}.groups`, 'names groups, but users.groups (the htgroup file) is not set');
+  if (groups && groups.length > 0 && !groupsFile) c.problem(`${key}.groups`, 'names groups, but users.groups (the htgroup file) is not set, nor an identity.issuers groupsClaim');
   return allow;
 }
 

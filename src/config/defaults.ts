@@ -168,6 +168,16 @@ export const SETTINGS = {
   'identity.assertion.alg': { type: '`ES256`, `RS256` or `EdDSA`', default: 'ES256', values: ['ES256', 'RS256', 'EdDSA'], meaning: 'Signature algorithm; every key in `keyFile` must fit it.' },
   'identity.assertion.keyFile': { required: true, type: 'path', defaultText: 'required with `identity.assertion`', meaning: 'PEM with one or more private keys, relative to the config file: the first signs, all are published (rotation); `kid` is each key\'s thumbprint.' },
   'identity.assertion.ttlSeconds': { type: 'integer', default: 60, min: 5, max: 86_400, meaning: 'Lifetime of an assertion; one is reused per user, groups and audience until shortly before it expires.' },
+  'identity.issuers': { type: 'list', defaultText: 'none (no outside bearer tokens)', meaning: 'OpenID providers whose JWT bearer tokens are accepted beside the gateway\'s own (see openid.md); a `Bearer` token whose `iss` equals one of them is verified against that provider\'s keys.' },
+  'identity.issuers[].name': { type: 'string', defaultText: 'required', meaning: 'The provider\'s name in logs, metrics and `config check --connect` (letters, digits, `.`, `_`, `-`); principals it proves have `via: oidc`.' },
+  'identity.issuers[].issuer': { type: 'url', defaultText: 'required', meaning: 'The provider\'s issuer identifier; a token\'s `iss` must equal it exactly. `https://`, or `http://` on a loopback address only.' },
+  'identity.issuers[].jwksUri': { type: 'url', defaultText: 'the `jwks_uri` of `<issuer>/.well-known/openid-configuration`', meaning: 'Where the provider publishes its keys. Keys are cached for the answer\'s `max-age` (bounded to 60 s…24 h; 300 s without one); an unknown `kid` fetches them again, at most once per 10 s; a failed fetch keeps the cached keys.' },
+  'identity.issuers[].audiences': { type: 'list of string', defaultText: 'required', meaning: 'A token\'s `aud` must contain one of these.' },
+  'identity.issuers[].algorithms': { type: 'list of algorithms', default: ['RS256', 'PS256', 'ES256', 'EdDSA'], values: ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'], meaning: 'Signature algorithms accepted from this provider (a key that names its `alg` is used with that one only); `HS*` and `none` are refused.' },
+  'identity.issuers[].userClaim': { type: 'string', default: 'sub', meaning: 'The claim (a dotted path) whose string value is the user name.' },
+  'identity.issuers[].groupsClaim': { type: 'string', defaultText: 'none', meaning: 'The claim (a dotted path, e.g. `realm_access.roles`) holding the user\'s groups as a list of strings; they count as groups for `routes[].allow.groups`, identity headers and assertions.' },
+  'identity.issuers[].caFile': { type: 'path', defaultText: 'none (the system\'s CAs)', meaning: 'PEM file of CA certificates trusted for the provider\'s TLS, beside the system\'s; relative to the config file.' },
+  'identity.issuers[].clockSkewSeconds': { type: 'integer', default: 30, min: 0, max: 300, meaning: 'Leeway for `exp` and `nbf`.' },
 
   // log
   'log': { type: 'mapping', defaultText: 'all defaults', meaning: 'JSON lines on stdout.' },

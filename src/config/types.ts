@@ -37,6 +37,31 @@ export interface ForwardAuthConfig {
 export interface IdentityConfig {
   /** Signed identity assertions to upstreams and in forward-auth answers; undefined: none. */
   assertion: AssertionConfig | undefined;
+  /** OpenID providers whose bearer tokens are accepted (src/config/issuers.ts); empty: none. */
+  issuers: IssuerConfig[];
+}
+
+/** Signature algorithms an issuer may use (asymmetric only: never HS*, never none). */
+export type IssuerAlg = 'RS256' | 'RS384' | 'RS512' | 'PS256' | 'PS384' | 'PS512' | 'ES256' | 'ES384' | 'ES512' | 'EdDSA';
+
+/** One OpenID provider whose JWT bearer tokens are verified against its published keys. */
+export interface IssuerConfig {
+  /** In logs, metrics and `config check --connect`. */
+  name: string;
+  /** Equal to the tokens' `iss`, exactly. */
+  issuer: string;
+  /** The JWK Set's URL; undefined: `jwks_uri` of `<issuer>/.well-known/openid-configuration`. */
+  jwksUri: string | undefined;
+  /** A token's `aud` must contain one of these. */
+  audiences: string[];
+  algorithms: IssuerAlg[];
+  /** The claim naming the user (a dotted path). */
+  userClaim: string;
+  /** The claim holding the user's groups (a dotted path to a string array); undefined: no groups. */
+  groupsClaim: string | undefined;
+  /** Absolute path of a PEM file of CA certificates trusted for the provider's TLS, beside the system's. */
+  caFile: string | undefined;
+  clockSkewSeconds: number;
 }
 
 /** Signed identity assertions: header, alg, keyFile (absolute), ttlSeconds. */

@@ -3,6 +3,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { OVERRIDE_HEADERS } from '../core/headers.js';
 import { checkRouteOverlaps, checkUnguardedParents, readAllow, readForwardAuth, readGroupsFile, readIdentity } from './authz.js';
 import { Checker } from './checker.js';
+import { groupsClaimOf } from './issuers.js';
 import { readScalars } from './sections.js';
 import { childrenOf, numberDefault, setting, SETTINGS, type Setting, type SettingKey } from './defaults.js';
 import { ConfigError } from './errors.js';
@@ -43,11 +44,15 @@ export function checkConfig(raw: unknown, file: string, baseDir: string, locate?
   const rateLimit = root.rateLimit === undefined || root.rateLimit === null || root.rateLimit === false
     ? undefined : readRateLimit(c, 'rateLimit', c.obj('rateLimit', root.rateLimit));
   const upstreams = readUpstreams(c, root.upstreams);
-  const routes = readRoutes(c, root.routes, upstreams, users.groups);
+  // A provider's groups claim is a source of groups for allow rules too.
+  const routes = readRoutes(c, root.routes, upstreams, users.groups ?? groupsClaimOf(root.identity));
   const log = readLog(c, c.obj('log', root.log));
   const admin = readAdmin(c, root.admin);
   const forwardAuth = readForwardAuth(c, root.forwardAuth);
   const identity = readIdentity(c, root.identity, at);
+  identity.issuers.forEach((i, n) => {
+    if (i.issuer && i.issuer === tokens.issuer) c.problem(`identity.issuers[${n}].issuer`, 'must not be tokens.issuer (the gateway\'s own tokens carry it)');
+  });
   checkRouteOverlaps(c, routes, forwardAuth, identity);
   checkUnguardedParents(c, routes);
   const config: Config = { file, server, store, users, tokens, lockout, rateLimit, upstreams, routes, log, admin, forwardAuth, identity };

@@ -9,6 +9,11 @@ export interface Principal {
   readonly via: string;
   /** Groups the user is in (set once by the allow step, from the groups its source knows). */
   groups: readonly string[] | undefined;
+  /**
+   * The source set `groups` itself (a provider token's groups claim): later checks of an open tunnel
+   * keep them instead of reading the groups file. Absent: the groups come from the groups file.
+   */
+  readonly ownGroups?: boolean;
   /** The session whose revocation ends what this principal opened (a tunnel); undefined: none. */
   readonly sid: string | undefined;
   /** When the credential expires, in seconds since the epoch (a tunnel ends then); undefined: never. */

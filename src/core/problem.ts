@@ -27,6 +27,7 @@ export type ProblemCode =
   | 'invalid_page'
   | 'invalid_sort'
   | 'store_unavailable'
+  | 'identity_provider_unavailable'
   | 'bad_gateway'
   | 'gateway_timeout'
   | 'service_unavailable'

@@ -12,6 +12,7 @@ const PROBLEM_CODES = Object.keys({
   invalid_credentials: 1, invalid_token: 1, token_expired: 1, invalid_refresh_token: 1, too_many_attempts: 1, forbidden: 1,
   rate_limited: 1, invalid_page_size: 1, invalid_page: 1, invalid_sort: 1, store_unavailable: 1, bad_gateway: 1,
   gateway_timeout: 1, service_unavailable: 1, internal_error: 1, websocket_not_allowed: 1, cors_not_allowed: 1,
+  identity_provider_unavailable: 1,
 } satisfies Record<ProblemCode, 1>);
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
@@ -126,7 +127,7 @@ function listOperation(route: RouteConfig, paging: PagingRules): Json {
         403: problem('forbidden: the route\'s allow rules refuse this user or method'),
         429: problem('too_many_attempts or rate_limited: retry after Retry-After'),
         502: problem('bad_gateway: the upstream refused or reset the connection'),
-        503: problem('store_unavailable or service_unavailable'),
+        503: problem('store_unavailable, service_unavailable, or identity_provider_unavailable (no signing key of the token\'s OpenID provider is known)'),
         504: problem('gateway_timeout: the upstream did not answer in time'),
       },
     },

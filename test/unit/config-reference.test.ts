@@ -32,7 +32,8 @@ describe('validation takes its defaults and known keys from the table', () => {
   };
   const { config, problems } = checkConfig(minimal, '', '/tmp');
   const withRedis = checkConfig({ ...minimal, store: { kind: 'redis', url: 'redis://127.0.0.1:6379' } }, '', '/tmp');
-  const withIdentity = checkConfig({ ...minimal, identity: { assertion: { keyFile: 'assertion.pem' } } }, '', '/tmp');
+  const withIdentity = checkConfig({ ...minimal, identity: { assertion: { keyFile: 'assertion.pem' }, issuers: [{ name: 'corp', issuer: 'https://idp.example.com', audiences: ['gw'] }] } }, '', '/tmp');
+  const issuer = withIdentity.config.identity.issuers[0];
   const redis = withRedis.config.store.kind === 'redis' ? withRedis.config.store : undefined;
 
   /** Every table key with a plain default, read back from the validated configuration. */
@@ -46,6 +47,8 @@ describe('validation takes its defaults and known keys from the table', () => {
     'identity.assertion.header': withIdentity.config.identity.assertion?.header,
     'identity.assertion.alg': withIdentity.config.identity.assertion?.alg,
     'identity.assertion.ttlSeconds': withIdentity.config.identity.assertion?.ttlSeconds,
+    'identity.issuers[].algorithms': issuer?.algorithms, 'identity.issuers[].userClaim': issuer?.userClaim,
+    'identity.issuers[].clockSkewSeconds': issuer?.clockSkewSeconds,
     'server.tls.reloadIntervalMs': config.server.tls?.reloadIntervalMs,
     'store.kind': config.store.kind,
     'store.keyPrefix': redis?.keyPrefix, 'store.commandTimeoutMs': redis?.commandTimeoutMs,

@@ -33,7 +33,7 @@ describe('authorization settings', () => {
   it('defaults: no forward-auth, no assertion, no allow rule, the groups file relative to the configuration', () => {
     const c = parseConfig(BASE, '/etc/gw/gateway.yaml', ENV);
     expect(c.forwardAuth).toBeUndefined();
-    expect(c.identity).toEqual({ assertion: undefined });
+    expect(c.identity).toEqual({ assertion: undefined, issuers: [] });
     expect(c.users.groups).toBe('/etc/gw/users.groups');
     expect(c.routes[0]!.allow).toBeUndefined();
   });
@@ -79,14 +79,14 @@ identity:
       'routes[1].allow must name users, groups or methods (leave allow out to let every authenticated user in)',
       'routes[2].allow.roles is not a known setting',
       'routes[2].allow.methods[0] must be a method name',
-      'routes[2].allow.groups names groups, but users.groups (the htgroup file) is not set',
+      'routes[2].allow.groups names groups, but users.groups (the htgroup file) is not set, nor an identity.issuers groupsClaim',
       'routes[7].allow.users[0] must not contain spaces, commas or colons',
       'routes[7].allow.methods lists no method: leave it out to allow every method',
       'forwardAuth.mode is not a known setting',
-      'identity.assertion.header must not be Authorization (the gateway sets or removes it for another purpose)',
-      'identity.assertion.keyFile is required',
       'identity.assertion.alg must be one of ES256, RS256, EdDSA',
+      'identity.assertion.keyFile is required',
       'identity.assertion.ttlSeconds must be an integer of at least 5 no greater than 86400',
+      'identity.assertion.header must not be Authorization (the gateway sets or removes it for another purpose)',
       'routes[4].path overlaps /.well-known/jwks.json, which the gateway serves itself: choose a route path that does not cover it',
       'routes[5].path overlaps /auth/verify, which the gateway serves itself: choose a route path that does not cover it',
       'routes[6].path overlaps /healthz, which the gateway serves itself: choose a route path that does not cover it',

@@ -1,0 +1,142 @@
+import type { IssuerAlg } from '../config/types.js';
+import type { Principal } from '../core/principal.js';
+import { HttpProblem } from '../core/problem.js';
+import { KeysUnavailable, type IssuerKeys, type ProviderKey } from '../identity/issuers.js';
+import { claimAt, decodeToken, signatureValid, type DecodedToken } from '../identity/provider-jwt.js';
+import type { Authenticator } from './authenticator.js';
+import { schemeMatcher } from './authenticator.js';
+import { BEARER_CHALLENGE } from './bearer.js';
+
+/** A provider's token on a request: decoded, and the issuer its `iss` names. */
+export interface ProviderCredentials {
+  decoded: DecodedToken;
+  issuer: IssuerKeys;
+}
+
+const isBearer = schemeMatcher('bearer');
+const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/;
+const INVALID = `${BEARER_CHALLENGE}, error="invalid_token"`;
+/** How long a client is asked to wait after a 503 for a provider whose keys are unknown (the refetch throttle). */
+const RETRY_AFTER_S = '10';
+
+/**
+ * `Authorization: Bearer <JWT>` issued by a configured OpenID provider (identity.issuers): recognised
+ * only when the token's unverified `iss` equals a configured issuer exactly, so the gateway's own bearer
+ * authenticator (after this one) keeps its own tokens and every other token. Verified against that
+ * issuer's keys, synchronously when they are cached (IssuerKeys): the algorithm pinned per issuer and per
+ * key (never HS*, never none), `aud`, `exp` and `nbf` with the issuer's skew. The user is `userClaim`,
+ * the groups `groupsClaim` (they are the principal's groups: the allow step keeps them). No valid key
+ * of the issuer known: 503 identity_provider_unavailable for its tokens only.
+ */
+export function oidcAuthenticator(issuers: readonly IssuerKeys[]): Authenticator<ProviderCredentials> {
+  const byIssuer = new Map(issuers.map((i) => [i.issuer, i]));
+  return {
+    via: 'oidc',
+    scheme: 'bearer',
+    challenge: BEARER_CHALLENGE,
+    parse(req) {
+      const header = req.headers.authorization;
+      if (header === undefined || !isBearer(header) || header.charCodeAt(6) !== 0x20) return undefined;
+      const token = header.slice(7);
+      if (!TOKEN68.test(token)) return undefined;
+      const decoded = decodeToken(token);
+      const iss = decoded?.payload.iss;
+      const issuer = typeof iss === 'string' ? byIssuer.get(iss) : undefined;
+      return issuer ? { decoded: decoded!, issuer } : undefined;
+    },
+    verify({ decoded, issuer }) {
+      return verifyProviderToken(decoded, issuer);
+    },
+    recheck(owner) {
+      // An open tunnel: the token is checked again against the keys known now (a key the provider
+      // withdrew ends it); a provider that cannot be reached is no reason.
+      const decoded = decodeToken(owner.proof);
+      const iss = decoded?.payload.iss;
+      const issuer = typeof iss === 'string' ? byIssuer.get(iss) : undefined;
+      if (!decoded || !issuer) return 'issuer no longer accepted';
+      const outcome = (err: unknown) => (err instanceof HttpProblem && err.status === 401 ? err.code : undefined);
+      try {
+        const checked = verifyProviderToken(decoded, issuer);
+        return checked instanceof Promise ? checked.then(() => undefined, outcome) : undefined;
+      } catch (err) {
+        return outcome(err);
+      }
+    },
+  };
+}
+
+/** Verifies a provider token: the principal at once when a cached key verifies it, else after one refetch. */
+export function verifyProviderToken(decoded: DecodedToken, issuer: IssuerKeys): Principal | Promise<Principal> {
+  const { header } = decoded;
+  const alg = header.alg;
+  if (typeof alg !== 'string' || !issuer.config.algorithms.includes(alg as IssuerAlg)) {
+    throw invalid(`the token's algorithm ${typeof alg === 'string' ? alg : '(none)'} is not one ${issuer.name} may use (${issuer.config.algorithms.join(', ')})`);
+  }
+  if (header.crit !== undefined) throw invalid('the token has critical header parameters the gateway does not understand');
+  const kid = header.kid === undefined ? undefined : header.kid;
+  if (kid !== undefined && typeof kid !== 'string') throw invalid('the token\'s kid is not a string');
+  // Claims first (no key needed): an expired token never waits for a refetch.
+  const claims = checkClaims(decoded, issuer);
+  let keys: ProviderKey[] | Promise<ProviderKey[]>;
+  try {
+    keys = issuer.keysFor(kid, alg as IssuerAlg);
+  } catch (err) {
+    throw unavailable(err, issuer);
+  }
+  if (keys instanceof Promise) {
+    return keys.then((k) => principalOf(decoded, alg as IssuerAlg, k, claims, issuer), (err: unknown) => {
+      throw unavailable(err, issuer);
+    });
+  }
+  return principalOf(decoded, alg as IssuerAlg, keys, claims, issuer);
+}
+
+function principalOf(decoded: DecodedToken, alg: IssuerAlg, keys: ProviderKey[], claims: Claims, issuer: IssuerKeys): Principal {
+  if (keys.length === 0) throw invalid(`no key of ${issuer.name} matches the token's kid and algorithm`);
+  if (!keys.some((k) => signatureValid(decoded, alg, k))) throw invalid('the token\'s signature is not valid');
+  return { user: claims.user, via: 'oidc', groups: claims.groups, ownGroups: true, sid: undefined, expiresAt: claims.exp, ambient: false, proof: decoded.token };
+}
+
+interface Claims {
+  user: string;
+  groups: string[];
+  exp: number;
+}
+
+/** iss (equal, by parse), exp (required) and nbf with the skew, aud, the user and the groups. */
+function checkClaims({ payload }: DecodedToken, issuer: IssuerKeys): Claims {
+  const { audiences, userClaim, groupsClaim, clockSkewSeconds: skew } = issuer.config;
+  const now = issuer.now() / 1000;
+  const exp = payload.exp;
+  if (typeof exp !== 'number' || !Number.isFinite(exp)) throw invalid('the token has no exp');
+  if (now - skew >= exp) throw new HttpProblem(401, 'token_expired', 'the token has expired', { headers: { 'WWW-Authenticate': `${INVALID}, error_description="expired"` } });
+  const nbf = payload.nbf;
+  if (nbf !== undefined && (typeof nbf !== 'number' || nbf > now + skew)) throw invalid('the token is not valid yet (nbf)');
+  const iat = payload.iat;
+  if (iat !== undefined && (typeof iat !== 'number' || iat > now + skew)) throw invalid('the token was issued in the future (iat)');
+  const aud = payload.aud;
+  const auds = typeof aud === 'string' ? [aud] : Array.isArray(aud) ? aud : [];
+  if (!auds.some((a) => typeof a === 'string' && audiences.includes(a))) throw invalid(`the token's aud is not one of this gateway's audiences for ${issuer.name}`);
+  const user = claimAt(payload, userClaim);
+  if (typeof user !== 'string' || user === '') throw invalid(`the token has no ${userClaim} to name the user`);
+  return { user, groups: groupsOf(payload, groupsClaim), exp };
+}
+
+/** The strings of the groups claim (a group with a comma or empty is left out: headers list groups comma-separated). */
+function groupsOf(payload: Record<string, unknown>, path: string | undefined): string[] {
+  if (path === undefined) return [];
+  const value = claimAt(payload, path);
+  if (!Array.isArray(value)) return [];
+  return value.filter((g): g is string => typeof g === 'string' && g !== '' && !g.includes(','));
+}
+
+function invalid(detail: string): HttpProblem {
+  return new HttpProblem(401, 'invalid_token', detail, { headers: { 'WWW-Authenticate': INVALID } });
+}
+
+function unavailable(err: unknown, issuer: IssuerKeys): unknown {
+  if (!(err instanceof KeysUnavailable)) return err;
+  return new HttpProblem(503, 'identity_provider_unavailable', `no valid signing key of ${issuer.name} is known: ${err.message}`, {
+    headers: { 'Retry-After': RETRY_AFTER_S },
+  });
+}
