@@ -119,6 +119,31 @@ export interface UsersConfig {
   groups?: string;
   /** bcrypt checks allowed to wait for the thread pool at once; past it, 503. */
   maxPendingVerifications: number;
+  /** Users from an LDAP directory (docs/user-sources.md); undefined: none. */
+  ldap?: LdapConfig;
+}
+
+/** `users.ldap`: a user is verified by binding as them; groups are the cn of the groups found. */
+export interface LdapConfig {
+  /** `ldap://` or `ldaps://` URL of the directory. */
+  url: string;
+  /** Upgrade an `ldap://` connection with StartTLS before anything is sent. */
+  startTls: boolean;
+  /** Absolute path of the PEM CA file the directory's certificate is checked against; undefined: the system's CAs. */
+  caFile: string | undefined;
+  /** Direct bind: the user's DN, `{user}` replaced by the name (escaped per RFC 4514). */
+  userDn: string | undefined;
+  /** Search: where and with which filter (`{user}` escaped per RFC 4515) the user's entry is found. */
+  searchBase: string | undefined;
+  searchFilter: string | undefined;
+  /** The service account of searches; undefined: anonymous searches. */
+  bindDn: string | undefined;
+  bindPassword: string | undefined;
+  /** Where groups are searched (`groupsFilter` with `{dn}` and `{user}`); undefined: no directory groups. */
+  groupsBase: string | undefined;
+  groupsFilter: string;
+  /** How long a verified bind (and the groups found with it) is remembered. */
+  cacheSeconds: number;
 }
 
 export interface TokensConfig {

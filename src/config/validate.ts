@@ -3,6 +3,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { OVERRIDE_HEADERS } from '../core/headers.js';
 import { checkRouteOverlaps, checkUnguardedParents, readAllow, readForwardAuth, readGroupsFile, readIdentity } from './authz.js';
 import { Checker } from './checker.js';
+import { readLdap } from './ldap.js';
 import { childrenOf, numberDefault, setting, SETTINGS, type Setting, type SettingKey } from './defaults.js';
 import { ConfigError } from './errors.js';
 import type {
@@ -42,7 +43,8 @@ export function checkConfig(raw: unknown, file: string, baseDir: string, locate?
   const rateLimit = root.rateLimit === undefined || root.rateLimit === null || root.rateLimit === false
     ? undefined : readRateLimit(c, 'rateLimit', c.obj('rateLimit', root.rateLimit));
   const upstreams = readUpstreams(c, root.upstreams);
-  const routes = readRoutes(c, root.routes, upstreams, users.groups);
+  // Allow rules may name groups when some source has them: the htgroup file or the directory.
+  const routes = readRoutes(c, root.routes, upstreams, users.groups ?? users.ldap?.groupsBase);
   const log = readLog(c, c.obj('log', root.log));
   const admin = readAdmin(c, root.admin);
   const forwardAuth = readForwardAuth(c, root.forwardAuth);
@@ -130,7 +132,9 @@ function readTopology(c: Checker, s: Record<string, unknown>): RedisTopology {
 
 function readUsers(c: Checker, u: Record<string, unknown>, at: (p: string) => string): UsersConfig {
   c.unknownKeys('users', u, childrenOf('users'));
-  const file = c.str('users.htpasswd', u.htpasswd);
+  const ldap = readLdap(c, u.ldap, at);
+  // With a directory the htpasswd file is optional (a name in both is verified by the file first).
+  const file = c.str('users.htpasswd', u.htpasswd, ldap ? '' : undefined);
   const users: UsersConfig = {
     htpasswd: file ? at(file) : '',
     cacheTtlSeconds: int(c, 'users.cacheTtlSeconds', u.cacheTtlSeconds),
@@ -139,6 +143,7 @@ function readUsers(c: Checker, u: Record<string, unknown>, at: (p: string) => st
   };
   const groups = readGroupsFile(c, u.groups, at);
   if (groups) users.groups = groups;
+  if (ldap) users.ldap = ldap;
   return users;
 }
 

@@ -27,6 +27,7 @@ export type ProblemCode =
   | 'invalid_page'
   | 'invalid_sort'
   | 'store_unavailable'
+  | 'directory_unavailable'
   | 'bad_gateway'
   | 'gateway_timeout'
   | 'service_unavailable'
