@@ -6,7 +6,7 @@ import { createLogger, silentLogger } from '../../src/log.js';
 import { MemorySessionStore } from '../../src/tokens/store/memory.js';
 import { basic, echoUpstream, htpasswd, postJson, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
 import { closedPort } from '../support/process.js';
-import { startSlapd, type TestSlapd } from '../support/slapd.js';
+import { personDn, personLdif, startSlapd, type TestSlapd } from '../support/slapd.js';
 
 // Users from a real OpenLDAP slapd (test/support/slapd.ts): Basic and token create bind as the user,
 // groups come from groupOfNames entries, lockout counts, the directory can stop and come back.
@@ -190,6 +190,36 @@ describe('users from the directory (search with a service bind, groups)', () => 
     expect((await get(gw2, '/v1/conversations', `Bearer ${bobTokens.accessToken}`, freshAddress())).status).toBe(200);
     expect(logs.some((l) => l.includes('the directory answers again'))).toBe(true);
   }, 30_000);
+});
+
+describe('a user removed from the directory', () => {
+  it('loses Basic at once (no cache) and its access tokens once its groups are read again', async () => {
+    const gw = await startGateway(gatewayConfig({ ...searchMode(), cacheSeconds: 0 }));
+    try {
+      slapd.add(personLdif('gina', 'gina-pw'));
+      const address = freshAddress();
+      const tokens = (await (await create(gw, 'gina', 'gina-pw', address)).json()) as { accessToken: string };
+      expect((await get(gw, '/v1/conversations', `Bearer ${tokens.accessToken}`, address)).status).toBe(200);
+      slapd.remove(personDn('gina'));
+      expect((await get(gw, '/v1/conversations', basic('gina', 'gina-pw'), address)).status).toBe(401);
+      // The groups read with the sign-in serve for a second at most with cacheSeconds 0; then the entry is read again.
+      const deadline = Date.now() + 10_000;
+      let last: { status: number; code: string } | undefined;
+      while (Date.now() < deadline) {
+        const res = await get(gw, '/v1/conversations', `Bearer ${tokens.accessToken}`, address);
+        if (res.status === 200) {
+          await res.body?.cancel();
+          await new Promise((r) => setTimeout(r, 100));
+          continue;
+        }
+        last = await problemOf(res);
+        break;
+      }
+      expect(last).toEqual({ status: 401, code: 'invalid_token' });
+    } finally {
+      await gw.close();
+    }
+  });
 });
 
 describe('users from the directory (direct bind)', () => {

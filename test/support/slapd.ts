@@ -27,6 +27,8 @@ export interface TestSlapd {
   servicePassword: string;
   /** Adds entries (LDIF) through ldapadd as the directory's manager. */
   add(ldif: string): void;
+  /** Deletes an entry through ldapdelete as the directory's manager. */
+  remove(dn: string): void;
   stop(): Promise<void>;
   start(): Promise<void>;
   /** Stops it and removes its folder. */
@@ -104,6 +106,9 @@ export async function startSlapd(people: DirectoryPerson[]): Promise<TestSlapd> 
     servicePassword: SERVICE_PASSWORD,
     add(ldif) {
       execFileSync('ldapadd', ['-x', '-H', url(), '-D', MANAGER, '-w', MANAGER_PASSWORD, '-f', writeLdif(dir, `add-${Date.now()}.ldif`, ldif)], { stdio: 'pipe' });
+    },
+    remove(dn) {
+      execFileSync('ldapdelete', ['-x', '-H', url(), '-D', MANAGER, '-w', MANAGER_PASSWORD, dn], { stdio: 'pipe' });
     },
     stop,
     start,
