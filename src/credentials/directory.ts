@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from 'node:tls';
 import {
   Client, ConstraintViolationError, InappropriateAuthError, InvalidCredentialsError, InvalidDNSyntaxError, NoSuchObjectError,
-  ResultCodeError, UnwillingToPerformError, type Entry,
+  ResultCodeError, SizeLimitExceededError, UnwillingToPerformError, type Entry,
 } from 'ldapts';
 import { ConfigError } from '../config/errors.js';
 import type { LdapConfig } from '../config/types.js';
@@ -115,7 +115,15 @@ export class Directory {
   private async dnOf(user: string): Promise<string | undefined> {
     if (this.config.userDn !== undefined) return fill(this.config.userDn, { user: escapeDnValue(user) });
     const filter = fill(this.config.searchFilter!, { user: escapeFilterValue(user) });
-    const found = await this.search(undefined, this.config.searchBase!, filter, ['1.1'], 2, 'sub');
+    let found: Entry[];
+    try {
+      found = await this.search(undefined, this.config.searchBase!, filter, ['1.1'], 2, 'sub');
+    } catch (err) {
+      // More entries than the two asked for: as ambiguous as two.
+      if (!(err instanceof SizeLimitExceededError)) throw err;
+      found = [];
+      this.log.warn('a directory search found more than one entry for a user name; the name is refused', { user: user.slice(0, 128), filter: this.config.searchFilter });
+    }
     if (found.length > 1) this.log.warn('a directory search found more than one entry for a user name; the name is refused', { user: user.slice(0, 128), filter: this.config.searchFilter });
     return found.length === 1 ? found[0]!.dn : undefined;
   }
@@ -149,6 +157,7 @@ export class Directory {
         return (await on.search(base, { scope, filter, attributes, sizeLimit })).searchEntries;
       } catch (err) {
         if (err instanceof NoSuchObjectError) return [];
+        if (err instanceof SizeLimitExceededError && sizeLimit > 0) throw err;
         if (client === undefined && !(err instanceof ResultCodeError)) {
           // The connection broke (not an LDAP answer): drop it; the next search opens a new one.
           this.dropService(on);

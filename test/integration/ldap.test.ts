@@ -222,6 +222,26 @@ describe('a user removed from the directory', () => {
   });
 });
 
+describe('a search that finds more than one entry', () => {
+  it('refuses the name (401), whether the directory answers two entries or more than were asked for', async () => {
+    const gw = await startGateway(gatewayConfig({ ...searchMode(), searchFilter: '(&(objectClass=inetOrgPerson)(|(uid={user})(uid=bob)(uid=carol)))' }));
+    try {
+      // alice, bob and carol: more than the two entries asked for.
+      expect(await problemOf(await get(gw, '/v1/conversations', basic('alice', 'alice-pw'), freshAddress()))).toEqual({ status: 401, code: 'invalid_credentials' });
+    } finally {
+      await gw.close();
+    }
+    const two = await startGateway(gatewayConfig({ ...searchMode(), searchFilter: '(&(objectClass=inetOrgPerson)(|(uid={user})(uid=bob)))' }));
+    try {
+      expect(await problemOf(await get(two, '/v1/conversations', basic('alice', 'alice-pw'), freshAddress()))).toEqual({ status: 401, code: 'invalid_credentials' });
+      // Only bob matches for bob: one entry, bound as.
+      expect((await get(two, '/v1/conversations', basic('bob', 'bob-pw'), freshAddress())).status).toBe(200);
+    } finally {
+      await two.close();
+    }
+  });
+});
+
 describe('users from the directory (direct bind)', () => {
   let gw: RunningGateway;
   beforeAll(async () => {
