@@ -13,6 +13,10 @@ import { Credentials } from './credentials/credentials.js';
 import { Lockout } from './credentials/lockout.js';
 import { PasswordCheck } from './credentials/password-check.js';
 import { endedUsers } from './credentials/password-verifier.js';
+import { DirectoryUsers } from './credentials/directory-users.js';
+import { UserSources } from './credentials/user-sources.js';
+import { DirectoryGroups, fileGroupsOf } from './authz/directory-groups.js';
+import { directoryGroups } from './pipeline/steps/directory-groups.js';
 import { originPolicy } from './pipeline/steps/origin.js';
 import { HttpProblem } from './core/problem.js';
 import { requestForm } from './http/request-form.js';
@@ -70,8 +74,10 @@ export interface Runtime {
   routes: RouteTable;
   forwarder: Forwarder;
   credentials: Credentials;
-  /** Who is in which group (the htgroup file of users.groups; none without one). */
+  /** Who is in which group (the htgroup file of users.groups, and the directory's groups of users.ldap). */
   groups: Groups;
+  /** The users of the htpasswd file and of the directory (users.ldap), as one password source. */
+  users: UserSources;
   lockout: Lockout;
   passwords: PasswordCheck;
   tokens: TokenService;
@@ -104,8 +110,11 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   const credentials = sameUsers ? previous.credentials : new Credentials(config.users, clock, log, ended);
   if (sameUsers) credentials.reload();
   // The groups file reloads with the users file (same watch setting; a reload reads both again).
-  const groups = sameUsers ? previous.groups : config.users.groups ? new GroupsFile(config.users.groups, log, config.users.watch) : noGroups;
-  if (sameUsers && groups instanceof GroupsFile) groups.reload();
+  const fileGroups = sameUsers ? fileGroupsOf(previous.groups) : config.users.groups ? new GroupsFile(config.users.groups, log, config.users.watch) : noGroups;
+  const directory = sameUsers ? previous.users.directory : config.users.ldap ? new DirectoryUsers(config.users.ldap, clock, log, config.users.maxPendingVerifications) : undefined;
+  const users = new UserSources(credentials.verifier, directory);
+  const groups = directory ? new DirectoryGroups(fileGroups, users) : fileGroups;
+  if (sameUsers && fileGroups instanceof GroupsFile) fileGroups.reload();
   // A user removed from a group loses an open tunnel on a route that needed the group at once.
   if (!sameUsers) groups.onChange(() => shared.tunnels.recheckNow());
   // Another users file: who was in the old one and is gone or changed in the new one ends too.
@@ -117,7 +126,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   const lockout = new Lockout(shared.counters, config.lockout, log, () => clock.now());
   // An address that failed stays one-at-a-time until its throttle's bucket could have refilled its burst.
   const narrowForMs = Math.ceil((config.lockout.addressBurst * 60_000) / config.lockout.addressFailuresPerMinute);
-  const passwords = new PasswordCheck(credentials.verifier, lockout, { addressBurst: config.lockout.addressBurst, narrowForMs });
+  const passwords = new PasswordCheck(users, lockout, { addressBurst: config.lockout.addressBurst, narrowForMs });
   const codec = new AccessTokenCodec(keys, {
     issuer: config.tokens.issuer,
     audience: config.tokens.audience,
@@ -125,7 +134,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   }, clock);
   // Tokens and sessions carry the credential version keyed (uv), not the verifier's plain fingerprint.
   const keyedVersion = keyedCredentialVersions(credentialVersionKey(config.tokens.refreshSecret, keys.signing.key));
-  const tokens = new TokenService(codec, store, passwords, (user) => keyedVersion(credentials.verifier.credentialVersion(user)), {
+  const tokens = new TokenService(codec, store, passwords, (user) => keyedVersion(users.credentialVersion(user)), {
     accessTtlSeconds: config.tokens.accessTtlSeconds,
     refreshTtlSeconds: config.tokens.refreshTtlSeconds,
     refreshReuseGraceSeconds: config.tokens.refreshReuseGraceSeconds,
@@ -144,13 +153,14 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   // The identity sources, in the order they are asked (docs/pipeline-extension.md: adding one). A
   // provider's token is recognised by its iss before the gateway's own bearer authenticator sees it.
   const authenticators: Authenticator[] = [
-    basicAuthenticator(passwords, (user) => credentials.verifier.credentialVersion(user)),
+    basicAuthenticator(passwords, (user) => users.credentialVersion(user)),
     ...(issuers.length > 0 ? [oidcAuthenticator(issuers)] : []),
     bearerAuthenticator(tokens),
   ] as Authenticator[];
   const runPipeline = pipeline([
     authenticate(authenticators),
     route(routes),
+    ...(directory ? [directoryGroups(users, fileGroups)] : []),
     allowRules(groups),
     originPolicy(trustForwarded),
     rateLimit(shared.counters),
@@ -166,7 +176,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     const own = findOwn(ex);
     return own ? shared.serveOwn(ex, own) : runPipeline(ex);
   };
-  return { config, routes, forwarder, credentials, groups, lockout, passwords, tokens, issuers, authenticators, handle, assertions: signed };
+  return { config, routes, forwarder, credentials, groups, users, lockout, passwords, tokens, issuers, authenticators, handle, assertions: signed };
 }
 
 /** The key cache of each configured issuer: the previous runtime's while its settings are the same (its keys stay cached). */
@@ -212,7 +222,9 @@ async function endSessions(store: Sessions, users: string[], log: Logger): Promi
 export function retireRuntime(old: Runtime, current: Runtime): void {
   if (old.forwarder !== current.forwarder) old.forwarder.retire();
   if (old.credentials !== current.credentials) old.credentials.close();
-  if (old.groups !== current.groups && old.groups instanceof GroupsFile) old.groups.close();
+  const oldFile = fileGroupsOf(old.groups);
+  if (oldFile !== fileGroupsOf(current.groups) && oldFile instanceof GroupsFile) oldFile.close();
+  if (old.users.directory !== current.users.directory) old.users.directory?.close();
 }
 
 /** Settings a running process cannot take over: listen address, TLS files, store, admin listener, log level. */

@@ -214,6 +214,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
       if (admin) await closeAdmin(admin);
       current.forwarder.close();
       current.credentials.close();
+      current.users.directory?.close();
       if (ownsStore) await store.close();
       if (ownsCounters) await counters.close();
     },

@@ -35,7 +35,7 @@ export function authorizationPaths(config: Config): Json {
         403: problem('forbidden: the route\'s allow rules refuse this user or method, or this caller is not in forwardAuth.trustedProxies; cors_not_allowed: a cross-site unsafe method with Basic'),
         404: problem('not_found: no route serves the described path'),
         429: problem('too_many_attempts or rate_limited: retry after Retry-After'),
-        503: problem('store_unavailable or service_unavailable'),
+        503: problem('store_unavailable, directory_unavailable (users.ldap) or service_unavailable'),
       },
     };
     paths[config.forwardAuth.path] = { get: operation, post: { ...operation, operationId: 'forwardAuthPost' } };

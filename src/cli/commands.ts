@@ -18,7 +18,7 @@ export interface CommandSpec {
 export const OPTIONS = {
   config: { type: 'string', short: 'c', help: `-c, --config FILE   the configuration file (default ${DEFAULT_CONFIG_FILE})` },
   watch: { type: 'boolean', help: '--watch             also reload when the file changes' },
-  connect: { type: 'boolean', help: '--connect           also check that the store and each upstream answer' },
+  connect: { type: 'boolean', help: '--connect           also check that the store, the directory and each upstream answer' },
   cost: { type: 'string', help: '--cost N            bcrypt cost, 4 to 31 (default 10; below 10 is for tests only)' },
   user: { type: 'string', help: '--user NAME         the user name' },
   address: { type: 'string', help: '--address IP        the client address (IPv4 or IPv6)' },
@@ -33,7 +33,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   },
   {
     name: 'config check', synopsis: '[--config FILE] [--connect]', summary: 'validate a configuration (and the files it names) and exit', options: ['config', 'connect'], positionals: 0,
-    details: 'Lists every problem at once (exit 2) and warnings about what serves but is most likely not meant (a lower-case method, a user or group in neither file, a guarded route under an unguarded one), which do not change the exit code. With --connect it also checks that the store is ready as the gateway would use it and that each upstream target answers HTTP (any status passes: the target is reachable).',
+    details: 'Lists every problem at once (exit 2) and warnings about what serves but is most likely not meant (a lower-case method, a user or group in neither file, a guarded route under an unguarded one), which do not change the exit code. With --connect it also checks that the store is ready as the gateway would use it, that the directory of users.ldap accepts the service bind (or, without bindDn, an anonymous read of its root DSE) and that each upstream target answers HTTP (any status passes: the target is reachable).',
   },
   {
     name: 'users hash', synopsis: 'NAME [--cost N]', summary: 'print an htpasswd line for a user', options: ['cost'], positionals: 1,

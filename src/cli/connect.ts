@@ -1,6 +1,7 @@
 import { systemClock } from '../clock.js';
 import type { Config, IssuerConfig, RedisTopology } from '../config/types.js';
 import { IssuerKeys } from '../identity/issuers.js';
+import { Directory } from '../credentials/directory.js';
 import { silentLogger } from '../log.js';
 import { RedisSessionStore } from '../tokens/store/redis.js';
 
@@ -17,6 +18,7 @@ const MAX_WAIT_MS = 5000;
 /** `config check --connect`: does the store answer PING, does each upstream answer HTTP? All at once. */
 export function checkConnections(config: Config): Promise<ConnectResult[]> {
   const checks: Array<Promise<ConnectResult>> = [checkStore(config)];
+  if (config.users.ldap) checks.push(checkDirectory(config));
   for (const [name, u] of Object.entries(config.upstreams)) {
     for (const url of u.targets) if (url) checks.push(checkUpstream(name, url, Math.min(u.timeouts.connectMs, MAX_WAIT_MS)));
   }
@@ -71,6 +73,17 @@ async function checkStore(config: Config): Promise<ConnectResult> {
     return { what, ok: false, detail: `is not ready: ${outages[0] || reason(err)}` };
   } finally {
     await client.close();
+  }
+}
+
+/** The directory of users.ldap as the gateway would reach it (TLS, CA): the service bind, or an anonymous read of the root DSE. */
+async function checkDirectory(config: Config): Promise<ConnectResult> {
+  const ldap = config.users.ldap!;
+  const what = `directory ${ldap.url}${ldap.startTls ? ' (StartTLS)' : ''}`;
+  try {
+    return { what, ok: true, detail: await new Directory(ldap, silentLogger).check() };
+  } catch (err) {
+    return { what, ok: false, detail: `does not answer as configured: ${(err as Error).message}` };
   }
 }
 

@@ -66,11 +66,23 @@ export const SETTINGS = {
 
   // users
   'users': { type: 'mapping', defaultText: 'required', meaning: 'Who may sign in.' },
-  'users.htpasswd': { required: true, type: 'path', defaultText: 'required', meaning: 'htpasswd file (bcrypt entries only), relative to the config file; `auth-gateway users hash NAME` writes a line.' },
+  'users.htpasswd': { type: 'path', defaultText: 'required (optional with `users.ldap`)', meaning: 'htpasswd file (bcrypt entries only), relative to the config file; `auth-gateway users hash NAME` writes a line.' },
   'users.cacheTtlSeconds': { type: 'integer', default: 300, min: 0, meaning: 'How long a verified user:password is remembered in memory (as an HMAC), so steady Basic traffic costs no bcrypt; `0` disables.' },
   'users.watch': { type: 'boolean', default: true, meaning: 'Reload the file when it changes.' },
   'users.maxPendingVerifications': { type: 'integer', default: 64, min: 1, meaning: 'bcrypt checks allowed to wait for the thread pool at once; past it, 503 with `Retry-After: 1`.' },
   'users.groups': { type: 'path', defaultText: 'none', meaning: 'Apache htgroup file (`admins: alice bob`), relative to the config file; watched and reloaded with the users file; read by `routes[].allow.groups`.' },
+  'users.ldap': { type: 'mapping', defaultText: 'none', meaning: 'Users from an LDAP directory, verified by binding as them (Basic and token create); a name in the htpasswd file is verified there first. See user-sources.md.' },
+  'users.ldap.url': { type: 'url', defaultText: 'required with `users.ldap`', meaning: '`ldaps://host:636`, or `ldap://host:389` (with `startTls: true` for anything but a trusted network).' },
+  'users.ldap.startTls': { type: 'boolean', default: false, meaning: 'Upgrade the `ldap://` connection with StartTLS before any bind; refused when it cannot be.' },
+  'users.ldap.caFile': { type: 'path', defaultText: 'the system\'s CAs', meaning: 'PEM CA file the directory\'s certificate must chain to (ldaps or StartTLS), relative to the config file.' },
+  'users.ldap.userDn': { type: 'string', defaultText: 'none', meaning: 'Direct bind: the user\'s DN, `{user}` replaced by the name escaped per RFC 4514 (`uid={user},ou=people,dc=example,dc=com`). Exactly one of `userDn` and `searchBase`.' },
+  'users.ldap.searchBase': { type: 'string', defaultText: 'none', meaning: 'Search: the subtree the user\'s entry is searched in (on the pooled service connection), then bound as; no entry or more than one refuses the name.' },
+  'users.ldap.searchFilter': { type: 'string', defaultText: 'required with `searchBase`', meaning: 'The filter of that search, `{user}` replaced by the name escaped per RFC 4515 (`(uid={user})`).' },
+  'users.ldap.bindDn': { type: 'string', defaultText: 'none (anonymous searches)', meaning: 'The service account of searches (the user\'s entry, its groups, Bearer requests\' groups).' },
+  'users.ldap.bindPassword': { type: 'string', defaultText: 'required with `bindDn`', meaning: 'Its password; write `"${GATEWAY_LDAP_PASSWORD}"` and set the variable.' },
+  'users.ldap.groupsBase': { type: 'string', defaultText: 'none (no directory groups)', meaning: 'The subtree searched for the user\'s groups; their names (`cn`) count in `routes[].allow.groups` and identity assertions.' },
+  'users.ldap.groupsFilter': { type: 'string', default: '(member={dn})', meaning: 'The filter of that search: `{dn}` is the user\'s DN, `{user}` the name (both escaped per RFC 4515).' },
+  'users.ldap.cacheSeconds': { type: 'integer', default: 300, min: 0, meaning: 'How long a verified bind and its groups are remembered in memory (as an HMAC, like `cacheTtlSeconds`); it also keeps those users signing in while the directory is down. `0`: bind every time.' },
 
   // tokens
   'tokens': { type: 'mapping', defaultText: 'required', meaning: 'The tokens of `POST /v1/tokens/*`.' },

@@ -99,9 +99,19 @@ export type RedisTopology =
   | { mode: 'cluster'; nodes: string[] }
   | ({ mode: 'sentinel'; sentinels: string[] } & Scalars<'store.sentinel'>);
 
-export type UsersConfig = Omit<Scalars<'users'>, 'groups'> & {
+export type UsersConfig = Omit<Scalars<'users'>, 'groups' | 'htpasswd'> & {
+  /** Absolute path of the htpasswd file; '' for none (another source is set). */
+  htpasswd: string;
   /** Absolute path of an Apache htgroup file (`group: user1 user2`); undefined: no groups. */
   groups?: string;
+  /** Users from an LDAP directory (docs/user-sources.md); undefined: none. */
+  ldap?: LdapConfig;
+};
+
+/** `users.ldap`: a user is verified by binding as them; groups are the cn of the groups found. */
+export type LdapConfig = Scalars<'users.ldap'> & {
+  /** `ldap://` or `ldaps://` URL of the directory. */
+  url: string;
 };
 
 export type TokensConfig = Omit<Scalars<'tokens'>, 'refreshSecret'> & {

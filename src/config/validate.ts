@@ -4,6 +4,7 @@ import { OVERRIDE_HEADERS } from '../core/headers.js';
 import { checkRouteOverlaps, checkUnguardedParents, readAllow, readForwardAuth, readGroupsFile, readIdentity } from './authz.js';
 import { Checker } from './checker.js';
 import { groupsClaimOf } from './issuers.js';
+import { readLdap } from './ldap.js';
 import { readScalars } from './sections.js';
 import { childrenOf, numberDefault, setting, SETTINGS, type Setting, type SettingKey } from './defaults.js';
 import { ConfigError } from './errors.js';
@@ -44,8 +45,8 @@ export function checkConfig(raw: unknown, file: string, baseDir: string, locate?
   const rateLimit = root.rateLimit === undefined || root.rateLimit === null || root.rateLimit === false
     ? undefined : readRateLimit(c, 'rateLimit', c.obj('rateLimit', root.rateLimit));
   const upstreams = readUpstreams(c, root.upstreams);
-  // A provider's groups claim is a source of groups for allow rules too.
-  const routes = readRoutes(c, root.routes, upstreams, users.groups ?? groupsClaimOf(root.identity));
+  // Allow rules may name groups when some source has them: the htgroup file, the directory, a provider's groups claim.
+  const routes = readRoutes(c, root.routes, upstreams, users.groups ?? users.ldap?.groupsBase ?? groupsClaimOf(root.identity));
   const log = readLog(c, c.obj('log', root.log));
   const admin = readAdmin(c, root.admin);
   const forwardAuth = readForwardAuth(c, root.forwardAuth);
@@ -114,9 +115,13 @@ function readTopology(c: Checker, s: Record<string, unknown>): RedisTopology {
 
 function readUsers(c: Checker, u: Record<string, unknown>, at: (p: string) => string): UsersConfig {
   c.unknownKeys('users', u, childrenOf('users'));
-  const users: UsersConfig = readScalars(c, 'users', u, { at, except: ['groups'] });
+  const ldap = readLdap(c, u.ldap, at);
+  // With a directory the htpasswd file is optional (a name in both is verified by the file first).
+  const file = c.str('users.htpasswd', u.htpasswd, ldap ? '' : undefined);
+  const users: UsersConfig = { htpasswd: file ? at(file) : '', ...readScalars(c, 'users', u, { except: ['htpasswd', 'groups'] }) };
   const groups = readGroupsFile(c, u.groups, at);
   if (groups) users.groups = groups;
+  if (ldap) users.ldap = ldap;
   return users;
 }
 

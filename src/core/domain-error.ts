@@ -20,7 +20,9 @@ export type DomainCode =
   /** Every target of an upstream has as many requests as it may take. */
   | 'upstream_busy'
   /** The session store did not answer. */
-  | 'store_unavailable';
+  | 'store_unavailable'
+  /** The user directory (LDAP) cannot answer for a password it has not verified lately. */
+  | 'directory_unavailable';
 
 export class DomainError extends Error {
   readonly code: DomainCode;

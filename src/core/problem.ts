@@ -28,6 +28,7 @@ export type ProblemCode =
   | 'invalid_sort'
   | 'store_unavailable'
   | 'identity_provider_unavailable'
+  | 'directory_unavailable'
   | 'bad_gateway'
   | 'gateway_timeout'
   | 'service_unavailable'

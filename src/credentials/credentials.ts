@@ -23,14 +23,14 @@ export class Credentials {
   private reloadTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly config: UsersConfig, clock: Clock, private readonly log: Logger, private readonly ended: UsersEnded = () => {}) {
-    this.verifier = new PasswordVerifier(readHtpasswd(config.htpasswd), config.cacheTtlSeconds * 1000, clock, config.maxPendingVerifications);
-    if (config.watch) this.watch();
+    this.verifier = new PasswordVerifier(this.read(), config.cacheTtlSeconds * 1000, clock, config.maxPendingVerifications);
+    if (config.watch && config.htpasswd) this.watch();
   }
 
   /** Reads the file again now; false (and the old users kept) when it is broken. */
   reload(): boolean {
     try {
-      const ended = this.verifier.replaceUsers(readHtpasswd(this.config.htpasswd));
+      const ended = this.verifier.replaceUsers(this.read());
       this.log.info('users reloaded', { file: this.config.htpasswd, users: this.verifier.userCount });
       if (ended.length > 0) this.ended(ended);
       return true;
@@ -38,6 +38,11 @@ export class Credentials {
       this.log.error('users file not reloaded; keeping the previous users', { error: (err as Error).message });
       return false;
     }
+  }
+
+  /** The file's users; none when there is no file (another source, the directory, has the users). */
+  private read(): Map<string, string> {
+    return this.config.htpasswd ? readHtpasswd(this.config.htpasswd) : new Map();
   }
 
   close(): void {

@@ -10,7 +10,7 @@ const BCRYPT = /^\$2[aby]\$(0[4-9]|[12]\d|3[01])\$[./A-Za-z0-9]{53}$/;
  * name travels in headers and log lines; such a name is refused at load rather than encoded there.
  */
 // eslint-disable-next-line no-control-regex
-const UNSAFE_NAME = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff,]/u;
+export const UNSAFE_NAME = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff,]/u;
 
 /**
  * Parses an htpasswd file: `user:hash` lines, `#` comments and blank lines. Only bcrypt entries

@@ -1,13 +1,25 @@
 import { DomainError } from '../core/domain-error.js';
 import { AddressLanes } from './address-lanes.js';
 import type { Lockout } from './lockout.js';
-import type { PasswordVerifier } from './password-verifier.js';
 
 export interface PasswordAttempt {
   user: string;
   password: string;
   /** The client's address as the gateway trusts it (see server.trustProxy). */
   address: string;
+}
+
+/**
+ * Where passwords are verified (the htpasswd file's PasswordVerifier, the directory's DirectoryUsers,
+ * UserSources choosing between them): a key per attempt, a cache of verified ones, the check itself.
+ */
+export interface PasswordSource {
+  /** What identifies this user:password (holds no password); identical attempts have the same key. */
+  attemptKey(user: string, password: string): string;
+  /** True when the attempt with this key was verified within the source's cache time. */
+  isCachedKey(key: string): boolean;
+  /** Whether the password is right; may throw an HttpProblem (503) when it cannot be told now. */
+  verify(user: string, password: string): Promise<boolean>;
 }
 
 /**
@@ -24,7 +36,7 @@ export class PasswordCheck {
   private readonly running = new Map<string, Promise<boolean>>();
 
   /** `addressBurst`: checks of a clean address at once; `narrowForMs`: how long a failure makes it one at a time. */
-  constructor(private readonly verifier: PasswordVerifier, private readonly lockout: Lockout, limits: { addressBurst: number; narrowForMs: number }) {
+  constructor(private readonly verifier: PasswordSource, private readonly lockout: Lockout, limits: { addressBurst: number; narrowForMs: number }) {
     this.lanes = new AddressLanes(limits.addressBurst, limits.narrowForMs);
   }
 

@@ -53,6 +53,7 @@ export const DOMAIN_ANSWERS: { readonly [C in DomainCode]: DomainAnswer } = {
   verifications_busy: { status: 503, code: 'service_unavailable' },
   upstream_busy: { status: 503, code: 'service_unavailable' },
   store_unavailable: { status: 503, code: 'store_unavailable', detail: 'the token store is unavailable; retry shortly' },
+  directory_unavailable: { status: 503, code: 'directory_unavailable' },
 };
 
 /** The problem a domain refusal is answered with. */

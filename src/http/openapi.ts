@@ -10,7 +10,7 @@ const PROBLEM_CODES = Object.keys({
   invalid_request: 1, request_timeout: 1, expectation_failed: 1, malformed_json: 1, unsupported_media_type: 1, payload_too_large: 1, method_not_allowed: 1,
   not_found: 1, invalid_path: 1, uri_too_long: 1, headers_too_large: 1, missing_credentials: 1,
   invalid_credentials: 1, invalid_token: 1, token_expired: 1, invalid_refresh_token: 1, too_many_attempts: 1, forbidden: 1,
-  rate_limited: 1, invalid_page_size: 1, invalid_page: 1, invalid_sort: 1, store_unavailable: 1, bad_gateway: 1,
+  rate_limited: 1, invalid_page_size: 1, invalid_page: 1, invalid_sort: 1, store_unavailable: 1, directory_unavailable: 1, bad_gateway: 1,
   gateway_timeout: 1, service_unavailable: 1, internal_error: 1, websocket_not_allowed: 1, cors_not_allowed: 1,
   identity_provider_unavailable: 1,
 } satisfies Record<ProblemCode, 1>);
@@ -79,7 +79,7 @@ function tokenOperation(name: string, summary: string, request: string, returnsP
     405: problem('method_not_allowed: only POST'),
     413: problem('payload_too_large: the body is over 16 KiB'),
     415: problem('unsupported_media_type: the body is not application/json, or has a Content-Encoding other than identity'),
-    503: problem('store_unavailable or service_unavailable: retry after Retry-After'),
+    503: problem('store_unavailable, directory_unavailable (users.ldap) or service_unavailable: retry after Retry-After'),
   };
   const ok = returnsPair ? json('a new token pair (Cache-Control: no-store)', ref('TokenPair')) : { description: 'revoked, or nothing to revoke; empty body' };
   const responses: Json = { 200: ok, ...common };
@@ -127,7 +127,7 @@ function listOperation(route: RouteConfig, paging: PagingRules): Json {
         403: problem('forbidden: the route\'s allow rules refuse this user or method'),
         429: problem('too_many_attempts or rate_limited: retry after Retry-After'),
         502: problem('bad_gateway: the upstream refused or reset the connection'),
-        503: problem('store_unavailable, service_unavailable, or identity_provider_unavailable (no signing key of the token\'s OpenID provider is known)'),
+        503: problem('store_unavailable, service_unavailable, identity_provider_unavailable (no signing key of the token\'s OpenID provider is known) or directory_unavailable (users.ldap)'),
         504: problem('gateway_timeout: the upstream did not answer in time'),
       },
     },

@@ -34,6 +34,7 @@ describe('validation takes its defaults and known keys from the table', () => {
   const withRedis = checkConfig({ ...minimal, store: { kind: 'redis', url: 'redis://127.0.0.1:6379' } }, '', '/tmp');
   const withIdentity = checkConfig({ ...minimal, identity: { assertion: { keyFile: 'assertion.pem' }, issuers: [{ name: 'corp', issuer: 'https://idp.example.com', audiences: ['gw'] }] } }, '', '/tmp');
   const issuer = withIdentity.config.identity.issuers[0];
+  const withLdap = checkConfig({ ...minimal, users: { ldap: { url: 'ldap://127.0.0.1', userDn: 'uid={user},dc=x' } } }, '', '/tmp');
   const redis = withRedis.config.store.kind === 'redis' ? withRedis.config.store : undefined;
 
   /** Every table key with a plain default, read back from the validated configuration. */
@@ -55,6 +56,8 @@ describe('validation takes its defaults and known keys from the table', () => {
     'store.connectTimeoutMs': redis?.connectTimeoutMs, 'store.livenessCacheMs': redis?.livenessCacheMs,
     'users.cacheTtlSeconds': config.users.cacheTtlSeconds, 'users.watch': config.users.watch,
     'users.maxPendingVerifications': config.users.maxPendingVerifications,
+    'users.ldap.startTls': withLdap.config.users.ldap?.startTls, 'users.ldap.groupsFilter': withLdap.config.users.ldap?.groupsFilter,
+    'users.ldap.cacheSeconds': withLdap.config.users.ldap?.cacheSeconds,
     'tokens.issuer': config.tokens.issuer, 'tokens.audience': config.tokens.audience,
     'tokens.accessTtlSeconds': config.tokens.accessTtlSeconds, 'tokens.refreshTtlSeconds': config.tokens.refreshTtlSeconds,
     'tokens.refreshReuseGraceSeconds': config.tokens.refreshReuseGraceSeconds, 'tokens.signing.alg': config.tokens.signing.alg,
@@ -82,7 +85,7 @@ describe('validation takes its defaults and known keys from the table', () => {
   };
 
   it.each(Object.entries(read))('%s is the table\'s default', (key, value) => {
-    expect([...problems, ...withRedis.problems, ...withIdentity.problems]).toEqual([]);
+    expect([...problems, ...withRedis.problems, ...withIdentity.problems, ...withLdap.problems]).toEqual([]);
     expect(value).toEqual((SETTINGS as Record<string, Setting>)[key]!.default);
   });
 

@@ -18,6 +18,7 @@ const CODES: Record<DomainCode, [status: number, problem: string]> = {
   verifications_busy: [503, 'service_unavailable'],
   upstream_busy: [503, 'service_unavailable'],
   store_unavailable: [503, 'store_unavailable'],
+  directory_unavailable: [503, 'directory_unavailable'],
 };
 
 describe('domain errors → problems (the one table)', () => {

@@ -1,0 +1,39 @@
+import type { DirectoryUsers } from './directory-users.js';
+import type { PasswordSource } from './password-check.js';
+import type { PasswordVerifier } from './password-verifier.js';
+
+/**
+ * The users of the htpasswd file and, when users.ldap is set, of the directory, as one password source.
+ * A name in the file is the file's: it is verified against its hash and never bound in the directory (a
+ * directory entry of the same name cannot take over a local account, and local accounts keep working
+ * while the directory is down). Every other name is the directory's.
+ */
+export class UserSources implements PasswordSource {
+  constructor(private readonly file: PasswordVerifier, readonly directory: DirectoryUsers | undefined) {}
+
+  /** Whether the directory, not the file, has this name (false without a directory). */
+  inDirectory(user: string): boolean {
+    return this.directory !== undefined && !this.file.table.has(user);
+  }
+
+  attemptKey(user: string, password: string): string {
+    return this.inDirectory(user) ? this.directory!.attemptKey(user, password) : this.file.attemptKey(user, password);
+  }
+
+  isCachedKey(key: string): boolean {
+    return this.file.isCachedKey(key) || (this.directory?.isCachedKey(key) ?? false);
+  }
+
+  verify(user: string, password: string): Promise<boolean> {
+    return this.inDirectory(user) ? this.directory!.verify(user, password) : this.file.verify(user, password);
+  }
+
+  /**
+   * What a token issued now must still match: the file's fingerprint of the user's hash, or for a
+   * directory user the directory's version (the directory, not a hash, decides; see DirectoryUsers.groupsNow
+   * for a user removed from it).
+   */
+  credentialVersion(user: string): string | undefined {
+    return this.file.credentialVersion(user) ?? (this.directory ? this.directory.version : undefined);
+  }
+}
