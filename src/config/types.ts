@@ -53,6 +53,16 @@ export interface TlsConfig {
   keyFile: string;
   /** How often the files are checked for a change. */
   reloadIntervalMs: number;
+  /** Offer HTTP/2 (ALPN h2) beside HTTP/1.1. */
+  http2: boolean;
+}
+
+/** Limits of HTTP/2 connections (server.http2). */
+export interface Http2Config {
+  /** Streams one connection may have open at once. */
+  maxConcurrentStreams: number;
+  /** The largest header list of a request, in RFC 9113 octets; over it the connection is closed. */
+  maxHeaderListBytes: number;
 }
 
 export interface ServerConfig {
@@ -76,6 +86,8 @@ export interface ServerConfig {
   maxPipelinedRequests: number;
   /** Serve HTTPS with these files; undefined: plain HTTP. */
   tls?: TlsConfig;
+  /** Limits of HTTP/2 connections (used with tls.http2). */
+  http2: Http2Config;
   /** Worker processes sharing the port (node:cluster); 1: serve in this process. `auto` is resolved to the cores. */
   workers: number;
 }

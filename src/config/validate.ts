@@ -66,6 +66,15 @@ function readServer(c: Checker, s: Record<string, unknown>): ServerConfig {
     bodyTimeoutMs: int(c, 'server.bodyTimeoutMs', s.bodyTimeoutMs),
     maxPipelinedRequests: int(c, 'server.maxPipelinedRequests', s.maxPipelinedRequests),
     workers: s.workers === 'auto' ? availableParallelism() : int(c, 'server.workers', s.workers),
+    http2: readHttp2(c, c.obj('server.http2', s.http2)),
+  };
+}
+
+function readHttp2(c: Checker, h: Record<string, unknown>): ServerConfig['http2'] {
+  c.unknownKeys('server.http2', h, childrenOf('server.http2'));
+  return {
+    maxConcurrentStreams: int(c, 'server.http2.maxConcurrentStreams', h.maxConcurrentStreams),
+    maxHeaderListBytes: int(c, 'server.http2.maxHeaderListBytes', h.maxHeaderListBytes),
   };
 }
 
@@ -411,6 +420,7 @@ function readTls(c: Checker, raw: unknown, at: (p: string) => string): TlsConfig
     certFile: certFile ? at(certFile) : '',
     keyFile: keyFile ? at(keyFile) : '',
     reloadIntervalMs: int(c, 'server.tls.reloadIntervalMs', t.reloadIntervalMs),
+    http2: bool(c, 'server.tls.http2', t.http2),
   };
 }
 
