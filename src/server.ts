@@ -13,6 +13,8 @@ import { clientErrorResponder } from './http/client-error.js';
 import { Drain, pacedBy, type DrainPacing } from './http/drain.js';
 import { handleExpectations } from './http/expect.js';
 import { answerPlainHttp, readTlsOptions, watchCertificate } from './http/tls.js';
+import { createHttp2Listener, entry } from './http/http2.js';
+import type { Http2SecureServer } from 'node:http2';
 import { observe } from './http/observe.js';
 import { answerError } from './http/errors.js';
 import { newExchange } from './core/exchange.js';
@@ -44,7 +46,8 @@ export interface GatewayDeps {
 
 export interface Gateway {
   app: Koa<GatewayState>;
-  server: Server | HttpsServer;
+  /** The public listener: HTTP, HTTPS, or (server.tls.http2) HTTPS with HTTP/2 and HTTP/1.1. */
+  server: Server | HttpsServer | Http2SecureServer;
   /** The admin listener (/metrics, /healthz, /readyz); undefined when config.admin is false. */
   admin: Server | undefined;
   metrics: Metrics;
@@ -97,7 +100,12 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
     // The peer of the connection (behind a proxy, the proxy): the requests waiting are never handled.
     log.warn('connection closed: too many pipelined requests waiting', { peer: socket.remoteAddress, maxPipelinedRequests: lanes.maxWaiting });
   });
-  const drain = new Drain(lanes);
+  const h2 = tls?.http2 ? createHttp2Listener(tlsOptions, {
+    limits: config.server.http2,
+    onFlood: (reason) => metrics.http2Floods.inc({ reason }),
+    log,
+  }) : undefined;
+  const drain = new Drain(lanes, h2?.sessions);
   const readiness = drain.readiness(ping);
   const refused = () => refusedWrites(store.replication());
 
@@ -148,11 +156,13 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
     accessLog: () => current.config.log.access,
   }, (ex) => current.handle(ex as GatewayState));
   // The rest of the way is the runtime's, picked up once: a reload mid-request does not change it.
-  const handle = lanes.wrap((req: IncomingMessage, res: ServerResponse) => {
+  const serveOne = (req: IncomingMessage, res: ServerResponse) => {
     // Koa's default, kept for the access line of a request cut before any answer.
     res.statusCode = 404;
     serve(newExchange(req, res, current.config.server.trustProxy));
-  });
+  };
+  // HTTP/1.1 requests one at a time per connection; HTTP/2 streams side by side (see http2.ts).
+  const handle = h2 ? entry(serveOne, lanes.wrap(serveOne)) : lanes.wrap(serveOne);
   const serverOptions = {
     // Headers must arrive in time; bodies are judged by the idle limit of their route (a slow but
     // steady upload passes) or, on token endpoints, by server.bodyTimeoutMs: no total request limit.
@@ -162,16 +172,22 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
     // A missing Host gets a problem body from requestForm, not Node's bare 400.
     requireHostHeader: false,
   };
-  const server = tls ? createHttpsServer({ ...serverOptions, ...tlsOptions }, handle) : createServer(serverOptions, handle);
+  const server: Server | HttpsServer | Http2SecureServer = h2 ? h2.server
+    : tls ? createHttpsServer({ ...serverOptions, ...tlsOptions }, handle) : createServer(serverOptions, handle);
+  if (h2) {
+    // Node's HTTP/2 server takes the HTTP/1.1 settings as properties (its constructor sets its own).
+    Object.assign(h2.server, serverOptions);
+    h2.server.on('request', handle);
+  }
   if (tls) answerPlainHttp(server as HttpsServer, config.server.headersTimeoutMs);
   const stopWatchingCertificate = tls ? watchCertificate(server as HttpsServer, tls, log) : () => {};
   server.on('clientError', clientErrorResponder(log));
-  handleExpectations(server, handle);
+  handleExpectations(server as Server, handle);
   metrics.watch({ storePing: ping, bcryptPending: () => current.credentials.verifier.pendingVerifications, storeReplication: () => store.replication() });
   const admin = config.admin === false ? undefined : createAdminServer(metrics.registry, readiness, log, refused);
   const adminConfig = config.admin;
   // Upgrade requests (WebSocket handshakes, h2c offers) take the same way as any request.
-  server.on('upgrade', acceptUpgrades(server));
+  server.on('upgrade', acceptUpgrades(server as Server));
 
   return {
     app, server, admin, metrics, store, counters, ready: readiness,
@@ -193,7 +209,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
       current = runtime;
       app.proxy = next.server.trustProxy > 0;
       app.maxIpsCount = next.server.trustProxy;
-      server.headersTimeout = next.server.headersTimeoutMs;
+      (server as Server).headersTimeout = next.server.headersTimeoutMs;
       lanes.maxWaiting = next.server.maxPipelinedRequests;
       retireRuntime(previous, runtime);
       // Allow rules or groups may have changed: open tunnels are judged by the new ones now.
@@ -227,7 +243,7 @@ async function closeTunnels(tunnels: Tunnels, graceMs: number): Promise<void> {
   tunnels.stop();
 }
 
-function listen(server: Server | HttpsServer, port: number, host: string): Promise<number> {
+function listen(server: Server | HttpsServer | Http2SecureServer, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {

@@ -30,7 +30,7 @@ export interface Metrics {
   readonly registry: Registry;
   /**
    * route: a configured route path, or `tokens`, `health`, `openapi`, `none`; method: bounded (see METHODS);
-   * status_class: `2xx`…; auth: a principal's `via` or `none`. Counted in plain numbers (see TallyCounter).
+   * status_class: `2xx`…; auth: a principal's `via` or `none`; protocol: `http/1.0`, `http/1.1` or `h2`. Counted in plain numbers (see TallyCounter).
    */
   readonly requests: TallyCounter;
   /** By route and method. */
@@ -50,6 +50,8 @@ export interface Metrics {
   readonly storeCommandDuration: Histogram<'command' | 'result'>;
   /** Connections ended for having more than server.maxPipelinedRequests requests waiting. */
   readonly pipeliningOverflows: Counter;
+  /** HTTP/2 connections closed with GOAWAY for flooding, by reason (see src/http/http2.ts). */
+  readonly http2Floods: Counter<'reason'>;
   /** Open WebSocket tunnels by upstream: whoever opens one increments, and decrements when it closes. */
   readonly webSocketTunnels: Gauge<'upstream'>;
   /** Sets what the store and bcrypt gauges read when scraped. */
@@ -121,7 +123,7 @@ export function createMetrics(): Metrics {
 
   return {
     registry,
-    requests: new TallyCounter(`${METRIC_PREFIX}requests_total`, 'requests answered, by route, method, status class and auth method', registry),
+    requests: new TallyCounter(`${METRIC_PREFIX}requests_total`, 'requests answered, by route, method, status class, auth method and protocol (http/1.0, http/1.1, h2)', registry),
     requestDuration: new TallyHistogram(`${METRIC_PREFIX}request_duration_seconds`, 'time from the request to the end of its response, by route and method', SECONDS_BUCKETS, registry),
     upstreamErrors: new Counter({
       name: `${METRIC_PREFIX}upstream_errors_total`,
@@ -175,6 +177,12 @@ export function createMetrics(): Metrics {
     pipeliningOverflows: new Counter({
       name: `${METRIC_PREFIX}pipelining_overflows_total`,
       help: 'connections closed after the answer in progress because more than server.maxPipelinedRequests requests were waiting on them',
+      registers,
+    }),
+    http2Floods: new Counter({
+      name: `${METRIC_PREFIX}http2_floods_total`,
+      help: 'HTTP/2 connections closed with GOAWAY for flooding: rapid_reset, continuation, settings_flood, ping_flood, invalid_frames, header_list',
+      labelNames: ['reason'] as const,
       registers,
     }),
     webSocketTunnels: new Gauge({

@@ -24,14 +24,22 @@ export function requestCounter(metrics: Metrics, routeOf: (path: string) => stri
     const status = ex.res.statusCode;
     const statusClass = STATUS_CLASSES[Math.floor(status / 100)] ?? 'other';
     const auth = ex.principal?.via ?? 'none';
+    const protocol = protocolOf(ex);
     const durationKey = `${route}\0${method}`;
-    const countKey = `${durationKey}\0${statusClass}\0${auth}`;
-    if (!metrics.requests.inc(countKey)) metrics.requests.add(countKey, { route, method, status_class: statusClass, auth });
+    const countKey = `${durationKey}\0${statusClass}\0${auth}\0${protocol}`;
+    if (!metrics.requests.inc(countKey)) metrics.requests.add(countKey, { route, method, status_class: statusClass, auth, protocol });
     const seconds = (performance.now() - ex.started) / 1000;
     if (!metrics.requestDuration.observe(durationKey, seconds)) metrics.requestDuration.add(durationKey, { route, method }, seconds);
     if (status >= 400 || route === 'tokens') countOutcome(metrics, ex, path, route, status);
     if (ex.forwardAuth) metrics.forwardAuthAnswers.inc({ status: String(status) });
   };
+}
+
+/** The protocol label: `http/1.0`, `http/1.1` or `h2` (as ALPN names them). */
+function protocolOf(ex: Exchange): string {
+  const req = ex.req;
+  if (req.httpVersionMajor === 2) return 'h2';
+  return req.httpVersionMinor === 0 ? 'http/1.0' : 'http/1.1';
 }
 
 const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx'];

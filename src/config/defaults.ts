@@ -43,6 +43,10 @@ export const SETTINGS = {
   'server.tls.certFile': { required: true, type: 'path', defaultText: 'required with `server.tls`', meaning: 'PEM certificate with its chain, relative to the config file; checked at start against the key.' },
   'server.tls.keyFile': { required: true, type: 'path', defaultText: 'required with `server.tls`', meaning: 'PEM private key, relative to the config file.' },
   'server.tls.reloadIntervalMs': { type: 'integer', default: 5000, min: 100, meaning: 'How often the two files are checked for a change; a renewed pair serves new connections without a restart, a broken one is logged and the one in use kept.' },
+  'server.tls.http2': { type: 'boolean', default: true, meaning: 'Offer HTTP/2 (ALPN `h2`) beside HTTP/1.1 on the TLS listener; `false`: HTTP/1.1 only. WebSockets always take HTTP/1.1. Changing it needs a restart.' },
+  'server.http2': { type: 'mapping', defaultText: 'all defaults', meaning: 'Limits of HTTP/2 connections (with `server.tls.http2`). A connection that floods (reset streams, SETTINGS, PING, invalid frames, an oversized header list) is closed with GOAWAY. Changing them needs a restart.' },
+  'server.http2.maxConcurrentStreams': { type: 'integer', default: 100, min: 1, max: 1000, meaning: 'Streams (requests) one HTTP/2 connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS); each still takes its place in the upstream\'s `maxConnections` + `maxQueued`.' },
+  'server.http2.maxHeaderListBytes': { type: 'integer', default: 16_384, min: 1024, max: 65_536, meaning: 'The largest header list (names + values + 32 per field, RFC 9113) an HTTP/2 request may carry; a larger one closes the connection with GOAWAY.' },
   'server.workers': { type: 'integer or `auto`', default: 1, min: 1, max: 256, meaning: 'Worker processes sharing the port (node:cluster; `auto`: one per core). Needs `store.kind: redis`; changing it needs a restart.' },
 
   // store

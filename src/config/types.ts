@@ -69,6 +69,9 @@ export type AssertionConfig = Scalars<'identity.assertion'>;
 
 export type AdminConfig = Scalars<'admin'>;
 
+/** Limits of HTTP/2 connections (server.http2). */
+export type Http2Config = Scalars<'server.http2'>;
+
 export type LogConfig = Scalars<'log'>;
 
 /** HTTPS on the public port (absolute file paths); the files are re-read when they change. */
@@ -79,6 +82,8 @@ export type ServerConfig = Scalars<'server'> & {
   trustProxy: number;
   /** Serve HTTPS with these files; undefined: plain HTTP. */
   tls?: TlsConfig;
+  /** Limits of HTTP/2 connections (used with tls.http2). */
+  http2: Http2Config;
   /** Worker processes sharing the port (node:cluster); 1: serve in this process. `auto` is resolved to the cores. */
   workers: number;
 };

@@ -67,7 +67,13 @@ function readServer(c: Checker, s: Record<string, unknown>): ServerConfig {
     ...readScalars(c, 'server', s),
     trustProxy: trust === true || trust === 'true' ? 1 : trust === false || trust === 'false' ? 0 : int(c, 'server.trustProxy', trust),
     workers: s.workers === 'auto' ? availableParallelism() : int(c, 'server.workers', s.workers),
+    http2: readHttp2(c, c.obj('server.http2', s.http2)),
   };
+}
+
+function readHttp2(c: Checker, h: Record<string, unknown>): ServerConfig['http2'] {
+  c.unknownKeys('server.http2', h, childrenOf('server.http2'));
+  return readScalars(c, 'server.http2', h);
 }
 
 function readStore(c: Checker, s: Record<string, unknown>): StoreConfig {

@@ -81,6 +81,8 @@ export function upstreamHeaderObject(req: IncomingMessage, f: ForwardContext): I
   const out: IncomingHttpHeaders = {};
   for (const name in h) {
     if (HOP_BY_HOP_SET.has(name) || named?.has(name) || name === 'expect') continue;
+    // An HTTP/2 request's pseudo-headers (`:method`, `:path`, `:authority`, `:scheme`): the upstream hop is HTTP/1.1.
+    if (name.charCodeAt(0) === 0x3a) continue;
     if (name === 'authorization' && !f.forwardAuthorization) continue;
     // CGI-style upstreams read `_` as `-`: X-Authenticated_User must not pass as X-Authenticated-User.
     const dashed = name.includes('_') ? name.replace(/_/g, '-') : name;

@@ -3,6 +3,15 @@ import type { Server as HttpsServer } from 'node:https';
 import { Server as NetServer } from 'node:net';
 import { shuttingDown } from '../core/problem.js';
 import type { RequestLanes } from './pipelining.js';
+import type { Http2SecureServer } from 'node:http2';
+
+/** The HTTP/2 connections of a listener, as a drain ends them (see Http2Sessions). */
+export interface SessionsToDrain {
+  /** GOAWAY to every HTTP/2 connection: streams in progress finish, then it closes. */
+  goAwayAll(): void;
+  /** Cuts every connection of the listener. */
+  destroyAll(): void;
+}
 
 /**
  * Shutting down the way load balancers expect, without resetting a request:
@@ -14,12 +23,14 @@ import type { RequestLanes } from './pipelining.js';
  *  4. the process waits for the connections to end, at most `graceMs`, then cuts what is left.
  * An idle keep-alive connection is never closed by the drain itself: its client may be sending on it at
  * that instant (the keep-alive race), and that request would be reset. It gets `Connection: close` on its
- * next answer, or Node's keep-alive timeout ends it as it always does, or the grace does.
+ * next answer, or Node's keep-alive timeout ends it as it always does, or the grace does. An HTTP/2
+ * connection gets GOAWAY in step 3, idle or not: it names the last stream the gateway took, so the client
+ * knows what to send again elsewhere (no keep-alive race).
  */
 export class Drain {
   private draining = false;
 
-  constructor(private readonly lanes: RequestLanes) {}
+  constructor(private readonly lanes: RequestLanes, private readonly sessions?: SessionsToDrain) {}
 
   /** True from the start of a drain. */
   get started(): boolean {
@@ -43,12 +54,16 @@ export class Drain {
    * to reconnect must find the port closed (refused, clean), never a listener about to close, whose
    * queued connections the kernel resets.
    */
-  async stopAccepting(server: Server | HttpsServer, graceMs: number, pacing: DrainPacing): Promise<void> {
+  async stopAccepting(server: Server | HttpsServer | Http2SecureServer, graceMs: number, pacing: DrainPacing): Promise<void> {
     this.draining = true;
     let ended: Promise<void> = Promise.resolve();
     if (server.listening) {
       ended = new Promise((resolve) => {
-        const force = setTimeout(() => server.closeAllConnections(), graceMs);
+        const force = setTimeout(() => {
+          // Node's HTTP/2 server has no closeAllConnections: the sessions' own list cuts them all.
+          if ('closeAllConnections' in server) server.closeAllConnections();
+          this.sessions?.destroyAll();
+        }, graceMs);
         // net.Server's close, not http.Server's: that one also closes idle keep-alive connections at once
         // (Node >= 19), which races a client sending on them. The callback runs when the last one has ended.
         NetServer.prototype.close.call(server, () => {
@@ -59,6 +74,7 @@ export class Drain {
     }
     await pacing.listenerClosed();
     this.lanes.closeAfterResponses();
+    this.sessions?.goAwayAll();
     await ended;
   }
 }

@@ -19,11 +19,14 @@ export function handleExpectations(server: Server, handle: (req: IncomingMessage
   server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => {
     writeProblem(res, new HttpProblem(417, 'expectation_failed', 'the only expectation the gateway meets is 100-continue', { headers: { Connection: 'close' } }));
   });
-  server.on('connect', (_req: IncomingMessage, socket: Socket) => {
-    socket.on('error', () => socket.destroy());
-    writeRawProblem(socket, new HttpProblem(405, 'method_not_allowed', 'CONNECT is not served: the gateway is not a forward proxy', {
+  server.on('connect', (req: IncomingMessage, socket: Socket | ServerResponse) => {
+    const refused = new HttpProblem(405, 'method_not_allowed', 'CONNECT is not served: the gateway is not a forward proxy', {
       headers: { Allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS' },
-    }));
+    });
+    // HTTP/2 hands a CONNECT stream over as a request and its response.
+    if (req.httpVersionMajor === 2) return writeProblem(socket as ServerResponse, refused);
+    (socket as Socket).on('error', () => (socket as Socket).destroy());
+    writeRawProblem(socket as Socket, refused);
   });
 }
 

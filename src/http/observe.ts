@@ -25,7 +25,8 @@ export function observe(observers: Observers, handle: (ex: Exchange) => void | P
     if (observers.accessLog()) line(ex);
   };
   return function serveRequest(ex) {
-    if (observers.accessLog()) ex.bytesBefore = ex.req.socket.bytesWritten;
+    // An HTTP/2 stream shares its connection's byte count with the others: no `bytes` in its line.
+    if (observers.accessLog() && ex.req.httpVersionMajor < 2) ex.bytesBefore = ex.req.socket.bytesWritten;
     let pending: void | Promise<void> = undefined;
     try {
       pending = handle(ex);

@@ -31,6 +31,7 @@ export function requestForm(ex: Exchange): void {
     if (name.length === 4 && name.toLowerCase() === 'host') hosts++;
     else if (name.length === 13 && name.toLowerCase() === 'authorization') authorizations++;
   }
+  if (req.httpVersionMajor === 2) hosts = authorityAsHost(req, hosts);
   checkHost(hosts, req.headers.host, req.httpVersionMajor === 1 && req.httpVersionMinor === 0);
   if (authorizations > 1) ex.repeatedAuthorization = true;
   const normalized = normalizePath(ex.path);
@@ -74,6 +75,21 @@ function upgradeForm(req: IncomingMessage): 'tunnel' | 'forward' {
 export function isWebSocket(req: IncomingMessage): boolean {
   const upgrade = req.headers.upgrade;
   return typeof upgrade === 'string' && upgrade.split(',').some((p) => p.trim().toLowerCase() === 'websocket');
+}
+
+/**
+ * An HTTP/2 request names its host in `:authority` (RFC 9113 section 8.3.1); a Host beside it must say
+ * the same. From here on it is the request's Host: for routing, X-Forwarded-Host and the identity headers.
+ */
+function authorityAsHost(req: IncomingMessage, hosts: number): number {
+  const authority = req.headers[':authority'];
+  if (typeof authority !== 'string') return hosts;
+  if (hosts > 0) {
+    if (req.headers.host !== authority) throw new HttpProblem(400, 'invalid_request', 'the Host header differs from :authority');
+    return hosts;
+  }
+  req.headers.host = authority;
+  return 1;
 }
 
 function checkHost(count: number, host: string | undefined, http10: boolean): void {

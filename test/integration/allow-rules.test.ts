@@ -133,7 +133,7 @@ describe('allow rules', () => {
     expect(log.lines.find((l) => l.msg === 'request' && l.status === 403)).toMatchObject({ code: 'forbidden', user: 'alice', route: '/v1/staff', path: '/v1/staff' });
     const metrics = await gw.gateway.metrics.registry.metrics();
     expect(metrics).toMatch(/auth_gateway_forbidden_total\{route="\/v1\/staff"\} [1-9]/);
-    expect(metrics).toMatch(/auth_gateway_requests_total\{route="\/v1\/staff",method="GET",status_class="4xx",auth="basic"\} [1-9]/);
+    expect(metrics).toMatch(/auth_gateway_requests_total\{route="\/v1\/staff",method="GET",status_class="4xx",auth="basic",protocol="http\/1\.1"\} [1-9]/);
   });
 });
 

@@ -97,7 +97,7 @@ describe('the compose stack as processes', () => {
     const metrics = await fetch(`${admin}/metrics`);
     expect(metrics.status).toBe(200);
     const text = await metrics.text();
-    expect(text).toMatch(/^auth_gateway_requests_total\{route="\/v1\/conversations",method="GET",status_class="2xx",auth="bearer"\} 1$/m);
+    expect(text).toMatch(/^auth_gateway_requests_total\{route="\/v1\/conversations",method="GET",status_class="2xx",auth="bearer",protocol="http\/1\.1"\} 1$/m);
     expect(text).toMatch(/^auth_gateway_store_up 1$/m);
     expect((await fetch(`${base}/metrics`)).status).toBe(401);
   });

@@ -23,7 +23,7 @@ describe('admin and server.tls settings', () => {
 
   it('reads server.tls with paths relative to the file, and requires both files', () => {
     const c = parseConfig(BASE + 'server: { tls: { certFile: tls/cert.pem, keyFile: /k.pem } }\n', '/etc/gw/gateway.yaml', {});
-    expect(c.server.tls).toEqual({ certFile: '/etc/gw/tls/cert.pem', keyFile: '/k.pem', reloadIntervalMs: 5000 });
+    expect(c.server.tls).toEqual({ certFile: '/etc/gw/tls/cert.pem', keyFile: '/k.pem', reloadIntervalMs: 5000, http2: true });
     expect(parseConfig(BASE, '/etc/gw/gateway.yaml', {}).server.tls).toBeUndefined();
     expect(problems(BASE + 'server: { tls: { certFile: c.pem } }\n')).toEqual(['server.tls.keyFile is required']);
   });

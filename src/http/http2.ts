@@ -1,0 +1,342 @@
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, RequestListener, ServerResponse } from 'node:http';
+import {
+  constants, createSecureServer, Http2ServerRequest, Http2ServerResponse,
+  type Http2SecureServer, type Http2Session, type SecureServerOptions, type ServerHttp2Stream,
+} from 'node:http2';
+import type { TLSSocket } from 'node:tls';
+import type { Http2Config } from '../config/types.js';
+import type { Logger } from '../log.js';
+
+/**
+ * HTTP/2 on the TLS listener (server.tls.http2): one `http2.createSecureServer` with `allowHTTP1`, so
+ * ALPN offers `h2` and `http/1.1`; an HTTP/1.1 connection (WebSockets, clients without h2) is served by
+ * Node's HTTP/1.1 code exactly as on an HTTPS server, and every HTTP/2 stream arrives through the
+ * compatibility API as a request/response pair that enters the same request handler, on the same
+ * exchange record, as an HTTP/1.1 request. What differs is the connection:
+ *  - streams of one connection run side by side (up to maxConcurrentStreams), not one at a time as the
+ *    pipelining lanes run HTTP/1.1 requests; each still takes its own place in its upstream's admission
+ *    (`maxConnections` + `maxQueued`), exactly as requests on separate connections do;
+ *  - connection-specific headers (RFC 9113 section 8.2.2) are never written to an h2 client (see
+ *    GatewayHttp2Response), and the request's `:authority` is its Host (see request-form);
+ *  - a connection that floods is closed with GOAWAY (see Http2Sessions);
+ *  - a drain sends every connection GOAWAY at once: the client learns which streams were taken and
+ *    sends the rest elsewhere, so there is no keep-alive race to wait out.
+ */
+
+const REPLACED = Symbol('replacedHeaders');
+
+/** Header names HTTP/2 forbids (RFC 9113 section 8.2.2); Node's HTTP/2 code throws on them. */
+const CONNECTION_SPECIFIC = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
+
+/** How long an HTTP/2 connection may stay silent (no frame either way) before it is closed. */
+const SESSION_IDLE_MS = 60_000;
+/** Node's own limits beside ours: invalid frames and refused streams tolerated per connection. */
+const MAX_INVALID_FRAMES = 100;
+const MAX_REJECTED_STREAMS = 100;
+/** The window the per-connection budgets below are counted in. */
+const BUDGET_WINDOW_MS = 10_000;
+/** SETTINGS and PING frames a connection may send per window (a well-behaved client sends a handful). */
+const SETTINGS_BUDGET = 50;
+const PING_BUDGET = 100;
+/**
+ * How often every HTTP/2 connection is sent a PING: one that has not answered the previous one by the
+ * next is gone (nghttp2 ended it itself, or the peer is unreachable) and is closed.
+ */
+const PROBE_MS = 5000;
+/** Floods are logged at most this often (the metric counts every one). */
+const LOG_EVERY_MS = 60_000;
+
+/** Why a connection was closed for flooding (the `reason` label of the metric). */
+export type FloodReason = 'rapid_reset' | 'continuation' | 'settings_flood' | 'ping_flood' | 'invalid_frames' | 'header_list' | 'protocol_error';
+
+/**
+ * The request of an HTTP/2 stream. Its headers may be replaced (the upstream-headers step sets the
+ * object the upstream gets, as on an HTTP/1.1 request); Node's own reads (method, path) stay on the
+ * headers the stream arrived with.
+ */
+export class GatewayHttp2Request extends Http2ServerRequest {
+  [REPLACED]: IncomingHttpHeaders | undefined = undefined;
+}
+const REPLACED_DESCRIPTOR = Object.getOwnPropertyDescriptor(Http2ServerRequest.prototype, 'headers')!;
+Object.defineProperty(GatewayHttp2Request.prototype, 'headers', {
+  configurable: true,
+  get(this: GatewayHttp2Request) {
+    return this[REPLACED] ?? REPLACED_DESCRIPTOR.get!.call(this);
+  },
+  set(this: GatewayHttp2Request, headers: IncomingHttpHeaders) {
+    this[REPLACED] = headers;
+  },
+});
+
+/**
+ * The response of an HTTP/2 stream: connection-specific headers are dropped wherever they are set (a
+ * problem body's `Connection: close`, an upstream's `Keep-Alive`), never thrown on, and a status
+ * message (HTTP/2 has none) is left out.
+ */
+export class GatewayHttp2Response extends Http2ServerResponse {
+  override setHeader(name: string, value: number | string | readonly string[]): this {
+    if (!CONNECTION_SPECIFIC.has(name.toLowerCase())) super.setHeader(name, value);
+    return this;
+  }
+
+  override writeHead(statusCode: number, headers?: OutgoingHttpHeaders): this;
+  override writeHead(statusCode: number, statusMessage: string, headers?: OutgoingHttpHeaders): this;
+  override writeHead(statusCode: number, message?: string | OutgoingHttpHeaders, headers?: OutgoingHttpHeaders): this {
+    const given = typeof message === 'object' ? message : headers;
+    if (given === undefined) return super.writeHead(statusCode);
+    const kept: OutgoingHttpHeaders = {};
+    for (const name of Object.keys(given)) {
+      if (!CONNECTION_SPECIFIC.has(name.toLowerCase())) kept[name] = given[name];
+    }
+    return super.writeHead(statusCode, kept);
+  }
+}
+// As on an HTTP/1.1 response: `destroyed` says the stream is gone (ended, reset or cut).
+Object.defineProperty(GatewayHttp2Response.prototype, 'destroyed', {
+  configurable: true,
+  get(this: GatewayHttp2Response) {
+    return this.stream.destroyed;
+  },
+});
+
+/** What an HTTP/2 server needs beyond the TLS options. */
+export interface Http2ListenerOptions {
+  limits: Http2Config;
+  /** Told of every connection closed for flooding (the metric). */
+  onFlood: (reason: FloodReason) => void;
+  log: Logger;
+}
+
+/**
+ * The TLS listener with HTTP/2: Node's HTTP/2 server with HTTP/1.1 allowed, its HTTP/1.1 side set as
+ * an https.Server would be (keep-alive timeout; headers and request timeouts are the caller's, set on
+ * the server). Add the request listener with `entry` (after this: the flood checks see a stream first).
+ */
+export function createHttp2Listener(tlsOptions: SecureServerOptions, options: Http2ListenerOptions): { server: Http2SecureServer; sessions: Http2Sessions } {
+  const server = createSecureServer({
+    ...tlsOptions,
+    allowHTTP1: true,
+    settings: {
+      maxConcurrentStreams: options.limits.maxConcurrentStreams,
+      maxHeaderListSize: options.limits.maxHeaderListBytes,
+      enablePush: false,
+    },
+    maxSessionInvalidFrames: MAX_INVALID_FRAMES,
+    maxSessionRejectedStreams: MAX_REJECTED_STREAMS,
+    Http2ServerRequest: GatewayHttp2Request as typeof Http2ServerRequest,
+    Http2ServerResponse: GatewayHttp2Response as unknown as typeof Http2ServerResponse,
+  });
+  // What http.Server has and Node's HTTP/2 server does not set for its HTTP/1.1 connections.
+  (server as unknown as { keepAliveTimeout: number }).keepAliveTimeout = 5000;
+  const sessions = new Http2Sessions(server, options);
+  return { server, sessions };
+}
+
+/**
+ * The request listener of the HTTP/2 listener: an HTTP/2 stream goes straight to `serve` (its
+ * connection's streams run side by side, bounded by maxConcurrentStreams), unless the client reset it
+ * already; an HTTP/1.1 request goes to `http1` (the pipelining lanes).
+ */
+export function entry(serve: RequestListener, http1: RequestListener): RequestListener {
+  return (req: IncomingMessage, res: ServerResponse) => {
+    if (req.httpVersionMajor !== 2) return http1(req, res);
+    const stream = (req as unknown as Http2ServerRequest).stream;
+    if (stream.destroyed) return;
+    // A body without Content-Length (HTTP/2 frames it in DATA frames) is a chunked one toward the
+    // HTTP/1.1 upstream, and the gateway's framing checks see it as a body.
+    if (!stream.endAfterHeaders && req.headers['content-length'] === undefined) req.headers['transfer-encoding'] = 'chunked';
+    serve(req, res);
+  };
+}
+
+interface Budget {
+  count: number;
+  since: number;
+}
+
+/** Per connection: what it spent of its budgets in the current window. */
+interface SessionState {
+  resets: Budget;
+  settings: Budget;
+  pings: Budget;
+  flooded: boolean;
+  /** A PING of the liveness probe is unanswered. */
+  probing: boolean;
+}
+
+/**
+ * The HTTP/2 connections of the listener: counted against the flood budgets, told to go away on a
+ * drain, and cut when the drain's grace is over (HTTP/1.1 connections on the same listener too).
+ *
+ * What closes a connection with GOAWAY (ENHANCE_YOUR_CALM unless Node's own check caught it first):
+ *  - rapid_reset: more streams reset by the client in a window than twice maxConcurrentStreams (at least
+ *    100): HEADERS + RST_STREAM loops never reach the concurrency limit, yet each stream costs a request;
+ *  - settings_flood / ping_flood: more SETTINGS or PING frames in a window than SETTINGS_BUDGET / PING_BUDGET
+ *    (a client that reads the acknowledgements is never stopped by nghttp2's own outbound-queue limit);
+ *  - header_list: a request whose header list is larger than maxHeaderListBytes (nghttp2 only holds the
+ *    advertised limit once the client acknowledged it, and then silently resets the stream);
+ *  - continuation / invalid_frames: a header block that never ends (nghttp2 stops it after a few
+ *    CONTINUATION frames) and frames that break the protocol or that Node counts as invalid
+ *    (maxSessionInvalidFrames, maxSessionRejectedStreams): Node ends the connection, it is counted here.
+ * A connection nghttp2 ended without telling (its GOAWAY sent, the socket no longer read) is closed by
+ * the idle timeout.
+ */
+export class Http2Sessions {
+  private readonly sessions = new Map<Http2Session, SessionState>();
+  private readonly sockets = new Set<TLSSocket>();
+  private closing = false;
+  private lastLog = 0;
+  private unlogged = 0;
+  private readonly resetBudget: number;
+
+  constructor(server: Http2SecureServer, private readonly options: Http2ListenerOptions) {
+    this.resetBudget = Math.max(100, 2 * options.limits.maxConcurrentStreams);
+    server.on('secureConnection', (socket: TLSSocket) => {
+      this.sockets.add(socket);
+      socket.once('close', () => this.sockets.delete(socket));
+    });
+    server.on('session', (session: Http2Session) => this.open(session));
+    server.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, _flags: number, rawHeaders?: string[]) => this.onStream(stream, headers, rawHeaders));
+    // Errors of a session are handled on the session (see open); Node also reports them here.
+    server.on('sessionError', () => {});
+  }
+
+  /** Open HTTP/2 connections. */
+  get size(): number {
+    return this.sessions.size;
+  }
+
+  /**
+   * A drain: every HTTP/2 connection gets GOAWAY now (its streams in progress finish, then it closes),
+   * and so does every one that completes its handshake from now on.
+   */
+  goAwayAll(): void {
+    this.closing = true;
+    for (const session of this.sessions.keys()) session.close();
+  }
+
+  /** The drain's grace is over: every connection of the listener is cut, HTTP/1.1 ones too. */
+  destroyAll(): void {
+    for (const session of this.sessions.keys()) session.destroy();
+    for (const socket of this.sockets) socket.destroy();
+  }
+
+  private open(session: Http2Session): void {
+    const now = Date.now();
+    const state: SessionState = { resets: { count: 0, since: now }, settings: { count: 0, since: now }, pings: { count: 0, since: now }, flooded: false, probing: false };
+    this.sessions.set(session, state);
+    session.once('close', () => {
+      this.sessions.delete(session);
+      if (this.sessions.size === 0) this.stopProbing();
+    });
+    session.on('error', (err: NodeJS.ErrnoException) => {
+      const reason = errorReason(err);
+      if (reason) this.flooded(session, state, reason, false);
+    });
+    session.on('remoteSettings', () => {
+      if (spend(state.settings, SETTINGS_BUDGET)) this.flooded(session, state, 'settings_flood');
+    });
+    session.on('ping', () => {
+      if (spend(state.pings, PING_BUDGET)) this.flooded(session, state, 'ping_flood');
+    });
+    // Node ends a session that stays silent this long (no 'timeout' listener on the server).
+    session.setTimeout(SESSION_IDLE_MS);
+    if (this.closing) session.close();
+    this.probe ??= setInterval(() => this.probeAll(), PROBE_MS).unref();
+  }
+
+  private probe: NodeJS.Timeout | undefined;
+
+  private stopProbing(): void {
+    clearInterval(this.probe);
+    this.probe = undefined;
+  }
+
+  /**
+   * nghttp2 ends some connections without telling Node's JavaScript side (a header block continued past
+   * its limits, streams reset faster than its own rate limit, a protocol error it answers with GOAWAY
+   * itself): it sends GOAWAY and stops reading, and the socket stays open. A connection that has not
+   * answered the last PING by now is such a one (or unreachable): it is closed and counted.
+   */
+  private probeAll(): void {
+    for (const [session, state] of this.sessions) {
+      if (session.destroyed || state.flooded) continue;
+      if (state.probing) {
+        this.flooded(session, state, 'protocol_error');
+        continue;
+      }
+      state.probing = true;
+      try {
+        session.ping((err) => {
+          if (!err) state.probing = false;
+        });
+      } catch {
+        // Closing already, or too many PINGs outstanding: the next round decides.
+      }
+    }
+  }
+
+  private onStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, rawHeaders: string[] | undefined): void {
+    const session = stream.session;
+    const state = session ? this.sessions.get(session) : undefined;
+    if (!session || !state) return;
+    if (headerListBytes(headers, rawHeaders) > this.options.limits.maxHeaderListBytes) {
+      this.flooded(session, state, 'header_list');
+      return;
+    }
+    // Reset before its answer began: by the client (RST_STREAM), or (rarely) cut by the gateway.
+    stream.once('close', () => {
+      if (stream.rstCode !== constants.NGHTTP2_NO_ERROR && !stream.headersSent && spend(state.resets, this.resetBudget)) {
+        this.flooded(session, state, 'rapid_reset');
+      }
+    });
+  }
+
+  /** Counts and (at most once a minute) logs a flood; `close`: close the connection with GOAWAY (Node has not already). */
+  private flooded(session: Http2Session, state: SessionState, reason: FloodReason, close = true): void {
+    if (state.flooded) return;
+    state.flooded = true;
+    const peer = session.socket?.remoteAddress;
+    if (close && !session.destroyed) session.destroy(new Error(`http2 flood: ${reason}`), constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    this.options.onFlood(reason);
+    const now = Date.now();
+    if (now - this.lastLog < LOG_EVERY_MS) {
+      this.unlogged++;
+      return;
+    }
+    this.options.log.warn('http2 connection closed: flood', { reason, peer, notLoggedSincePrevious: this.unlogged });
+    this.lastLog = now;
+    this.unlogged = 0;
+  }
+}
+
+/** Counts one event in its window; true when the budget is exceeded. */
+function spend(budget: Budget, limit: number): boolean {
+  const now = Date.now();
+  if (now - budget.since >= BUDGET_WINDOW_MS) {
+    budget.since = now;
+    budget.count = 0;
+  }
+  return ++budget.count > limit;
+}
+
+/** A session error that means the peer broke the protocol (not a connection reset, not our own GOAWAY). */
+function errorReason(err: NodeJS.ErrnoException): FloodReason | undefined {
+  if (/CONTINUATION/i.test(err.message)) return 'continuation';
+  if (err.code === 'ERR_HTTP2_ERROR' || err.code === 'ERR_HTTP2_TOO_MANY_INVALID_FRAMES') return 'invalid_frames';
+  return undefined;
+}
+
+/** The header list's size as RFC 9113 section 6.5.2 counts it: name + value + 32 per field. */
+function headerListBytes(headers: IncomingHttpHeaders, raw: string[] | undefined): number {
+  let total = 0;
+  if (raw) {
+    for (let i = 0; i < raw.length; i += 2) total += raw[i]!.length + (raw[i + 1]?.length ?? 0) + 32;
+    return total;
+  }
+  for (const name of Object.keys(headers)) {
+    const value = headers[name];
+    for (const v of Array.isArray(value) ? value : [value ?? '']) total += name.length + String(v).length + 32;
+  }
+  return total;
+}

@@ -1,0 +1,241 @@
+import { connect as h2connect, type ClientHttp2Session } from 'node:http2';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { gatewayFixture } from '../support/fixtures.js';
+import {
+  ErrorCode, Flags, FrameType, RawH2, frame, getRequest, headerBlock, headersFrame, ping, rstStream, settings, windowUpdate,
+} from '../support/h2-frames.js';
+import { TestPki } from '../support/tls-pki.js';
+
+/**
+ * Each HTTP/2 flood on raw frames: the offending connection is closed with GOAWAY and counted, memory
+ * stays bounded, and a well-behaved client on another connection is answered all along.
+ */
+
+let pki: TestPki;
+
+const gw = gatewayFixture({
+  log: 'warn',
+  before: () => {
+    pki = new TestPki();
+  },
+  config: (f) => ({
+    server: { host: '127.0.0.1', port: 0, shutdownGraceMs: 2000, tls: { certFile: pki.certFile, keyFile: pki.keyFile } },
+    upstreams: { echo: { url: f.echo.url } },
+    routes: [{ path: '/v1/items', upstream: 'echo' }],
+  }),
+  after: () => pki.remove(),
+});
+
+const MB = 1024 * 1024;
+
+/** A client that asks every few milliseconds on its own connection and records every answer. */
+class WellBehaved {
+  answered = 0;
+  readonly failures: string[] = [];
+  private running = true;
+  private loop: Promise<void> | undefined;
+  private session!: ClientHttp2Session;
+
+  constructor(private readonly authorization: string) {}
+
+  async start(): Promise<void> {
+    this.session = h2connect(`https://127.0.0.1:${gw.port}`, { ca: pki.ca });
+    this.session.on('error', (err) => this.failures.push(`session: ${err.message}`));
+    await new Promise<void>((resolve, reject) => {
+      this.session.once('connect', () => resolve());
+      this.session.once('error', reject);
+    });
+    this.loop = (async () => {
+      while (this.running) {
+        try {
+          const status = await this.ask();
+          if (status === 200) this.answered++;
+          else this.failures.push(`status ${status}`);
+        } catch (err) {
+          this.failures.push((err as Error).message);
+        }
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    })();
+  }
+
+  /** Resolves once `n` more answers came (the client is served while the flood runs). */
+  async answersMore(n: number, timeoutMs = 10_000): Promise<void> {
+    const target = this.answered + n;
+    const deadline = Date.now() + timeoutMs;
+    while (this.answered < target) {
+      if (Date.now() > deadline) throw new Error(`well-behaved client: ${this.answered} answers, wanted ${target}; failures: ${this.failures.join('; ')}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await this.loop;
+    this.session.close();
+  }
+
+  private ask(): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const stream = this.session.request({ ':path': '/v1/items/1', authorization: this.authorization });
+      const timer = setTimeout(() => {
+        stream.close();
+        reject(new Error('no answer within 5 s'));
+      }, 5000);
+      let status = 0;
+      stream.on('response', (h) => (status = Number(h[':status'])));
+      stream.on('error', (err) => {
+        clearTimeout(timer);
+        reject(err);
+      });
+      stream.resume();
+      stream.on('end', () => {
+        clearTimeout(timer);
+        resolve(status);
+      });
+      stream.end();
+    });
+  }
+}
+
+let client: WellBehaved;
+let authorization: string;
+let rssBefore: number;
+
+beforeAll(async () => {
+  // fetch does not trust the test CA: the tokens are created over HTTP/2.
+  const tokens = await createOverHttp2();
+  authorization = `Bearer ${tokens.accessToken}`;
+  client = new WellBehaved(authorization);
+  await client.start();
+  await client.answersMore(5);
+  rssBefore = process.memoryUsage().rss;
+});
+
+afterAll(async () => {
+  await client?.stop();
+  expect(client.failures).toEqual([]);
+});
+
+async function createOverHttp2(): Promise<{ accessToken: string }> {
+  const session = h2connect(`https://127.0.0.1:${gw.port}`, { ca: pki.ca });
+  try {
+    const body = await new Promise<string>((resolve, reject) => {
+      const payload = JSON.stringify({ appKey: 'alice', appSecret: 'alice-pw' });
+      const stream = session.request({ ':method': 'POST', ':path': '/v1/tokens/create', 'content-type': 'application/json' });
+      let text = '';
+      stream.setEncoding('utf8');
+      stream.on('data', (d: string) => (text += d));
+      stream.on('end', () => resolve(text));
+      stream.on('error', reject);
+      stream.end(payload);
+    });
+    return JSON.parse(body) as { accessToken: string };
+  } finally {
+    session.close();
+  }
+}
+
+/** Connections closed for flooding, counted under any of `reasons`. */
+async function floods(reasons: string[]): Promise<number> {
+  const text = await gw.gateway.metrics.registry.getSingleMetricAsString('auth_gateway_http2_floods_total');
+  return reasons.reduce((sum, reason) => sum + Number(new RegExp(`reason="${reason}"\\} (\\d+)`).exec(text)?.[1] ?? 0), 0);
+}
+
+/**
+ * Runs a flood on a raw connection of its own (`step` sends one batch, until the server answers with
+ * GOAWAY or closes) and checks: GOAWAY received, the connection closed, counted under `reason`, RSS
+ * within 50 MB of its start, and the well-behaved client answered during and after.
+ */
+async function flood(reason: string | string[], step: (raw: RawH2, round: number) => Promise<void>, maxRounds = 2000): Promise<RawH2> {
+  const reasons = typeof reason === 'string' ? [reason] : reason;
+  const counted = await floods(reasons);
+  const raw = await RawH2.open(gw.port, { ca: pki.ca, keep: false });
+  const answeredBefore = client.answered;
+  for (let round = 0; round < maxRounds && !raw.goaway && !raw.closed; round++) await step(raw, round);
+  await raw.until(() => raw.goaway !== undefined, 10_000, 'GOAWAY');
+  // Closed at once by the gateway's own checks; within two liveness probes (5 s each) when nghttp2 ended it itself.
+  await raw.until(() => raw.closed, 15_000, 'the connection to close');
+  expect(await floods(reasons)).toBe(counted + 1);
+  await client.answersMore(5);
+  expect(client.answered).toBeGreaterThan(answeredBefore);
+  expect(process.memoryUsage().rss - rssBefore).toBeLessThan(50 * MB);
+  return raw;
+}
+
+describe('HTTP/2 floods close the offending connection with GOAWAY', () => {
+  it('Rapid Reset (CVE-2023-44487): HEADERS + RST_STREAM loops of authenticated (proxied) requests', async () => {
+    let next = 1;
+    const raw = await flood('rapid_reset', async (c) => {
+      const frames: Buffer[] = [];
+      for (let i = 0; i < 50; i++, next += 2) frames.push(headersFrame(next, getRequest('/v1/items/1', '127.0.0.1', [['authorization', authorization]])), rstStream(next));
+      await c.send(...frames);
+    });
+    expect(raw.goaway!.errorCode).toBe(ErrorCode.ENHANCE_YOUR_CALM);
+    // Stopped by the gateway's budget (200 resets), long before nghttp2's own limit (1000).
+    expect(raw.goaway!.lastStreamId).toBeLessThan(2 * 600);
+  });
+
+  it('Rapid Reset of requests answered at once (401): nghttp2\'s own limit, then the connection is closed', async () => {
+    let next = 1;
+    await flood(['rapid_reset', 'protocol_error'], async (c) => {
+      const frames: Buffer[] = [];
+      for (let i = 0; i < 50; i++, next += 2) frames.push(headersFrame(next, getRequest('/v1/items/1')), rstStream(next));
+      await c.send(...frames);
+    });
+  }, 30_000);
+
+  it('CONTINUATION frames without END_HEADERS', async () => {
+    const raw = await flood(['continuation', 'protocol_error'], async (c, round) => {
+      if (round === 0) await c.send(headersFrame(1, getRequest('/v1/items/1'), Flags.END_STREAM));
+      await c.send(frame(FrameType.CONTINUATION, 0, 1, headerBlock([[`x-more-${round}`, 'v'.repeat(100)]])));
+    });
+    expect(raw.goaway!.errorCode).not.toBe(ErrorCode.NO_ERROR);
+  }, 30_000);
+
+  it('SETTINGS flood (the acknowledgements read)', async () => {
+    const raw = await flood('settings_flood', async (c) => {
+      await c.send(...Array.from({ length: 20 }, () => settings([[0x3, 100]])));
+    });
+    expect(raw.goaway!.errorCode).toBe(ErrorCode.ENHANCE_YOUR_CALM);
+  });
+
+  it('PING flood (the acknowledgements read)', async () => {
+    const raw = await flood('ping_flood', async (c) => {
+      await c.send(...Array.from({ length: 20 }, () => ping()));
+    });
+    expect(raw.goaway!.errorCode).toBe(ErrorCode.ENHANCE_YOUR_CALM);
+  });
+
+  it('invalid frames: a WINDOW_UPDATE for a stream never opened', async () => {
+    const raw = await flood('invalid_frames', async (c) => {
+      await c.send(windowUpdate(99, 1));
+    });
+    expect(raw.goaway!.errorCode).not.toBe(ErrorCode.NO_ERROR);
+  });
+
+  it('invalid frames: malformed requests again and again (each refused stream counts)', async () => {
+    let next = 1;
+    const raw = await flood('invalid_frames', async (c) => {
+      const frames: Buffer[] = [];
+      // Upper-case header names are malformed in HTTP/2 (RFC 9113 section 8.2.1).
+      for (let i = 0; i < 20; i++, next += 2) frames.push(headersFrame(next, getRequest('/v1/items/1', '127.0.0.1', [['X-Upper', 'a']])));
+      await c.send(...frames);
+    });
+    expect(raw.goaway!.errorCode).not.toBe(ErrorCode.NO_ERROR);
+  });
+
+  it('a header list over maxHeaderListBytes (16384), split over HEADERS and CONTINUATION', async () => {
+    const raw = await flood('header_list', async (c) => {
+      const block = getRequest('/v1/items/1', '127.0.0.1', [['x-big', 'a'.repeat(12_000)], ['x-big2', 'a'.repeat(8000)]]);
+      await c.send(headersFrame(1, block.subarray(0, 16_000), Flags.END_STREAM), frame(FrameType.CONTINUATION, Flags.END_HEADERS, 1, block.subarray(16_000)));
+    }, 1);
+    expect(raw.goaway!.errorCode).toBe(ErrorCode.ENHANCE_YOUR_CALM);
+  });
+
+  it('floods are logged at most once a minute; the metric counts every one', async () => {
+    const lines = gw.logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'http2 connection closed: flood');
+    expect(lines.length).toBe(1);
+    expect(lines[0]).toMatchObject({ level: 'warn', reason: 'rapid_reset', peer: '127.0.0.1' });
+  });
+});
