@@ -39,6 +39,10 @@ export const SETTINGS = {
   'server.tls.certFile': { type: 'path', defaultText: 'required with `server.tls`', meaning: 'PEM certificate with its chain, relative to the config file; checked at start against the key.' },
   'server.tls.keyFile': { type: 'path', defaultText: 'required with `server.tls`', meaning: 'PEM private key, relative to the config file.' },
   'server.tls.reloadIntervalMs': { type: 'integer', default: 5000, min: 100, meaning: 'How often the two files are checked for a change; a renewed pair serves new connections without a restart, a broken one is logged and the one in use kept.' },
+  'server.tls.clientCa': { type: 'path', defaultText: 'none (no client certificate asked for)', meaning: 'PEM certificates of the CAs whose client certificates are identities (`via: mtls`, docs/operating.md#client-certificates); reloaded like the certificate.' },
+  'server.tls.clientCerts': { type: '`request` or `require`', default: 'request', values: ['request', 'require'], meaning: 'With `clientCa`: `request` asks for a certificate and serves clients without one (a certificate presented that does not verify gets 401 on every request of its connection); `require` refuses the handshake without a valid one.' },
+  'server.tls.crlFile': { type: 'path', defaultText: 'none', meaning: 'PEM CRLs of the client CAs (one for each CA of a chain): a revoked certificate is refused at the handshake, and on open connections at their next request once a changed file is read; needs `clientCa`.' },
+  'server.tls.userFrom': { type: '`cn`, `san-email`, `san-uri` or `san-dns`', default: 'cn', values: ['cn', 'san-email', 'san-uri', 'san-dns'], meaning: 'Which part of a client certificate is the user name: the subject CN, or the first e-mail, URI or DNS name of its subjectAltName. Its OU values are the groups.' },
   'server.workers': { type: 'integer or `auto`', default: 1, min: 1, max: 256, meaning: 'Worker processes sharing the port (node:cluster; `auto`: one per core). Needs `store.kind: redis`; changing it needs a restart.' },
 
   // store

@@ -53,7 +53,17 @@ export interface TlsConfig {
   keyFile: string;
   /** How often the files are checked for a change. */
   reloadIntervalMs: number;
+  /** Absolute path of the PEM CAs of client certificates; undefined: none asked for. */
+  clientCa?: string;
+  /** With clientCa: a certificate is asked for (optional) or required at the handshake. */
+  clientCerts: 'request' | 'require';
+  /** Absolute path of the PEM CRLs of the client CAs; undefined: none. */
+  crlFile?: string;
+  /** Which part of a client certificate names the user. */
+  userFrom: ClientUserFrom;
 }
+
+export type ClientUserFrom = 'cn' | 'san-email' | 'san-uri' | 'san-dns';
 
 export interface ServerConfig {
   host: string;

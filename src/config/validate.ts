@@ -42,7 +42,8 @@ export function checkConfig(raw: unknown, file: string, baseDir: string, locate?
   const rateLimit = root.rateLimit === undefined || root.rateLimit === null || root.rateLimit === false
     ? undefined : readRateLimit(c, 'rateLimit', c.obj('rateLimit', root.rateLimit));
   const upstreams = readUpstreams(c, root.upstreams);
-  const routes = readRoutes(c, root.routes, upstreams, users.groups);
+  // Groups come from the htgroup file, or from client certificates (their OU values).
+  const routes = readRoutes(c, root.routes, upstreams, users.groups ?? server.tls?.clientCa);
   const log = readLog(c, c.obj('log', root.log));
   const admin = readAdmin(c, root.admin);
   const forwardAuth = readForwardAuth(c, root.forwardAuth);
@@ -407,10 +408,17 @@ function readTls(c: Checker, raw: unknown, at: (p: string) => string): TlsConfig
   c.unknownKeys('server.tls', t, childrenOf('server.tls'));
   const certFile = c.str('server.tls.certFile', t.certFile);
   const keyFile = c.str('server.tls.keyFile', t.keyFile);
+  const clientCa = t.clientCa === undefined ? undefined : c.str('server.tls.clientCa', t.clientCa);
+  const crlFile = t.crlFile === undefined ? undefined : c.str('server.tls.crlFile', t.crlFile);
+  if (crlFile !== undefined && clientCa === undefined) c.problem('server.tls.crlFile', 'needs server.tls.clientCa (a CRL of client certificates)');
   return {
     certFile: certFile ? at(certFile) : '',
     keyFile: keyFile ? at(keyFile) : '',
     reloadIntervalMs: int(c, 'server.tls.reloadIntervalMs', t.reloadIntervalMs),
+    clientCa: clientCa ? at(clientCa) : undefined,
+    clientCerts: oneOf(c, 'server.tls.clientCerts', t.clientCerts) as TlsConfig['clientCerts'],
+    crlFile: crlFile ? at(crlFile) : undefined,
+    userFrom: oneOf(c, 'server.tls.userFrom', t.userFrom) as TlsConfig['userFrom'],
   };
 }
 

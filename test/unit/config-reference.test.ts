@@ -47,6 +47,7 @@ describe('validation takes its defaults and known keys from the table', () => {
     'identity.assertion.alg': withIdentity.config.identity.assertion?.alg,
     'identity.assertion.ttlSeconds': withIdentity.config.identity.assertion?.ttlSeconds,
     'server.tls.reloadIntervalMs': config.server.tls?.reloadIntervalMs,
+    'server.tls.clientCerts': config.server.tls?.clientCerts, 'server.tls.userFrom': config.server.tls?.userFrom,
     'store.kind': config.store.kind,
     'store.keyPrefix': redis?.keyPrefix, 'store.commandTimeoutMs': redis?.commandTimeoutMs,
     'store.connectTimeoutMs': redis?.connectTimeoutMs, 'store.livenessCacheMs': redis?.livenessCacheMs,
