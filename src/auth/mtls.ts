@@ -35,6 +35,7 @@ export function mtlsAuthenticator(certificates: ClientCertificates): Authenticat
         user,
         via: 'mtls',
         groups: cert.ou,
+        ownGroups: true,
         sid: undefined,
         expiresAt: Math.floor(cert.validToMs / 1000),
         ambient: true,

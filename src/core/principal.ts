@@ -9,6 +9,11 @@ export interface Principal {
   readonly via: string;
   /** Groups the user is in (set once by the allow step, from the groups its source knows). */
   groups: readonly string[] | undefined;
+  /**
+   * The groups came with the credential itself (a client certificate's OU values), not from the groups
+   * file: an open tunnel is judged again by them, not by the file.
+   */
+  readonly ownGroups?: true;
   /** The session whose revocation ends what this principal opened (a tunnel); undefined: none. */
   readonly sid: string | undefined;
   /** When the credential expires, in seconds since the epoch (a tunnel ends then); undefined: never. */

@@ -32,5 +32,5 @@ export function stillAllowed(routes: RouteTable, groups: Groups, owner: Principa
   const route = routes.match(path);
   if (!route || !route.websocket || route.upstream === undefined) return false;
   if (!route.allow) return true;
-  return decide(route.allow, { user: owner.user, groups: groups.of(owner.user) }, 'GET').allowed;
+  return decide(route.allow, { user: owner.user, groups: owner.ownGroups ? owner.groups ?? [] : groups.of(owner.user) }, 'GET').allowed;
 }
