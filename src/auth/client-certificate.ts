@@ -16,7 +16,7 @@ export interface ClientCertificate {
   verified: boolean;
   /** Why it is not verified (an OpenSSL verify code: UNABLE_TO_GET_ISSUER_CERT, CERT_REVOKED, …). */
   reason: string | undefined;
-  /** Its subject's CN and OU values, and its subjectAltName e-mails, URIs and DNS names, in order. */
+  /** Its subject's CN values, OU values (sorted, once each), and subjectAltName e-mails, URIs and DNS names, in order. */
   readonly cn: readonly string[];
   readonly ou: readonly string[];
   readonly email: readonly string[];
@@ -126,7 +126,8 @@ function read(socket: PeerSocket, generation: number): ClientCertificate | null 
     verified: socket.authorized === true && id !== undefined,
     reason: socket.authorized === true ? (id === undefined ? 'UNREADABLE_CERTIFICATE' : undefined) : typeof error === 'string' ? error : error?.message ?? 'NOT_VERIFIED',
     cn: values(peer.subject?.CN),
-    ou: values(peer.subject?.OU),
+    // As the groups file gives them: sorted, once each.
+    ou: [...new Set(values(peer.subject?.OU))].sort(),
     email: names.email,
     uri: names.uri,
     dns: names.dns,

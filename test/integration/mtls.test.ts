@@ -195,9 +195,9 @@ describe('client certificates, server.tls.clientCerts: request', () => {
     const seen = lastReceived().headers;
     expect(seen['x-authenticated-user']).toBe('alice');
     expect(seen['x-authenticated-via']).toBe('mtls');
-    expect(seen['x-authenticated-groups']).toBe('ops,dev');
+    expect(seen['x-authenticated-groups']).toBe('dev,ops');
     const assertion = payloadOf(seen['x-identity-assertion'] as string);
-    expect(assertion).toMatchObject({ sub: 'alice', via: 'mtls', groups: ['ops', 'dev'], cnf: { 'x5t#S256': pki.thumbprint('alice') } });
+    expect(assertion).toMatchObject({ sub: 'alice', via: 'mtls', groups: ['dev', 'ops'], cnf: { 'x5t#S256': pki.thumbprint('alice') } });
     expect(await accessLine(res.headers['x-request-id'])).toMatchObject({ user: 'alice', via: 'mtls', certificate: pki.thumbprint('alice'), status: 200 });
   });
 
