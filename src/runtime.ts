@@ -4,6 +4,8 @@ import type { Authenticator } from './auth/authenticator.js';
 import { basicAuthenticator } from './auth/basic.js';
 import { bearerAuthenticator } from './auth/bearer.js';
 import { oidcAuthenticator } from './auth/oidc.js';
+import type { ClientCertificates } from './auth/client-certificate.js';
+import { mtlsAuthenticator } from './auth/mtls.js';
 import { allowRules } from './pipeline/steps/allow.js';
 import { answerForwardAuth, forwardAuthEntry } from './pipeline/steps/forward-auth.js';
 import { GroupsFile, noGroups, type Groups } from './authz/groups.js';
@@ -62,6 +64,8 @@ export interface Shared {
   tunnels: Tunnels;
   /** Answers a request with one of the gateway's own endpoints (the Koa application). */
   serveOwn: (ex: GatewayExchange, handler: OwnHandler) => Promise<void>;
+  /** The client certificates of the listener's connections (server.tls.clientCa); undefined: none asked for. */
+  clientCertificates?: ClientCertificates;
 }
 
 /**
@@ -156,6 +160,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     basicAuthenticator(passwords, (user) => users.credentialVersion(user)),
     ...(issuers.length > 0 ? [oidcAuthenticator(issuers)] : []),
     bearerAuthenticator(tokens),
+    ...(shared.clientCertificates ? [mtlsAuthenticator(shared.clientCertificates)] : []),
   ] as Authenticator[];
   const runPipeline = pipeline([
     authenticate(authenticators),
@@ -171,8 +176,11 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     tunnel: tunnel(forwarder, shared.tunnels, (upstream) => config.upstreams[upstream]!.maxTunnels),
     answer: answerForwardAuth(signed),
   });
+  const certificates = shared.clientCertificates;
   const handle = (ex: GatewayExchange) => {
     requestForm(ex);
+    // A client certificate presented but not verified: 401 on every request; a verified one is recorded.
+    if (certificates) certificates.screen(ex);
     const own = findOwn(ex);
     return own ? shared.serveOwn(ex, own) : runPipeline(ex);
   };

@@ -12,9 +12,10 @@ import type { Lockout } from './credentials/lockout.js';
 import { clientErrorResponder } from './http/client-error.js';
 import { Drain, pacedBy, type DrainPacing } from './http/drain.js';
 import { handleExpectations } from './http/expect.js';
-import { answerPlainHttp, readTlsOptions, watchCertificate } from './http/tls.js';
+import { answerPlainHttp, keepClientCertificates, readTlsOptions, watchCertificate } from './http/tls.js';
 import { createHttp2Listener, entry } from './http/http2.js';
 import type { Http2SecureServer } from 'node:http2';
+import { ClientCertificates } from './auth/client-certificate.js';
 import { observe } from './http/observe.js';
 import { answerError } from './http/errors.js';
 import { newExchange } from './core/exchange.js';
@@ -84,6 +85,9 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   // Read first: a broken certificate stops the start before anything is opened.
   const tls = config.server.tls;
   const tlsOptions = tls ? readTlsOptions(tls) : {};
+  // Client certificates (server.tls.clientCa): read once per connection, judged again after a CRL change.
+  const clientCertificates = tls?.clientCa !== undefined ? new ClientCertificates(tls.userFrom) : undefined;
+  clientCertificates?.useCrl(tlsOptions.crl as Buffer | undefined);
   const clock = deps.clock ?? systemClock;
   const log = deps.log ?? silentLogger;
   const store = deps.store ?? createStore(config.store, clock, log);
@@ -139,7 +143,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   const koa = app.callback();
 
   const shared: Shared = {
-    clock, log, store: timedStore, counters: instrumentStore(counters, metrics), ping: readiness, refused, tunnels,
+    clock, log, store: timedStore, counters: instrumentStore(counters, metrics), ping: readiness, refused, tunnels, clientCertificates,
     onUpstreamError: (upstream, kind) => metrics.upstreamErrors.inc({ upstream, kind }),
     onKeyFetch: (issuer, result) => metrics.providerKeyFetches.inc({ issuer, result }),
     serveOwn: (ex, handler) => {
@@ -180,7 +184,8 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
     h2.server.on('request', handle);
   }
   if (tls) answerPlainHttp(server as HttpsServer, config.server.headersTimeoutMs);
-  const stopWatchingCertificate = tls ? watchCertificate(server as HttpsServer, tls, log) : () => {};
+  if (clientCertificates) keepClientCertificates(server as HttpsServer);
+  const stopWatchingCertificate = tls ? watchCertificate(server as HttpsServer, tls, log, (options) => clientCertificates?.useCrl(options.crl as Buffer | undefined)) : () => {};
   server.on('clientError', clientErrorResponder(log));
   handleExpectations(server as Server, handle);
   metrics.watch({ storePing: ping, bcryptPending: () => current.credentials.verifier.pendingVerifications, storeReplication: () => store.replication() });

@@ -2,7 +2,8 @@ import { DomainError } from '../core/domain-error.js';
 import { HttpProblem, REALM } from '../core/problem.js';
 import type { Principal } from '../core/principal.js';
 import type { TokenService } from '../tokens/service.js';
-import type { AccessClaims } from '../tokens/access-token.js';
+import { invalidToken, type AccessClaims } from '../tokens/access-token.js';
+import type { Exchange } from '../core/exchange.js';
 import type { Authenticator } from './authenticator.js';
 import { schemeMatcher } from './authenticator.js';
 
@@ -17,7 +18,9 @@ const isBearer = schemeMatcher('bearer');
  * `Authorization: Bearer <access token>` of the gateway's own tokens: the signature and claims
  * (AccessTokenCodec, byte-identical tokens from its cache), the user's credential version, then whether
  * the session is live: from the liveness cache without waiting when it knows, else one store round trip.
- * The principal carries the session (its revocation ends a tunnel) and the token's expiry.
+ * The principal carries the session (its revocation ends a tunnel) and the token's expiry. A token bound
+ * to a client certificate (`cnf.x5t#S256`, RFC 8705 §3) passes only over a connection whose verified
+ * certificate has that thumbprint (`ex.certificate`, recorded by the connection check).
  */
 export function bearerAuthenticator(tokens: TokenService): Authenticator<string> {
   return {
@@ -35,9 +38,9 @@ export function bearerAuthenticator(tokens: TokenService): Authenticator<string>
         headers: { 'WWW-Authenticate': `${BEARER_CHALLENGE}, error="invalid_request"` },
       });
     },
-    verify(token) {
+    verify(token, ex) {
       const claims = tokens.verifyAccessTokenNow(token);
-      return claims instanceof Promise ? claims.then((c) => principal(c, token)) : principal(claims, token);
+      return claims instanceof Promise ? claims.then((c) => principal(bound(c, ex), token)) : principal(bound(claims, ex), token);
     },
     async recheck(owner) {
       try {
@@ -49,6 +52,14 @@ export function bearerAuthenticator(tokens: TokenService): Authenticator<string>
       }
     },
   };
+}
+
+/** The claims of a token that is unbound, or bound to the certificate of the request's connection. */
+function bound(claims: AccessClaims, ex: Exchange): AccessClaims {
+  if (claims.cnf !== undefined && claims.cnf['x5t#S256'] !== ex.certificate) {
+    throw invalidToken('the access token is bound to a client certificate this connection does not present');
+  }
+  return claims;
 }
 
 function principal(claims: AccessClaims, token: string): Principal {

@@ -77,6 +77,9 @@ export type LogConfig = Scalars<'log'>;
 /** HTTPS on the public port (absolute file paths); the files are re-read when they change. */
 export type TlsConfig = Scalars<'server.tls'>;
 
+/** Which part of a client certificate names the user. */
+export type ClientUserFrom = TlsConfig['userFrom'];
+
 export type ServerConfig = Scalars<'server'> & {
   /** Reverse proxies in front of the gateway whose X-Forwarded-For entries are trusted (0 = none; `true` is 1). */
   trustProxy: number;

@@ -45,8 +45,9 @@ export function checkConfig(raw: unknown, file: string, baseDir: string, locate?
   const rateLimit = root.rateLimit === undefined || root.rateLimit === null || root.rateLimit === false
     ? undefined : readRateLimit(c, 'rateLimit', c.obj('rateLimit', root.rateLimit));
   const upstreams = readUpstreams(c, root.upstreams);
-  // Allow rules may name groups when some source has them: the htgroup file, the directory, a provider's groups claim.
-  const routes = readRoutes(c, root.routes, upstreams, users.groups ?? users.ldap?.groupsBase ?? groupsClaimOf(root.identity));
+  // Allow rules may name groups when some source has them: the htgroup file, the directory, a provider's
+  // groups claim, client certificates (their OU values).
+  const routes = readRoutes(c, root.routes, upstreams, users.groups ?? users.ldap?.groupsBase ?? groupsClaimOf(root.identity) ?? server.tls?.clientCa);
   const log = readLog(c, c.obj('log', root.log));
   const admin = readAdmin(c, root.admin);
   const forwardAuth = readForwardAuth(c, root.forwardAuth);
@@ -370,7 +371,9 @@ function readTls(c: Checker, raw: unknown, at: (p: string) => string): TlsConfig
   if (raw === undefined || raw === null || raw === false) return undefined;
   const t = c.obj('server.tls', raw);
   c.unknownKeys('server.tls', t, childrenOf('server.tls'));
-  return readScalars(c, 'server.tls', t, { at });
+  const tls = readScalars(c, 'server.tls', t, { at });
+  if (tls.crlFile !== undefined && tls.clientCa === undefined) c.problem('server.tls.crlFile', 'needs server.tls.clientCa (a CRL of client certificates)');
+  return tls;
 }
 
 /** `admin`: default 127.0.0.1:9091, `false` for none. */

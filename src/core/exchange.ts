@@ -48,6 +48,11 @@ export class Exchange<R extends RouteRef = RouteRef> {
   /** The user name a request tried (Basic, token create) before it was verified: for the access line. */
   triedUser: string | undefined = undefined;
   principal: Principal | undefined = undefined;
+  /**
+   * The x5t#S256 thumbprint of the verified client certificate of the request's connection (recorded
+   * whichever credential decided: the access line, the identity assertion); undefined: none.
+   */
+  certificate: string | undefined = undefined;
   /** The route the path matched (set after authentication). */
   route: R | undefined = undefined;
   /**

@@ -10,8 +10,8 @@ export interface Principal {
   /** Groups the user is in (set once by the allow step, from the groups its source knows). */
   groups: readonly string[] | undefined;
   /**
-   * The source set `groups` itself (a provider token's groups claim): later checks of an open tunnel
-   * keep them instead of reading the groups file. Absent: the groups come from the groups file.
+   * The source set `groups` itself (a provider token's groups claim, a client certificate's OU values), not
+   * the groups file: an open tunnel is judged again by them, not by the file.
    */
   readonly ownGroups?: boolean;
   /** The session whose revocation ends what this principal opened (a tunnel); undefined: none. */

@@ -26,6 +26,8 @@ export function accessLine(log: Logger): (ex: Exchange) => void {
         // The authenticated user; else the user name a refused Basic request or a token call named.
         user: ex.principal?.user ?? ex.triedUser,
         via: ex.principal?.via,
+        // The x5t#S256 of the connection's verified client certificate, whichever credential decided.
+        certificate: ex.certificate,
         route: ex.route?.path,
         upstream: ex.route?.upstream,
         // A forward-auth call: method and path above are the request it asked about.

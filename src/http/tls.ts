@@ -1,13 +1,14 @@
 import { readFileSync, unwatchFile, watchFile } from 'node:fs';
 import type { Server as HttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
-import { createSecureContext, DEFAULT_CIPHERS, type SecureContextOptions } from 'node:tls';
+import { createSecureContext, DEFAULT_CIPHERS, type TlsOptions, type TLSSocket } from 'node:tls';
 import { X509Certificate } from 'node:crypto';
 import { ConfigError } from '../config/errors.js';
 import type { FileCheck } from '../config/inspect.js';
 import type { TlsConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
 import { PROBLEM_CONTENT_TYPE, problemBody } from '../core/problem.js';
+import { revokedIds } from '../auth/client-certificate.js';
 
 /** The oldest protocol the public port speaks. */
 const MIN_TLS_VERSION = 'TLSv1.2';
@@ -27,10 +28,11 @@ const SETTLE_MS = 200;
 
 /**
  * The options of an HTTPS server for server.tls, read and checked now: both files readable, PEM, and
- * the key belonging to the certificate (createSecureContext refuses a mismatched pair). Throws a
+ * the key belonging to the certificate (createSecureContext refuses a mismatched pair); with clientCa,
+ * the client CAs and the CRLs (which OpenSSL then checks every client certificate against). Throws a
  * ConfigError naming server.tls.
  */
-export function readTlsOptions(tls: TlsConfig): SecureContextOptions {
+export function readTlsOptions(tls: TlsConfig): TlsOptions {
   const read = (key: string, file: string) => {
     try {
       return readFileSync(file);
@@ -38,7 +40,7 @@ export function readTlsOptions(tls: TlsConfig): SecureContextOptions {
       throw new ConfigError([`server.tls.${key}: ${file} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`]);
     }
   };
-  const options: SecureContextOptions = {
+  const options: TlsOptions = {
     cert: read('certFile', tls.certFile),
     key: read('keyFile', tls.keyFile),
     minVersion: MIN_TLS_VERSION,
@@ -50,11 +52,48 @@ export function readTlsOptions(tls: TlsConfig): SecureContextOptions {
   } catch (err) {
     throw new ConfigError([`server.tls: ${tls.certFile} and ${tls.keyFile} are not a usable certificate and key: ${(err as Error).message}`]);
   }
+  if (tls.clientCa !== undefined) Object.assign(options, clientCertificateOptions(tls, read));
   return options;
 }
 
+/**
+ * Client certificates: the CAs they must chain to and the CRLs, checked by OpenSSL at the handshake.
+ * `require`: a handshake without a certificate that verifies fails. `request`: the certificate is asked
+ * for, the handshake completes either way, and the verdict (`socket.authorized`) is judged per request
+ * (ClientCertificates): one that does not verify is never an identity.
+ */
+function clientCertificateOptions(tls: TlsConfig, read: (key: string, file: string) => Buffer): TlsOptions {
+  const options: TlsOptions = {
+    ca: read('clientCa', tls.clientCa!),
+    requestCert: true,
+    rejectUnauthorized: tls.clientCerts === 'require',
+  };
+  if (tls.crlFile !== undefined) {
+    options.crl = read('crlFile', tls.crlFile);
+    try {
+      revokedIds(options.crl as Buffer);
+    } catch (err) {
+      throw new ConfigError([`server.tls.crlFile: ${tls.crlFile} is not a PEM CRL: ${(err as Error).message}`]);
+    }
+  }
+  try {
+    createSecureContext(options);
+  } catch (err) {
+    throw new ConfigError([`server.tls: ${tls.clientCa} or ${tls.crlFile ?? 'the CRL'} cannot be used: ${(err as Error).message}`]);
+  }
+  return options;
+}
+
+/**
+ * A listener that asks for client certificates: no TLS 1.2 renegotiation (the certificate a connection
+ * was judged by, and cached with, is the one it keeps).
+ */
+export function keepClientCertificates(server: HttpsServer): void {
+  server.on('secureConnection', (socket: TLSSocket) => socket.disableRenegotiation());
+}
+
 /** When the certificate expires (for the log), or undefined when it cannot be read. */
-export function certificateExpiry(cert: SecureContextOptions['cert']): string | undefined {
+export function certificateExpiry(cert: TlsOptions['cert']): string | undefined {
   try {
     return new X509Certificate(cert as Buffer).validTo;
   } catch {
@@ -66,15 +105,17 @@ export function certificateExpiry(cert: SecureContextOptions['cert']): string | 
  * Picks up renewed certificate files without a restart: both files are polled (stat, so a replaced
  * file or a swapped symlink, as certificate managers and mounted secrets do it, is seen too), and on a
  * change the pair is read and checked again; connections from then on get it. A broken pair is logged
- * and the one in use stays. Returns a function that stops watching.
+ * and the one in use stays. The client CA and CRL files are watched alike; `reloaded` is called with the
+ * options taken (the CRL for the connections already open). Returns a function that stops watching.
  */
-export function watchCertificate(server: HttpsServer, tls: TlsConfig, log: Logger): () => void {
+export function watchCertificate(server: HttpsServer, tls: TlsConfig, log: Logger, reloaded: (options: TlsOptions) => void = () => {}): () => void {
   let settle: NodeJS.Timeout | undefined;
   const reload = () => {
     try {
       const options = readTlsOptions(tls);
       server.setSecureContext(options);
-      log.info('tls certificate reloaded', { certFile: tls.certFile, validTo: certificateExpiry(options.cert) });
+      reloaded(options);
+      log.info('tls certificate reloaded', { certFile: tls.certFile, validTo: certificateExpiry(options.cert), clientCa: tls.clientCa, crlFile: tls.crlFile });
     } catch (err) {
       log.error('tls certificate not reloaded; keeping the one in use', { error: err instanceof ConfigError ? err.problems.join('; ') : String(err) });
     }
@@ -85,12 +126,11 @@ export function watchCertificate(server: HttpsServer, tls: TlsConfig, log: Logge
     settle = setTimeout(reload, SETTLE_MS);
   };
   const options = { interval: tls.reloadIntervalMs, persistent: false };
-  watchFile(tls.certFile, options, changed);
-  watchFile(tls.keyFile, options, changed);
+  const files = [tls.certFile, tls.keyFile, tls.clientCa, tls.crlFile].filter((f): f is string => f !== undefined);
+  for (const file of files) watchFile(file, options, changed);
   return () => {
     clearTimeout(settle);
-    unwatchFile(tls.certFile, changed);
-    unwatchFile(tls.keyFile, changed);
+    for (const file of files) unwatchFile(file, changed);
   };
 }
 

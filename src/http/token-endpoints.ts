@@ -21,12 +21,13 @@ export function tokenRoutes(tokens: TokenService, bodyTimeoutMs: number, subject
   router.post('/create', noStore, body, async function createToken(ctx) {
     const { appKey, appSecret } = requireStrings(ctx.state.body, 'appKey', 'appSecret');
     ctx.state.triedUser = appKey;
-    ctx.body = await tokens.create({ user: appKey, password: appSecret, address: ctx.ip });
+    // Over a verified client certificate the pair is bound to it (RFC 8705 §3).
+    ctx.body = await tokens.create({ user: appKey, password: appSecret, address: ctx.ip }, ctx.state.certificate);
   });
 
   router.post('/refresh', noStore, body, async function refreshToken(ctx) {
     const { refreshToken } = requireStrings(ctx.state.body, 'refreshToken');
-    const pair = await tokens.refresh(refreshToken);
+    const pair = await tokens.refresh(refreshToken, ctx.state.certificate);
     ctx.state.triedUser = subjectOf(pair.accessToken);
     ctx.body = pair;
   });

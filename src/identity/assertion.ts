@@ -8,6 +8,8 @@ export interface AssertionSubject {
   via: string;
   groups: readonly string[];
   audience: string;
+  /** The x5t#S256 thumbprint of the client certificate of the request's connection (RFC 8705 `cnf`). */
+  certificate?: string | undefined;
 }
 
 export interface AssertionOptions {
@@ -21,7 +23,8 @@ const DEFAULT_MAX_CACHED = 10_000;
 
 /**
  * Signs identity assertions: compact JWS (RFC 7515) with `iss`, `sub`, `aud`, `groups`, `via`, `iat`,
- * `exp` and the signing key's `kid`. One assertion serves every request of the same user, via, groups
+ * `exp`, the signing key's `kid` and, for a request over a verified client certificate, `cnf` with its
+ * `x5t#S256` (RFC 8705). One assertion serves every request of the same user, via, groups
  * and audience until shortly before it expires (a sixth of its lifetime, at least 2 and at most 10 s,
  * is left when it is replaced), so a request costs a Map lookup, not a signature. The cache is bounded.
  */
@@ -43,11 +46,12 @@ export class AssertionSigner {
 
   assertion(s: AssertionSubject): string {
     const now = Math.floor(this.clock.now() / 1000);
-    const key = `${s.user}\0${s.via}\0${s.audience}\0${s.groups.join('\0')}`;
+    const key = `${s.user}\0${s.via}\0${s.audience}\0${s.certificate ?? ''}\0${s.groups.join('\0')}`;
     const cached = this.cache.get(key);
     if (cached && cached.exp - now > this.marginSeconds) return cached.token;
     const exp = now + this.options.ttlSeconds;
-    const token = this.sign({ iss: this.options.issuer, sub: s.user, aud: s.audience, groups: s.groups, via: s.via, iat: now, exp });
+    const cnf = s.certificate === undefined ? undefined : { 'x5t#S256': s.certificate };
+    const token = this.sign({ iss: this.options.issuer, sub: s.user, aud: s.audience, groups: s.groups, via: s.via, cnf, iat: now, exp });
     if (cached) this.cache.delete(key);
     else if (this.cache.size >= this.maxCached) this.cache.delete(this.cache.keys().next().value!);
     this.cache.set(key, { token, exp });

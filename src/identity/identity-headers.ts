@@ -13,9 +13,12 @@ export function assertions(config: AssertionConfig, signer: AssertionSigner): As
   return { header: config.header.toLowerCase(), signer };
 }
 
-/** The signed assertion of who the principal is, for a route's audience. */
-export function signedAssertion(principal: Principal, audience: string, signed: Assertions): string {
-  return signed.signer.assertion({ user: principal.user, via: principal.via, groups: principal.groups ?? [], audience });
+/**
+ * The signed assertion of who the principal is, for a route's audience; with the x5t#S256 thumbprint of
+ * the connection's verified client certificate as its `cnf` when there is one.
+ */
+export function signedAssertion(principal: Principal, audience: string, signed: Assertions, certificate?: string): string {
+  return signed.signer.assertion({ user: principal.user, via: principal.via, groups: principal.groups ?? [], audience, certificate });
 }
 
 /**
@@ -23,13 +26,13 @@ export function signedAssertion(principal: Principal, audience: string, signed: 
  * none) and, when configured, the signed assertion for the route's audience: a forward-auth answer's
  * headers (the upstream headers step sets the same names on the upstream request).
  */
-export function identityHeaders(principal: Principal, audience: string, signed: Assertions | undefined): Record<string, string> {
+export function identityHeaders(principal: Principal, audience: string, signed: Assertions | undefined, certificate?: string): Record<string, string> {
   const groups = principal.groups ?? [];
   const headers: Record<string, string> = {
     'x-authenticated-user': headerSafe(principal.user),
     'x-authenticated-via': principal.via,
     'x-authenticated-groups': groups.map(headerSafe).join(','),
   };
-  if (signed) headers[signed.header] = signedAssertion(principal, audience, signed);
+  if (signed) headers[signed.header] = signedAssertion(principal, audience, signed, certificate);
   return headers;
 }

@@ -12,6 +12,11 @@ export interface AccessClaims {
   jti: string;
   iat: number;
   exp: number;
+  /**
+   * RFC 8705 §3.1: the token is bound to the client certificate of this x5t#S256 thumbprint (base64url
+   * SHA-256 of its DER) and is accepted only over a connection that presents it. Absent: unbound.
+   */
+  cnf?: { 'x5t#S256': string };
 }
 
 export interface AccessTokenOptions {
@@ -22,6 +27,8 @@ export interface AccessTokenOptions {
 
 const MAX_TOKEN_LENGTH = 4096;
 const VERIFIED_CACHE_ENTRIES = 10_000;
+/** A base64url SHA-256: 43 characters. */
+const THUMBPRINT = /^[A-Za-z0-9_-]{43}$/;
 const JWS_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 
 /** Signs and verifies the gateway's access tokens (JWT). */
@@ -30,9 +37,11 @@ export class AccessTokenCodec {
 
   constructor(private readonly keys: KeySet, private readonly options: AccessTokenOptions, private readonly clock: Clock) {}
 
-  sign(sub: string, sid: string, uv: string): { token: string; claims: AccessClaims } {
+  /** `thumbprint`: the x5t#S256 of the client certificate the token is bound to (undefined: unbound). */
+  sign(sub: string, sid: string, uv: string, thumbprint?: string): { token: string; claims: AccessClaims } {
     const iat = Math.floor(this.clock.now() / 1000);
     const claims: AccessClaims = { sub, sid, uv, jti: randomUUID(), iat, exp: iat + this.options.ttlSeconds };
+    if (thumbprint !== undefined) claims.cnf = { 'x5t#S256': thumbprint };
     const { signing } = this.keys;
     const signed = jwt.sign(
       { ...claims, iss: this.options.issuer, aud: this.options.audience },
@@ -124,7 +133,14 @@ function requireClaims(payload: unknown): AccessClaims {
     // A token without exp would never expire: refuse it outright.
     throw invalidToken('the access token lacks required claims');
   }
-  return { sub: p.sub, sid: p.sid, uv: p.uv, jti: p.jti, iat: p.iat, exp: p.exp };
+  const claims: AccessClaims = { sub: p.sub, sid: p.sid, uv: p.uv, jti: p.jti, iat: p.iat, exp: p.exp };
+  if (p.cnf !== undefined) {
+    // A confirmation the gateway cannot check binds to nothing it knows: refused, never ignored.
+    const x5t = (p.cnf as { 'x5t#S256'?: unknown } | null)?.['x5t#S256'];
+    if (typeof x5t !== 'string' || !THUMBPRINT.test(x5t)) throw invalidToken('the access token has a confirmation claim the gateway cannot check');
+    claims.cnf = { 'x5t#S256': x5t };
+  }
+  return claims;
 }
 
 export function invalidToken(detail: string): DomainError {

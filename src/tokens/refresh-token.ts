@@ -10,8 +10,12 @@ import { createHmac, hkdfSync, timingSafeEqual, type KeyObject } from 'node:cryp
  * same successor (a lost answer costs nothing), and reuse detection is a comparison of two integers.
  * Redis holds no token and no digest of one; a token needs the refresh key, which lives only in the
  * gateways' configuration (see refreshKey).
+ *
+ * A session created over a verified client certificate is bound to it (RFC 8705 §3): its refresh tokens
+ * are `<sid>.<secret>.<x5t#S256>`, the certificate's thumbprint under the MAC too, so every successor
+ * carries the binding and a token cannot be unbound or rebound without the refresh key.
  */
-const SHAPE = /^([A-Za-z0-9_-]{22}(?:[01][A-Za-z0-9_-]{22})?)\.([A-Za-z0-9_-]{43})$/;
+const SHAPE = /^([A-Za-z0-9_-]{22}(?:[01][A-Za-z0-9_-]{22})?)\.([A-Za-z0-9_-]{43})(?:\.([A-Za-z0-9_-]{43}))?$/;
 const MAC_BYTES = 28;
 /** A token of the last generation has no successor (at one refresh a minute: 8,000 years). */
 export const MAX_GENERATION = 2 ** 32 - 1;
@@ -20,14 +24,17 @@ export interface RefreshToken {
   token: string;
   sid: string;
   generation: number;
+  /** The x5t#S256 of the client certificate the session is bound to; undefined: unbound. */
+  thumbprint: string | undefined;
 }
 
-/** The refresh token of a session's generation. */
-export function refreshTokenFor(key: Buffer, sid: string, generation: number): RefreshToken {
+/** The refresh token of a session's generation (bound to a certificate's thumbprint, or not). */
+export function refreshTokenFor(key: Buffer, sid: string, generation: number, thumbprint?: string): RefreshToken {
   const secret = Buffer.alloc(4 + MAC_BYTES);
   secret.writeUInt32BE(generation >>> 0, 0);
-  mac(key, sid, generation).copy(secret, 4);
-  return { token: `${sid}.${secret.toString('base64url')}`, sid, generation };
+  mac(key, sid, generation, thumbprint).copy(secret, 4);
+  const bound = thumbprint === undefined ? '' : `.${thumbprint}`;
+  return { token: `${sid}.${secret.toString('base64url')}${bound}`, sid, generation, thumbprint };
 }
 
 /**
@@ -40,14 +47,17 @@ export function parseRefreshToken(key: Buffer, token: string): RefreshToken | un
   const secret = Buffer.from(m[2]!, 'base64url');
   if (secret.length !== 4 + MAC_BYTES) return undefined;
   const generation = secret.readUInt32BE(0);
-  if (!timingSafeEqual(secret.subarray(4), mac(key, m[1]!, generation))) return undefined;
-  return { token, sid: m[1]!, generation };
+  const thumbprint = m[3];
+  if (!timingSafeEqual(secret.subarray(4), mac(key, m[1]!, generation, thumbprint))) return undefined;
+  return { token, sid: m[1]!, generation, thumbprint };
 }
 
-function mac(key: Buffer, sid: string, generation: number): Buffer {
+function mac(key: Buffer, sid: string, generation: number, thumbprint: string | undefined): Buffer {
   const g = Buffer.alloc(4);
   g.writeUInt32BE(generation >>> 0, 0);
-  return createHmac('sha256', key).update('refresh\0').update(sid).update(g).digest().subarray(0, MAC_BYTES);
+  const h = createHmac('sha256', key).update('refresh\0').update(sid).update(g);
+  if (thumbprint !== undefined) h.update('\0x5t#S256\0').update(thumbprint);
+  return h.digest().subarray(0, MAC_BYTES);
 }
 
 /**

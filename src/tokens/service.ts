@@ -42,11 +42,15 @@ export class TokenService {
     private readonly clock: Clock,
   ) {}
 
-  async create(attempt: PasswordAttempt): Promise<TokenPair> {
+  /**
+   * `thumbprint`: the x5t#S256 of the verified client certificate of the request's connection; the pair
+   * is then bound to it (RFC 8705 §3): the access token's `cnf`, and the session's refresh tokens.
+   */
+  async create(attempt: PasswordAttempt, thumbprint?: string): Promise<TokenPair> {
     await this.passwords.check(attempt, { trustCache: false });
     const uv = this.credentialVersion(attempt.user)!;
     const sid = await this.store.createSession({ sub: attempt.user, uv }, this.options.refreshTtlSeconds);
-    return this.pair(attempt.user, sid, uv, refreshTokenFor(this.options.refreshKey, sid, 0).token);
+    return this.pair(attempt.user, sid, uv, refreshTokenFor(this.options.refreshKey, sid, 0, thumbprint).token, thumbprint);
   }
 
   /**
@@ -55,9 +59,12 @@ export class TokenService {
    * second tab): that gets the same successor. Any other earlier one (its successor was used) is reuse
    * (RFC 9700 section 4.14): the whole session is revoked. refreshReuseGraceSeconds 0: no retries.
    */
-  async refresh(refreshToken: string): Promise<TokenPair> {
+  async refresh(refreshToken: string, thumbprint?: string): Promise<TokenPair> {
     const presented = parseRefreshToken(this.options.refreshKey, refreshToken);
     if (!presented || presented.generation >= MAX_GENERATION) throw invalidRefreshToken();
+    // A bound session's token over another certificate or none never reaches the store: no rotation,
+    // nothing the legitimate holder's next refresh would read as reuse.
+    if (presented.thumbprint !== undefined && presented.thumbprint !== thumbprint) throw invalidRefreshToken('the refresh token is bound to a client certificate this connection does not present');
     const outcome = await this.store.rotateRefresh(presented.sid, {
       generation: presented.generation,
       ttlSeconds: this.options.refreshTtlSeconds,
@@ -70,7 +77,8 @@ export class TokenService {
       await this.store.revoke(presented.sid);
       throw invalidRefreshToken();
     }
-    return this.pair(outcome.sub, presented.sid, outcome.uv, refreshTokenFor(this.options.refreshKey, presented.sid, outcome.generation).token);
+    const successor = refreshTokenFor(this.options.refreshKey, presented.sid, outcome.generation, presented.thumbprint);
+    return this.pair(outcome.sub, presented.sid, outcome.uv, successor.token, presented.thumbprint);
   }
 
   /**
@@ -132,8 +140,8 @@ export class TokenService {
     return this.store.revoke(presented.sid);
   }
 
-  private pair(sub: string, sid: string, uv: string, refreshToken: string): TokenPair {
-    const { token } = this.codec.sign(sub, sid, uv);
+  private pair(sub: string, sid: string, uv: string, refreshToken: string, thumbprint: string | undefined): TokenPair {
+    const { token } = this.codec.sign(sub, sid, uv, thumbprint);
     return { accessToken: token, refreshToken, expiresInSeconds: this.options.accessTtlSeconds };
   }
 }
@@ -142,6 +150,6 @@ function revoked(): DomainError {
   return invalidToken('the access token has been revoked');
 }
 
-function invalidRefreshToken(): DomainError {
-  return new DomainError('invalid_refresh_token', 'the refresh token is invalid, expired, revoked or already used');
+function invalidRefreshToken(detail = 'the refresh token is invalid, expired, revoked or already used'): DomainError {
+  return new DomainError('invalid_refresh_token', detail);
 }

@@ -23,9 +23,17 @@ describe('admin and server.tls settings', () => {
 
   it('reads server.tls with paths relative to the file, and requires both files', () => {
     const c = parseConfig(BASE + 'server: { tls: { certFile: tls/cert.pem, keyFile: /k.pem } }\n', '/etc/gw/gateway.yaml', {});
-    expect(c.server.tls).toEqual({ certFile: '/etc/gw/tls/cert.pem', keyFile: '/k.pem', reloadIntervalMs: 5000, http2: true });
+    expect(c.server.tls).toEqual({ certFile: '/etc/gw/tls/cert.pem', keyFile: '/k.pem', reloadIntervalMs: 5000, http2: true, clientCerts: 'request', userFrom: 'cn' });
     expect(parseConfig(BASE, '/etc/gw/gateway.yaml', {}).server.tls).toBeUndefined();
     expect(problems(BASE + 'server: { tls: { certFile: c.pem } }\n')).toEqual(['server.tls.keyFile is required']);
+  });
+
+  it('reads the client certificate settings of server.tls, paths relative to the file', () => {
+    const c = parseConfig(BASE + 'server: { tls: { certFile: c.pem, keyFile: k.pem, clientCa: tls/clients.pem, clientCerts: require, crlFile: tls/clients.crl, userFrom: san-uri } }\n', '/etc/gw/gateway.yaml', {});
+    expect(c.server.tls).toMatchObject({ clientCa: '/etc/gw/tls/clients.pem', clientCerts: 'require', crlFile: '/etc/gw/tls/clients.crl', userFrom: 'san-uri' });
+    expect(problems(BASE + 'server: { tls: { certFile: c.pem, keyFile: k.pem, crlFile: x.crl } }\n'))
+      .toEqual(['server.tls.crlFile needs server.tls.clientCa (a CRL of client certificates)']);
+    expect(problems(BASE + 'server: { tls: { certFile: c.pem, keyFile: k.pem, clientCa: ca.pem, clientCerts: optional, userFrom: upn } }\n')).toHaveLength(2);
   });
 });
 

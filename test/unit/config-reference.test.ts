@@ -53,6 +53,7 @@ describe('validation takes its defaults and known keys from the table', () => {
     'server.tls.reloadIntervalMs': config.server.tls?.reloadIntervalMs, 'server.tls.http2': config.server.tls?.http2,
     'server.http2.maxConcurrentStreams': config.server.http2.maxConcurrentStreams,
     'server.http2.maxHeaderListBytes': config.server.http2.maxHeaderListBytes,
+    'server.tls.clientCerts': config.server.tls?.clientCerts, 'server.tls.userFrom': config.server.tls?.userFrom,
     'store.kind': config.store.kind,
     'store.keyPrefix': redis?.keyPrefix, 'store.commandTimeoutMs': redis?.commandTimeoutMs,
     'store.connectTimeoutMs': redis?.connectTimeoutMs, 'store.livenessCacheMs': redis?.livenessCacheMs,

@@ -43,7 +43,7 @@ describe('settings declared once: types and reading follow from the table', () =
   it('resolves paths against the configuration file and leaves out what the caller reads by hand', () => {
     const c = new Checker();
     const tls = readScalars(c, 'server.tls', { certFile: 'tls/cert.pem', keyFile: '/etc/key.pem' }, { at: (p) => (p.startsWith('/') ? p : `/srv/gw/${p}`) });
-    expect(tls).toEqual({ certFile: '/srv/gw/tls/cert.pem', keyFile: '/etc/key.pem', reloadIntervalMs: 5000, http2: true });
+    expect(tls).toEqual({ certFile: '/srv/gw/tls/cert.pem', keyFile: '/etc/key.pem', reloadIntervalMs: 5000, http2: true, clientCerts: 'request', userFrom: 'cn' });
     const store = readScalars(c, 'store', { waitForReplicas: 'x' }, { except: ['kind', 'waitForReplicas'] });
     expect('waitForReplicas' in store || 'kind' in store).toBe(false);
     expect(c.problems).toEqual([]);

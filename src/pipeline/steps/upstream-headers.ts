@@ -30,7 +30,7 @@ export function upstreamHeaders(trustForwarded: boolean, signed?: Assertions): (
     const groups = principal.groups;
     // No groups: no header (a client's copy was left out above).
     if (groups !== undefined && groups.length > 0) h['x-authenticated-groups'] = groups.map(headerSafe).join(',');
-    if (signed) h[signed.header] = signedAssertion(principal, route.audience, signed);
+    if (signed) h[signed.header] = signedAssertion(principal, route.audience, signed, ex.certificate);
     if (ex.handOff === 'tunnel') {
       h.connection = 'Upgrade';
       h.upgrade = 'websocket';
