@@ -6,6 +6,7 @@ import { parseCommandLine } from './cli/args.js';
 import { COMMANDS, commandUsage, usage, type CommandSpec } from './cli/commands.js';
 import { loadChecked, loadSections } from './cli/config.js';
 import { checkConnections } from './cli/connect.js';
+import { keysCommand } from './cli/keys.js';
 import { CommandError, ConnectionCheckError, PasswordRefusedError, UsageError } from './cli/errors.js';
 import { PromptCancelled, readHidden } from './cli/prompt.js';
 import { ConfigError } from './config/errors.js';
@@ -54,6 +55,14 @@ async function main(argv: string[]): Promise<number> {
     case 'lockout clear': {
       const target = lockoutTarget(user, address);
       return print(await clearLockout(loadSections(file, ['store', 'lockout']), target));
+    }
+    case 'keys create':
+    case 'keys list':
+    case 'keys revoke':
+    case 'keys rotate': {
+      const out = await keysCommand(command.name, args, options, loadSections(file, ['store', 'apiKeys']));
+      if (out.stderr) process.stderr.write(`auth-gateway: ${out.stderr}\n`);
+      return print(out.stdout);
     }
     default:
       throw new UsageError(`unknown command "${command.name}"`);

@@ -3,6 +3,8 @@ import { authenticate } from './auth/authenticate.js';
 import type { Authenticator } from './auth/authenticator.js';
 import { basicAuthenticator } from './auth/basic.js';
 import { bearerAuthenticator } from './auth/bearer.js';
+import { apiKeyAuthenticator } from './auth/api-key.js';
+import type { ApiKeys } from './stores/api-keys.js';
 import { allowRules } from './pipeline/steps/allow.js';
 import { answerForwardAuth, forwardAuthEntry } from './pipeline/steps/forward-auth.js';
 import { GroupsFile, noGroups, type Groups } from './authz/groups.js';
@@ -54,6 +56,8 @@ export interface Shared {
   tunnels: Tunnels;
   /** Answers a request with one of the gateway's own endpoints (the Koa application). */
   serveOwn: (ex: GatewayExchange, handler: OwnHandler) => Promise<void>;
+  /** The API keys of the store, when the configuration at start had `apiKeys`. */
+  apiKeys?: ApiKeys;
 }
 
 /**
@@ -137,8 +141,11 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   // The identity sources, in the order they are asked (docs/pipeline-extension.md: adding one).
   const authenticators: Authenticator[] = [
     basicAuthenticator(passwords, (user) => credentials.verifier.credentialVersion(user)),
+    // Before bearer: it takes only bearer credentials of its own prefix.
+    ...(config.apiKeys && shared.apiKeys ? [apiKeyAuthenticator(shared.apiKeys, config.apiKeys)] : []),
     bearerAuthenticator(tokens),
   ] as Authenticator[];
+  const consumed = config.apiKeys ? { header: config.apiKeys.header.toLowerCase(), bearerPrefix: `${config.apiKeys.prefix}_` } : undefined;
   const runPipeline = pipeline([
     authenticate(authenticators),
     route(routes),
@@ -146,7 +153,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     originPolicy(trustForwarded),
     rateLimit(shared.counters),
     paging,
-    upstreamHeaders(trustForwarded, signed),
+    upstreamHeaders(trustForwarded, signed, consumed),
   ], {
     forward: forward(forwarder),
     tunnel: tunnel(forwarder, shared.tunnels, (upstream) => config.upstreams[upstream]!.maxTunnels),
@@ -204,6 +211,7 @@ export function restartOnlyChanges(old: Config, next: Config): string[] {
   if (!same(old.admin, next.admin)) changed.push('admin');
   if (old.log.level !== next.log.level) changed.push('log.level');
   if (old.server.workers !== next.server.workers) changed.push('server.workers');
+  if ((old.apiKeys === undefined) !== (next.apiKeys === undefined)) changed.push('apiKeys (on or off)');
   return changed;
 }
 

@@ -27,6 +27,8 @@ import { acceptUpgrades } from './proxy/websocket.js';
 import { buildRuntime, restartOnlyChanges, retireRuntime, type Shared } from './runtime.js';
 import type { TokenService } from './tokens/service.js';
 import { createCounters, createStore } from './stores/kinds.js';
+import { storeCredentials } from './stores/credential-tables.js';
+import type { ApiKeys } from './stores/api-keys.js';
 import { refusedWrites } from './tokens/store/replication.js';
 import type { SessionStore } from './tokens/store/types.js';
 import type { CounterStore } from './counters/types.js';
@@ -50,6 +52,8 @@ export interface Gateway {
   metrics: Metrics;
   store: SessionStore;
   counters: CounterStore;
+  /** The API keys of the store (apiKeys at start); undefined: none. */
+  readonly apiKeys: ApiKeys | undefined;
   /** The /readyz check: resolves when ready, rejects with the 503 it answers (store down, shutting down). */
   readonly ready: () => Promise<void>;
   /** The parts of the configuration in force (they change with a reload). */
@@ -87,6 +91,8 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   const ownsStore = deps.store === undefined;
   const counters = deps.counters ?? createCounters(config.store, clock, log);
   const ownsCounters = deps.counters === undefined;
+  // API keys (and users kept in the store) live in tables of the store, when configured at start.
+  const tables = storeCredentials(config, clock, log);
   const metrics = deps.metrics ?? createMetrics();
   // What the gateway's parts call: the store with each command timed (gateway.store stays the real one).
   const timedStore = instrumentStore(store, metrics);
@@ -139,6 +145,11 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
       return koa(ex.req, ex.res);
     },
   };
+  if (tables.apiKeys) {
+    shared.apiKeys = tables.apiKeys;
+    // A key revoked or rotated: its open tunnels are judged again at once.
+    tables.apiKeys.table.onChanged(() => tunnels.recheckNow());
+  }
   let current = buildRuntime(config, shared);
 
   const serve = observe({
@@ -173,7 +184,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   server.on('upgrade', acceptUpgrades(server));
 
   return {
-    app, server, admin, metrics, store, counters, ready: readiness,
+    app, server, admin, metrics, store, counters, ready: readiness, apiKeys: tables.apiKeys,
     get tokens() {
       return current.tokens;
     },
@@ -215,6 +226,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
       current.credentials.close();
       if (ownsStore) await store.close();
       if (ownsCounters) await counters.close();
+      await tables.close();
     },
   };
 }

@@ -68,6 +68,11 @@ export const SETTINGS = {
   'users.maxPendingVerifications': { type: 'integer', default: 64, min: 1, meaning: 'bcrypt checks allowed to wait for the thread pool at once; past it, 503 with `Retry-After: 1`.' },
   'users.groups': { type: 'path', defaultText: 'none', meaning: 'Apache htgroup file (`admins: alice bob`), relative to the config file; watched and reloaded with the users file; read by `routes[].allow.groups`.' },
 
+  // apiKeys
+  'apiKeys': { type: 'mapping, `true` or `false`', defaultText: 'none (no API keys)', meaning: 'Accept API keys of the store (`auth-gateway keys create`), from `apiKeys.header` or as `Authorization: Bearer <key>`; see service-credentials.md.' },
+  'apiKeys.header': { type: 'header name', default: 'X-API-Key', meaning: 'The header a key may come in; it never reaches an upstream.' },
+  'apiKeys.prefix': { type: 'string', default: 'agk', meaning: 'The visible start of every key: `<prefix>_<id>_<secret>` (2 to 16 lower-case letters and digits). A bearer credential of another form is left to the token check.' },
+
   // tokens
   'tokens': { type: 'mapping', defaultText: 'required', meaning: 'The tokens of `POST /v1/tokens/*`.' },
   'tokens.issuer': { type: 'string', default: 'auth-gateway', meaning: '`iss` of access tokens, checked on verify.' },

@@ -18,6 +18,15 @@ export interface Config {
   /** The forward-auth endpoint (nginx auth_request, Caddy forward_auth, Traefik ForwardAuth); undefined: none. */
   forwardAuth: ForwardAuthConfig | undefined;
   identity: IdentityConfig;
+  /** API keys of the store (docs/service-credentials.md); undefined: none. */
+  apiKeys: ApiKeysConfig | undefined;
+}
+
+export interface ApiKeysConfig {
+  /** The header a key may come in (as written; any case matches); Authorization: Bearer works too. */
+  header: string;
+  /** Keys look like `<prefix>_<id>_<secret>`. */
+  prefix: string;
 }
 
 export interface ForwardAuthConfig {

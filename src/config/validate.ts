@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os';
 import { isAbsolute, resolve } from 'node:path';
 import { OVERRIDE_HEADERS } from '../core/headers.js';
 import { checkRouteOverlaps, checkUnguardedParents, readAllow, readForwardAuth, readGroupsFile, readIdentity } from './authz.js';
+import { readApiKeys } from './api-keys.js';
 import { Checker } from './checker.js';
 import { childrenOf, numberDefault, setting, SETTINGS, type Setting, type SettingKey } from './defaults.js';
 import { ConfigError } from './errors.js';
@@ -47,9 +48,10 @@ export function checkConfig(raw: unknown, file: string, baseDir: string, locate?
   const admin = readAdmin(c, root.admin);
   const forwardAuth = readForwardAuth(c, root.forwardAuth);
   const identity = readIdentity(c, root.identity, at);
+  const apiKeys = readApiKeys(c, root.apiKeys);
   checkRouteOverlaps(c, routes, forwardAuth, identity);
   checkUnguardedParents(c, routes);
-  const config: Config = { file, server, store, users, tokens, lockout, rateLimit, upstreams, routes, log, admin, forwardAuth, identity };
+  const config: Config = { file, server, store, users, tokens, lockout, rateLimit, upstreams, routes, log, admin, forwardAuth, identity, apiKeys };
   return { config, problems: c.problems, warnings: c.warnings };
 }
 

@@ -26,6 +26,9 @@ export function accessLine(log: Logger): (ex: Exchange) => void {
         // The authenticated user; else the user name a refused Basic request or a token call named.
         user: ex.principal?.user ?? ex.triedUser,
         via: ex.principal?.via,
+        // A credential with a name of its own (an API key): its id and name, never its secret.
+        keyId: ex.principal?.credential?.id,
+        keyName: ex.principal?.credential?.name,
         route: ex.route?.path,
         upstream: ex.route?.upstream,
         // A forward-auth call: method and path above are the request it asked about.

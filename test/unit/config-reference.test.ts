@@ -33,6 +33,7 @@ describe('validation takes its defaults and known keys from the table', () => {
   const { config, problems } = checkConfig(minimal, '', '/tmp');
   const withRedis = checkConfig({ ...minimal, store: { kind: 'redis', url: 'redis://127.0.0.1:6379' } }, '', '/tmp');
   const withIdentity = checkConfig({ ...minimal, identity: { assertion: { keyFile: 'assertion.pem' } } }, '', '/tmp');
+  const withKeys = checkConfig({ ...minimal, apiKeys: {} }, '', '/tmp');
   const redis = withRedis.config.store.kind === 'redis' ? withRedis.config.store : undefined;
 
   /** Every table key with a plain default, read back from the validated configuration. */
@@ -44,6 +45,7 @@ describe('validation takes its defaults and known keys from the table', () => {
     'server.acceptGraceMs': config.server.acceptGraceMs, 'store.durability': redis?.durability,
     'upstreams.<name>.maxConnections': config.upstreams.up!.maxConnections, 'upstreams.<name>.maxQueued': config.upstreams.up!.maxQueued, 'upstreams.<name>.maxTunnels': config.upstreams.up!.maxTunnels,
     'identity.assertion.header': withIdentity.config.identity.assertion?.header,
+    'apiKeys.header': withKeys.config.apiKeys?.header, 'apiKeys.prefix': withKeys.config.apiKeys?.prefix,
     'identity.assertion.alg': withIdentity.config.identity.assertion?.alg,
     'identity.assertion.ttlSeconds': withIdentity.config.identity.assertion?.ttlSeconds,
     'server.tls.reloadIntervalMs': config.server.tls?.reloadIntervalMs,

@@ -1,0 +1,21 @@
+import type { Clock } from '../clock.js';
+import type { Config } from '../config/types.js';
+import type { Logger } from '../log.js';
+import { ApiKeys, type ApiKeyRecord } from './api-keys.js';
+import { createTable } from './kinds.js';
+
+/** The credentials kept in the store's tables, as the configuration at start asks for them. */
+export interface StoreCredentials {
+  apiKeys: ApiKeys | undefined;
+  close(): Promise<void>;
+}
+
+export function storeCredentials(config: Config, clock: Clock, log: Logger): StoreCredentials {
+  const apiKeys = config.apiKeys ? new ApiKeys(createTable<ApiKeyRecord>('apikeys', config.store, log), () => clock.now()) : undefined;
+  return {
+    apiKeys,
+    close: async () => {
+      await apiKeys?.table.close();
+    },
+  };
+}
