@@ -7,6 +7,7 @@ import { COMMANDS, commandUsage, usage, type CommandSpec } from './cli/commands.
 import { loadChecked, loadSections } from './cli/config.js';
 import { checkConnections } from './cli/connect.js';
 import { keysCommand } from './cli/keys.js';
+import { storeUsersCommand } from './cli/store-users.js';
 import { CommandError, ConnectionCheckError, PasswordRefusedError, UsageError } from './cli/errors.js';
 import { PromptCancelled, readHidden } from './cli/prompt.js';
 import { ConfigError } from './config/errors.js';
@@ -56,6 +57,13 @@ async function main(argv: string[]): Promise<number> {
       const target = lockoutTarget(user, address);
       return print(await clearLockout(loadSections(file, ['store', 'lockout']), target));
     }
+    case 'users add':
+    case 'users passwd':
+    case 'users remove':
+    case 'users groups':
+    case 'users list':
+    case 'users import':
+      return print(await storeUsersCommand(command.name, args, options, loadSections(file, ['store', 'users'])));
     case 'keys create':
     case 'keys list':
     case 'keys revoke':

@@ -5,6 +5,8 @@ import { basicAuthenticator } from './auth/basic.js';
 import { bearerAuthenticator } from './auth/bearer.js';
 import { apiKeyAuthenticator } from './auth/api-key.js';
 import type { ApiKeys } from './stores/api-keys.js';
+import type { StoreUsers } from './stores/store-users.js';
+import { withStoreGroups } from './authz/store-groups.js';
 import { allowRules } from './pipeline/steps/allow.js';
 import { answerForwardAuth, forwardAuthEntry } from './pipeline/steps/forward-auth.js';
 import { GroupsFile, noGroups, type Groups } from './authz/groups.js';
@@ -58,6 +60,8 @@ export interface Shared {
   serveOwn: (ex: GatewayExchange, handler: OwnHandler) => Promise<void>;
   /** The API keys of the store, when the configuration at start had `apiKeys`. */
   apiKeys?: ApiKeys;
+  /** The users kept in the store, when the configuration at start had `users.store`. */
+  storeUsers?: StoreUsers;
 }
 
 /**
@@ -101,6 +105,8 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   const ended = (users: string[]) => void endSessions(store, users, log);
   const credentials = sameUsers ? previous.credentials : new Credentials(config.users, clock, log, ended);
   if (sameUsers) credentials.reload();
+  // Users kept in the store, beside the file's (a new Credentials follows them; a kept one already does).
+  else if (shared.storeUsers) credentials.follow(shared.storeUsers);
   // The groups file reloads with the users file (same watch setting; a reload reads both again).
   const groups = sameUsers ? previous.groups : config.users.groups ? new GroupsFile(config.users.groups, log, config.users.watch) : noGroups;
   if (sameUsers && groups instanceof GroupsFile) groups.reload();
@@ -149,7 +155,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   const runPipeline = pipeline([
     authenticate(authenticators),
     route(routes),
-    allowRules(groups),
+    allowRules(shared.storeUsers ? withStoreGroups(groups, shared.storeUsers) : groups),
     originPolicy(trustForwarded),
     rateLimit(shared.counters),
     paging,
@@ -212,6 +218,7 @@ export function restartOnlyChanges(old: Config, next: Config): string[] {
   if (old.log.level !== next.log.level) changed.push('log.level');
   if (old.server.workers !== next.server.workers) changed.push('server.workers');
   if ((old.apiKeys === undefined) !== (next.apiKeys === undefined)) changed.push('apiKeys (on or off)');
+  if (old.users.store !== next.users.store) changed.push('users.store');
   return changed;
 }
 

@@ -29,6 +29,7 @@ import type { TokenService } from './tokens/service.js';
 import { createCounters, createStore } from './stores/kinds.js';
 import { storeCredentials } from './stores/credential-tables.js';
 import type { ApiKeys } from './stores/api-keys.js';
+import type { StoreUsers } from './stores/store-users.js';
 import { refusedWrites } from './tokens/store/replication.js';
 import type { SessionStore } from './tokens/store/types.js';
 import type { CounterStore } from './counters/types.js';
@@ -54,6 +55,8 @@ export interface Gateway {
   counters: CounterStore;
   /** The API keys of the store (apiKeys at start); undefined: none. */
   readonly apiKeys: ApiKeys | undefined;
+  /** The users kept in the store (users.store at start); undefined: none. */
+  readonly storeUsers: StoreUsers | undefined;
   /** The /readyz check: resolves when ready, rejects with the 503 it answers (store down, shutting down). */
   readonly ready: () => Promise<void>;
   /** The parts of the configuration in force (they change with a reload). */
@@ -150,6 +153,11 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
     // A key revoked or rotated: its open tunnels are judged again at once.
     tables.apiKeys.table.onChanged(() => tunnels.recheckNow());
   }
+  if (tables.storeUsers) {
+    shared.storeUsers = tables.storeUsers;
+    // A user of the store removed or changed: open tunnels are judged again at once.
+    tables.storeUsers.onChange(() => tunnels.recheckNow());
+  }
   let current = buildRuntime(config, shared);
 
   const serve = observe({
@@ -184,7 +192,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   server.on('upgrade', acceptUpgrades(server));
 
   return {
-    app, server, admin, metrics, store, counters, ready: readiness, apiKeys: tables.apiKeys,
+    app, server, admin, metrics, store, counters, ready: readiness, apiKeys: tables.apiKeys, storeUsers: tables.storeUsers,
     get tokens() {
       return current.tokens;
     },

@@ -62,7 +62,8 @@ export const SETTINGS = {
 
   // users
   'users': { type: 'mapping', defaultText: 'required', meaning: 'Who may sign in.' },
-  'users.htpasswd': { type: 'path', defaultText: 'required', meaning: 'htpasswd file (bcrypt entries only), relative to the config file; `auth-gateway users hash NAME` writes a line.' },
+  'users.htpasswd': { type: 'path', defaultText: 'required unless `users.store`', meaning: 'htpasswd file (bcrypt entries only), relative to the config file; `auth-gateway users hash NAME` writes a line. Optional when another source of users is set.' },
+  'users.store': { type: 'boolean', default: false, meaning: 'Also take users kept in the store, managed live with `auth-gateway users add|passwd|remove|groups|list|import` (every instance sees a change at once, no reload); a name also in the htpasswd file is refused from the store. See user-sources.md.' },
   'users.cacheTtlSeconds': { type: 'integer', default: 300, min: 0, meaning: 'How long a verified user:password is remembered in memory (as an HMAC), so steady Basic traffic costs no bcrypt; `0` disables.' },
   'users.watch': { type: 'boolean', default: true, meaning: 'Reload the file when it changes.' },
   'users.maxPendingVerifications': { type: 'integer', default: 64, min: 1, meaning: 'bcrypt checks allowed to wait for the thread pool at once; past it, 503 with `Retry-After: 1`.' },

@@ -118,8 +118,10 @@ export type RedisTopology =
   | { mode: 'sentinel'; name: string; sentinels: string[]; password?: string; sentinelPassword?: string; tls: boolean };
 
 export interface UsersConfig {
-  /** Absolute path of the htpasswd file. */
+  /** Absolute path of the htpasswd file; '' when none (another source of users is set). */
   htpasswd: string;
+  /** Users kept in the store too (managed with `auth-gateway users add…`). */
+  store?: boolean;
   /** How long a verified user:password stays cached in memory. */
   cacheTtlSeconds: number;
   /** Reload the file when it changes (the groups file too). */

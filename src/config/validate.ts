@@ -43,7 +43,9 @@ export function checkConfig(raw: unknown, file: string, baseDir: string, locate?
   const rateLimit = root.rateLimit === undefined || root.rateLimit === null || root.rateLimit === false
     ? undefined : readRateLimit(c, 'rateLimit', c.obj('rateLimit', root.rateLimit));
   const upstreams = readUpstreams(c, root.upstreams);
-  const routes = readRoutes(c, root.routes, upstreams, users.groups);
+  // Groups come from the htgroup file, and from the store's users and API keys when those are on.
+  const groupSource = users.groups ?? (users.store || (root.apiKeys !== undefined && root.apiKeys !== null && root.apiKeys !== false) ? 'the store' : undefined);
+  const routes = readRoutes(c, root.routes, upstreams, groupSource);
   const log = readLog(c, c.obj('log', root.log));
   const admin = readAdmin(c, root.admin);
   const forwardAuth = readForwardAuth(c, root.forwardAuth);
@@ -132,9 +134,12 @@ function readTopology(c: Checker, s: Record<string, unknown>): RedisTopology {
 
 function readUsers(c: Checker, u: Record<string, unknown>, at: (p: string) => string): UsersConfig {
   c.unknownKeys('users', u, childrenOf('users'));
-  const file = c.str('users.htpasswd', u.htpasswd);
+  const store = bool(c, 'users.store', u.store);
+  // Another source of users makes the file optional.
+  const file = store && (u.htpasswd === undefined || u.htpasswd === null) ? '' : c.str('users.htpasswd', u.htpasswd);
   const users: UsersConfig = {
     htpasswd: file ? at(file) : '',
+    store,
     cacheTtlSeconds: int(c, 'users.cacheTtlSeconds', u.cacheTtlSeconds),
     watch: bool(c, 'users.watch', u.watch),
     maxPendingVerifications: int(c, 'users.maxPendingVerifications', u.maxPendingVerifications),

@@ -129,4 +129,9 @@ describe('configuration', () => {
     expect(testConfig('/dev/null').apiKeys).toBeUndefined();
     expect(() => testConfig('/dev/null', { apiKeys: { header: 'Authorization', prefix: 'A_B' } })).toThrow(/apiKeys.header[\s\S]*apiKeys.prefix/);
   });
+
+  it('users.store makes users.htpasswd optional; without another source it stays required', () => {
+    expect(testConfig('/dev/null', { users: { store: true } }).users).toMatchObject({ htpasswd: '', store: true });
+    expect(() => testConfig('/dev/null', { users: {} })).toThrow(/users.htpasswd is required/);
+  });
 });

@@ -52,7 +52,7 @@ describe('validation takes its defaults and known keys from the table', () => {
     'store.kind': config.store.kind,
     'store.keyPrefix': redis?.keyPrefix, 'store.commandTimeoutMs': redis?.commandTimeoutMs,
     'store.connectTimeoutMs': redis?.connectTimeoutMs, 'store.livenessCacheMs': redis?.livenessCacheMs,
-    'users.cacheTtlSeconds': config.users.cacheTtlSeconds, 'users.watch': config.users.watch,
+    'users.cacheTtlSeconds': config.users.cacheTtlSeconds, 'users.store': config.users.store, 'users.watch': config.users.watch,
     'users.maxPendingVerifications': config.users.maxPendingVerifications,
     'tokens.issuer': config.tokens.issuer, 'tokens.audience': config.tokens.audience,
     'tokens.accessTtlSeconds': config.tokens.accessTtlSeconds, 'tokens.refreshTtlSeconds': config.tokens.refreshTtlSeconds,
