@@ -4,6 +4,7 @@ import Koa from 'koa';
 import { createMetrics, type Metrics } from './admin/metrics.js';
 import { requestCounter } from './admin/request-metrics.js';
 import { createAdminServer } from './admin/server.js';
+import { adminApi } from './admin/api.js';
 import { instrumentStore } from './admin/store-metrics.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config/types.js';
@@ -186,7 +187,15 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   server.on('clientError', clientErrorResponder(log));
   handleExpectations(server, handle);
   metrics.watch({ storePing: ping, bcryptPending: () => current.credentials.verifier.pendingVerifications, storeReplication: () => store.replication() });
-  const admin = config.admin === false ? undefined : createAdminServer(metrics.registry, readiness, log, refused);
+  const adminToken = config.admin === false ? undefined : config.admin.apiToken;
+  const api = adminToken === undefined ? undefined : {
+    on: true,
+    middleware: adminApi({
+      token: adminToken, apiKeys: tables.apiKeys, apiKeysConfig: () => current.config.apiKeys, storeUsers: tables.storeUsers,
+      endSessions: (user) => timedStore.revokeUser(user), fileUsers: () => new Set(current.credentials.fileUserNames()), log,
+    }),
+  };
+  const admin = config.admin === false ? undefined : createAdminServer(metrics.registry, readiness, log, refused, api);
   const adminConfig = config.admin;
   // Upgrade requests (WebSocket handshakes, h2c offers) take the same way as any request.
   server.on('upgrade', acceptUpgrades(server));

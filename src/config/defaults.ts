@@ -180,6 +180,7 @@ export const SETTINGS = {
   'admin': { type: 'mapping or `false`', defaultText: '`{ host: 127.0.0.1, port: 9091 }`', meaning: 'The admin listener (plain HTTP, no authentication): `/metrics`, `/healthz`, `/readyz`; `false`: none.' },
   'admin.host': { type: 'string', default: '127.0.0.1', meaning: 'Its address; keep it on loopback or a private interface.' },
   'admin.port': { type: 'integer', default: 9091, min: 0, max: 65535, meaning: 'Its port (`0`: any free port, logged).' },
+  'admin.apiToken': { type: 'secret', defaultText: 'none (the admin API is off)', meaning: 'At least 32 bytes (e.g. `${GATEWAY_ADMIN_TOKEN}`): turns on the admin API for API keys and users kept in the store (`/v1/keys`, `/v1/users`, in the listener\'s `/openapi.json`), asked for as `Authorization: Bearer <token>`; every change is an audit line. Not with `server.workers` above 1.' },
 } as const satisfies Record<string, Setting>;
 
 export type SettingKey = keyof typeof SETTINGS;

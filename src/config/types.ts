@@ -53,6 +53,8 @@ export interface AssertionConfig {
 export interface AdminConfig {
   host: string;
   port: number;
+  /** The bearer secret of the admin API (API keys, users in the store); undefined: the admin API is off. */
+  apiToken?: string;
 }
 
 /** HTTPS on the public port; the files are re-read when they change. */

@@ -426,7 +426,12 @@ function readAdmin(c: Checker, raw: unknown): AdminConfig | false {
   if (raw === false || raw === 'false') return false;
   const a = c.obj('admin', raw);
   c.unknownKeys('admin', a, childrenOf('admin'));
-  return { host: str(c, 'admin.host', a.host), port: int(c, 'admin.port', a.port) };
+  const admin: AdminConfig = { host: str(c, 'admin.host', a.host), port: int(c, 'admin.port', a.port) };
+  if (a.apiToken !== undefined && a.apiToken !== null && a.apiToken !== '') {
+    admin.apiToken = c.str('admin.apiToken', a.apiToken);
+    if (Buffer.byteLength(admin.apiToken) < MIN_SECRET_BYTES) c.problem('admin.apiToken', `must be at least ${MIN_SECRET_BYTES} bytes long`);
+  }
+  return admin;
 }
 
 // Readers of one setting with its default and bounds from the table; `key` is the key as written when it

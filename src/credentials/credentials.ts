@@ -49,6 +49,11 @@ export class Credentials {
     take();
   }
 
+  /** The names in the users file (another source may not have one of them). */
+  fileUserNames(): Iterable<string> {
+    return this.fileUsers.keys();
+  }
+
   private apply(): string[] {
     const merged = new Map(this.fileUsers);
     const both: string[] = [];
