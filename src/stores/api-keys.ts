@@ -60,9 +60,15 @@ export class ApiKeys {
 
   constructor(readonly table: SharedTable<ApiKeyRecord>, private readonly now: () => number = Date.now) {}
 
-  /** The key's record when known without waiting (null: no such key), else undefined. */
+  /**
+   * The key's record when known without waiting (null: no such key), else undefined. An expired key's
+   * record is not answered from memory: it takes the store round trip an unknown or revoked key takes,
+   * so the three are refused alike.
+   */
   lookupNow(id: string): ApiKeyRecord | null | undefined {
-    return this.table.getNow(id);
+    const record = this.table.getNow(id);
+    if (record && this.table.kind === 'redis' && record.expiresAtMs !== undefined && record.expiresAtMs <= this.now()) return undefined;
+    return record;
   }
 
   lookup(id: string): Promise<ApiKeyRecord | null> {

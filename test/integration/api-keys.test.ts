@@ -237,4 +237,24 @@ describe('API keys on two instances sharing one Redis', () => {
     // Both take the same steps (one store read, a constant-time compare): within noise of each other.
     expect(Math.abs(mu - mr), `median unknown ${mu.toFixed(3)} ms, revoked ${mr.toFixed(3)} ms`).toBeLessThan(Math.max(0.5, 0.25 * Math.max(mu, mr)));
   }, 30_000);
+
+  it('while an instance\'s change channel is down it trusts no memory: every key is asked of the store, a revocation still holds', async () => {
+    const [a, b] = gateways as [RunningGateway, RunningGateway];
+    const { key, id } = await createKey('--name', 'channel-cut');
+    expect((await get(a, '/v1/contacts', { 'x-api-key': key })).status).toBe(200);
+    expect(a.gateway.apiKeys!.lookupNow(id)).toBeTruthy();
+    // Cut a's listener (it reconnects by itself): the memory is dropped as soon as the cut is seen.
+    for (const c of table(a).channel.connections) c.disconnect(true);
+    for (const started = Date.now(); a.gateway.apiKeys!.lookupNow(id) !== undefined; await new Promise((r) => setTimeout(r, 5))) {
+      if (Date.now() - started > 2000) throw new Error('the cut listener left the key in memory');
+    }
+    // While it is away the key is asked of the store (with it back, read again and kept).
+    expect((await get(a, '/v1/contacts', { 'x-api-key': key })).status).toBe(200);
+    expect(await b.gateway.apiKeys!.revoke(id)).not.toBeNull();
+    expect((await get(a, '/v1/contacts', { 'x-api-key': key })).status).toBe(401);
+    // The listener comes back (reconnects by itself): memory on again.
+    for (const started = Date.now(); !table(a).cache.enabled; await new Promise((r) => setTimeout(r, 20))) {
+      if (Date.now() - started > 10_000) throw new Error('the change channel did not come back');
+    }
+  }, 20_000);
 });
