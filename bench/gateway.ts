@@ -40,6 +40,8 @@ export interface GatewayVariant {
   accessLog?: boolean;
   /** A global `rateLimit`: every proxied request costs one Redis round trip (GCRA script). */
   rateLimit?: { requests: number; windowSeconds: number };
+  /** `apiKeys: {}`: API keys of the store accepted (bench/variants.ts makes one with the CLI). */
+  apiKeys?: boolean;
 }
 
 /** Writes the htpasswd (cost-10 bcrypt) and the YAML of the main gateway (access log off, no rate limit). */
@@ -65,6 +67,7 @@ export function writeVariantFiles(setup: GatewaySetup, variant: GatewayVariant):
 function configYaml(upstreamPort: number, variant: GatewayVariant): string {
   const log = variant.accessLog ? '{ level: info, access: true }' : '{ level: warn, access: false }';
   const limit = variant.rateLimit ? `rateLimit: { requests: ${variant.rateLimit.requests}, windowSeconds: ${variant.rateLimit.windowSeconds} }\n` : '';
+  const keys = variant.apiKeys ? 'apiKeys: {}\n' : '';
   return `# written by bench/run.ts (${variant.name})
 server: { host: 127.0.0.1, port: 8080, trustProxy: false, shutdownGraceMs: 1000 }
 store: { kind: redis, url: "\${REDIS_URL}" }
@@ -74,7 +77,7 @@ tokens:
   audience: auth-gateway
   signing: { alg: HS256, secret: "\${GATEWAY_JWT_SECRET}" }
 lockout: { maxFailuresPerUser: 10, addressBurst: ${ADDRESS_BURST}, addressFailuresPerMinute: 30, windowSeconds: 900 }
-${limit}upstreams:
+${limit}${keys}upstreams:
   conversations: { url: "http://127.0.0.1:${upstreamPort}", timeouts: { responseMs: 10000 } }
 routes:
   - { path: /v1/conversations, upstream: conversations, paging: { sortable: [campaignId] } }

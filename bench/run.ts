@@ -19,7 +19,7 @@ import { soakScenario } from './soak.js';
 import { tokensScenario } from './tokens.js';
 import { warmUp } from './throughput.js';
 import { basicScenario, bearerScenario, floodScenario, latencyScenario } from './traffic.js';
-import { accessLogScenario, frameworkScenario, rateLimitScenario } from './variants.js';
+import { accessLogScenario, frameworkScenario, rateLimitScenario, apiKeyScenario } from './variants.js';
 import { authzScenarios } from './authz.js';
 import { websocketScenario } from './websocket.js';
 import { ensureWrk } from './wrk.js';
@@ -111,7 +111,7 @@ async function main(): Promise<void> {
     await checkpoint('warm-up');
     const runners: Record<ScenarioId, () => Promise<Row | Row[]>> = {
       framework: () => frameworkScenario(b), bearer: () => bearerScenario(b), basic: () => basicScenario(b),
-      'bearer-log': () => accessLogScenario(b), 'bearer-ratelimit': () => rateLimitScenario(b), websocket: () => websocketScenario(b),
+      'bearer-log': () => accessLogScenario(b), 'bearer-ratelimit': () => rateLimitScenario(b), 'api-key': () => apiKeyScenario(b), websocket: () => websocketScenario(b),
       'bearer-assertion': () => authzScenarios(b, { assertion: true, forwardAuth: false }),
       'forward-auth': () => authzScenarios(b, { assertion: false, forwardAuth: true }),
       latency: () => latencyScenario(b),

@@ -1,7 +1,9 @@
 // Processes other than the main gateway, each started for its own scenario, measured against the
 // floor in the same run, and stopped: the Koa reference (what the framework costs) and the gateway
 // with the access log on or a rate limit on (what each feature costs on top of the default config).
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import type { Bench, Proc, Row } from './context.js';
 import { call, createTokens, LIST_PATH, startGateway, USER, writeVariantFiles, type GatewayVariant } from './gateway.js';
 import { rssMb, startService, stopChild } from './procs.js';
@@ -41,6 +43,32 @@ export async function rateLimitScenario(b: Bench): Promise<Row> {
   return gatewayVariant(b, variant, 'bearer-ratelimit', 'Bearer GET /v1/conversations, rate limit on (one Redis round trip)', RATE_LIMIT_GOAL, (row) => {
     row.notes.unshift(`rateLimit ${NEVER_REACHED.requests} requests / ${NEVER_REACHED.windowSeconds} s: each request is counted in Redis, none refused`);
   });
+}
+
+/** Issue 28: an API key request costs what a Bearer request does (a SHA-256 and a map lookup once warm). */
+const API_KEY_GOAL: Goal = { ratio: 0.85 };
+
+export async function apiKeyScenario(b: Bench): Promise<Row> {
+  const setup = writeVariantFiles(b.gatewaySetup, { name: 'api-key', apiKeys: true });
+  const gw = await startGateway(setup, b.redisUrl);
+  try {
+    // Made with the CLI, as an operator does; the key is printed alone on stdout.
+    const main = fileURLToPath(new URL('../src/main.js', import.meta.url));
+    const key = execFileSync(process.execPath, [main, 'keys', 'create', '--name', 'bench', '--config', setup.configFile], {
+      env: { ...process.env, REDIS_URL: b.redisUrl }, stdio: ['ignore', 'pipe', 'ignore'],
+    }).toString().trim();
+    const header = `Bearer ${key}`;
+    const check = await call(gw.origin, 'GET', LIST_PATH, { authorization: header });
+    if (check.status !== 200) throw new Error(`api-key: the gateway answered ${check.status} to the key; see ${setup.logFile}`);
+    const proc: Proc = { name: 'api-key', origin: gw.origin, pid: gw.child.pid! };
+    await warmUp(b, proc, header);
+    const row = await againstFloor(b, 'api-key', 'API key (Authorization: Bearer agk_…) GET /v1/conversations, access log off', proc, header, API_KEY_GOAL);
+    row.notes.unshift('the key is verified from memory after its first use (SHA-256 of the secret, kept true by the store\'s change channel)');
+    row.notes.push(`RSS of this gateway process after its rounds: ${(await rssMb(proc.pid)).toFixed(1)} MB`);
+    return row;
+  } finally {
+    await stopChild(gw.child, 10_000);
+  }
 }
 
 /** A gateway process of its own config; its own token too, since every gateway process signs with its own key. */

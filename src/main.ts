@@ -6,6 +6,8 @@ import { parseCommandLine } from './cli/args.js';
 import { COMMANDS, commandUsage, usage, type CommandSpec } from './cli/commands.js';
 import { loadChecked, loadSections } from './cli/config.js';
 import { checkConnections } from './cli/connect.js';
+import { keysCommand } from './cli/keys.js';
+import { storeUsersCommand } from './cli/store-users.js';
 import { CommandError, ConnectionCheckError, PasswordRefusedError, UsageError } from './cli/errors.js';
 import { PromptCancelled, readHidden } from './cli/prompt.js';
 import { ConfigError } from './config/errors.js';
@@ -54,6 +56,21 @@ async function main(argv: string[]): Promise<number> {
     case 'lockout clear': {
       const target = lockoutTarget(user, address);
       return print(await clearLockout(loadSections(file, ['store', 'lockout']), target));
+    }
+    case 'users add':
+    case 'users passwd':
+    case 'users remove':
+    case 'users groups':
+    case 'users list':
+    case 'users import':
+      return print(await storeUsersCommand(command.name, args, options, loadSections(file, ['store', 'users'])));
+    case 'keys create':
+    case 'keys list':
+    case 'keys revoke':
+    case 'keys rotate': {
+      const out = await keysCommand(command.name, args, options, loadSections(file, ['store', 'apiKeys']));
+      if (out.stderr) process.stderr.write(`auth-gateway: ${out.stderr}\n`);
+      return print(out.stdout);
     }
     default:
       throw new UsageError(`unknown command "${command.name}"`);

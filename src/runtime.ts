@@ -6,6 +6,10 @@ import { bearerAuthenticator } from './auth/bearer.js';
 import { oidcAuthenticator } from './auth/oidc.js';
 import type { ClientCertificates } from './auth/client-certificate.js';
 import { mtlsAuthenticator } from './auth/mtls.js';
+import { apiKeyAuthenticator } from './auth/api-key.js';
+import type { ApiKeys } from './stores/api-keys.js';
+import type { StoreUsers } from './stores/store-users.js';
+import { withStoreGroups } from './authz/store-groups.js';
 import { allowRules } from './pipeline/steps/allow.js';
 import { answerForwardAuth, forwardAuthEntry } from './pipeline/steps/forward-auth.js';
 import { GroupsFile, noGroups, type Groups } from './authz/groups.js';
@@ -66,6 +70,10 @@ export interface Shared {
   serveOwn: (ex: GatewayExchange, handler: OwnHandler) => Promise<void>;
   /** The client certificates of the listener's connections (server.tls.clientCa); undefined: none asked for. */
   clientCertificates?: ClientCertificates;
+  /** The API keys of the store, when the configuration at start had `apiKeys`. */
+  apiKeys?: ApiKeys;
+  /** The users kept in the store, when the configuration at start had `users.store`. */
+  storeUsers?: StoreUsers;
 }
 
 /**
@@ -113,6 +121,8 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   const ended = (users: string[]) => void endSessions(store, users, log);
   const credentials = sameUsers ? previous.credentials : new Credentials(config.users, clock, log, ended);
   if (sameUsers) credentials.reload();
+  // Users kept in the store, beside the file's (a new Credentials follows them; a kept one already does).
+  else if (shared.storeUsers) credentials.follow(shared.storeUsers);
   // The groups file reloads with the users file (same watch setting; a reload reads both again).
   const fileGroups = sameUsers ? fileGroupsOf(previous.groups) : config.users.groups ? new GroupsFile(config.users.groups, log, config.users.watch) : noGroups;
   const directory = sameUsers ? previous.users.directory : config.users.ldap ? new DirectoryUsers(config.users.ldap, clock, log, config.users.maxPendingVerifications) : undefined;
@@ -158,19 +168,22 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   // provider's token is recognised by its iss before the gateway's own bearer authenticator sees it.
   const authenticators: Authenticator[] = [
     basicAuthenticator(passwords, (user) => users.credentialVersion(user)),
+    // Before bearer: each takes only bearer credentials of its own kind (its key prefix, its issuers' iss).
+    ...(config.apiKeys && shared.apiKeys ? [apiKeyAuthenticator(shared.apiKeys, config.apiKeys)] : []),
     ...(issuers.length > 0 ? [oidcAuthenticator(issuers)] : []),
     bearerAuthenticator(tokens),
     ...(shared.clientCertificates ? [mtlsAuthenticator(shared.clientCertificates)] : []),
   ] as Authenticator[];
+  const consumed = config.apiKeys ? { header: config.apiKeys.header.toLowerCase(), bearerPrefix: `${config.apiKeys.prefix}_` } : undefined;
   const runPipeline = pipeline([
     authenticate(authenticators),
     route(routes),
     ...(directory ? [directoryGroups(users, fileGroups)] : []),
-    allowRules(groups),
+    allowRules(shared.storeUsers ? withStoreGroups(groups, shared.storeUsers) : groups),
     originPolicy(trustForwarded),
     rateLimit(shared.counters),
     paging,
-    upstreamHeaders(trustForwarded, signed),
+    upstreamHeaders(trustForwarded, signed, consumed),
   ], {
     forward: forward(forwarder),
     tunnel: tunnel(forwarder, shared.tunnels, (upstream) => config.upstreams[upstream]!.maxTunnels),
@@ -245,6 +258,8 @@ export function restartOnlyChanges(old: Config, next: Config): string[] {
   if (!same(old.admin, next.admin)) changed.push('admin');
   if (old.log.level !== next.log.level) changed.push('log.level');
   if (old.server.workers !== next.server.workers) changed.push('server.workers');
+  if ((old.apiKeys === undefined) !== (next.apiKeys === undefined)) changed.push('apiKeys (on or off)');
+  if (old.users.store !== next.users.store) changed.push('users.store');
   return changed;
 }
 

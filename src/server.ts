@@ -4,6 +4,7 @@ import Koa from 'koa';
 import { createMetrics, type Metrics } from './admin/metrics.js';
 import { requestCounter } from './admin/request-metrics.js';
 import { createAdminServer } from './admin/server.js';
+import { adminApi } from './admin/api.js';
 import { instrumentStore } from './admin/store-metrics.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config/types.js';
@@ -30,6 +31,9 @@ import { acceptUpgrades } from './proxy/websocket.js';
 import { buildRuntime, restartOnlyChanges, retireRuntime, type Shared } from './runtime.js';
 import type { TokenService } from './tokens/service.js';
 import { createCounters, createStore } from './stores/kinds.js';
+import { storeCredentials } from './stores/credential-tables.js';
+import type { ApiKeys } from './stores/api-keys.js';
+import type { StoreUsers } from './stores/store-users.js';
 import { refusedWrites } from './tokens/store/replication.js';
 import type { SessionStore } from './tokens/store/types.js';
 import type { CounterStore } from './counters/types.js';
@@ -54,6 +58,10 @@ export interface Gateway {
   metrics: Metrics;
   store: SessionStore;
   counters: CounterStore;
+  /** The API keys of the store (apiKeys at start); undefined: none. */
+  readonly apiKeys: ApiKeys | undefined;
+  /** The users kept in the store (users.store at start); undefined: none. */
+  readonly storeUsers: StoreUsers | undefined;
   /** The /readyz check: resolves when ready, rejects with the 503 it answers (store down, shutting down). */
   readonly ready: () => Promise<void>;
   /** The parts of the configuration in force (they change with a reload). */
@@ -94,6 +102,8 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   const ownsStore = deps.store === undefined;
   const counters = deps.counters ?? createCounters(config.store, clock, log);
   const ownsCounters = deps.counters === undefined;
+  // API keys (and users kept in the store) live in tables of the store, when configured at start.
+  const tables = storeCredentials(config, clock, log);
   const metrics = deps.metrics ?? createMetrics();
   // What the gateway's parts call: the store with each command timed (gateway.store stays the real one).
   const timedStore = instrumentStore(store, metrics);
@@ -152,6 +162,16 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
       return koa(ex.req, ex.res);
     },
   };
+  if (tables.apiKeys) {
+    shared.apiKeys = tables.apiKeys;
+    // A key revoked or rotated: its open tunnels are judged again at once.
+    tables.apiKeys.table.onChanged(() => tunnels.recheckNow());
+  }
+  if (tables.storeUsers) {
+    shared.storeUsers = tables.storeUsers;
+    // A user of the store removed or changed: open tunnels are judged again at once.
+    tables.storeUsers.onChange(() => tunnels.recheckNow());
+  }
   let current = buildRuntime(config, shared);
 
   const serve = observe({
@@ -189,13 +209,21 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   server.on('clientError', clientErrorResponder(log));
   handleExpectations(server as Server, handle);
   metrics.watch({ storePing: ping, bcryptPending: () => current.credentials.verifier.pendingVerifications, storeReplication: () => store.replication() });
-  const admin = config.admin === false ? undefined : createAdminServer(metrics.registry, readiness, log, refused);
+  const adminToken = config.admin === false ? undefined : config.admin.apiToken;
+  const api = adminToken === undefined ? undefined : {
+    on: true,
+    middleware: adminApi({
+      token: adminToken, apiKeys: tables.apiKeys, apiKeysConfig: () => current.config.apiKeys, storeUsers: tables.storeUsers,
+      endSessions: (user) => timedStore.revokeUser(user), fileUsers: () => new Set(current.credentials.fileUserNames()), log,
+    }),
+  };
+  const admin = config.admin === false ? undefined : createAdminServer(metrics.registry, readiness, log, refused, api);
   const adminConfig = config.admin;
   // Upgrade requests (WebSocket handshakes, h2c offers) take the same way as any request.
   server.on('upgrade', acceptUpgrades(server as Server));
 
   return {
-    app, server, admin, metrics, store, counters, ready: readiness,
+    app, server, admin, metrics, store, counters, ready: readiness, apiKeys: tables.apiKeys, storeUsers: tables.storeUsers,
     get tokens() {
       return current.tokens;
     },
@@ -238,6 +266,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
       current.users.directory?.close();
       if (ownsStore) await store.close();
       if (ownsCounters) await counters.close();
+      await tables.close();
     },
   };
 }

@@ -4,6 +4,7 @@ import { toProblem } from '../http/errors.js';
 import { writeProblem } from '../core/problem-writer.js';
 import { health } from '../http/health.js';
 import { HttpProblem } from '../core/problem.js';
+import { adminOpenApiDocument } from './openapi.js';
 import type { Logger } from '../log.js';
 
 /**
@@ -17,7 +18,7 @@ export interface MetricsText {
   metrics(): Promise<string>;
 }
 
-export function createAdminServer(metrics: MetricsText, ping: () => Promise<void>, log: Logger, refused?: () => string | undefined): Server {
+export function createAdminServer(metrics: MetricsText, ping: () => Promise<void>, log: Logger, refused?: () => string | undefined, api?: { middleware: Koa.Middleware; on: boolean }): Server {
   const app = new Koa();
   app.silent = true;
   app.use(async function handleErrors(ctx, next) {
@@ -40,8 +41,15 @@ export function createAdminServer(metrics: MetricsText, ping: () => Promise<void
     await next();
   });
   app.use(health(ping, refused));
+  // The admin API (API keys, users kept in the store) and the listener's own OpenAPI document.
+  if (api) app.use(api.middleware);
+  const document = adminOpenApiDocument(api?.on ?? false);
+  app.use(async function serveOpenApi(ctx, next) {
+    if (ctx.path !== '/openapi.json' || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) return next();
+    ctx.body = document;
+  });
   app.use(async function serveMetrics(ctx) {
-    if (ctx.path !== '/metrics') throw new HttpProblem(404, 'not_found', 'the admin listener serves /metrics, /healthz and /readyz');
+    if (ctx.path !== '/metrics') throw new HttpProblem(404, 'not_found', 'the admin listener serves /metrics, /healthz, /readyz, /openapi.json and (with admin.apiToken) /v1/keys and /v1/users');
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
       throw new HttpProblem(405, 'method_not_allowed', `${ctx.method} is not allowed here; use GET`, { headers: { Allow: 'GET, HEAD' } });
     }

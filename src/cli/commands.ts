@@ -22,6 +22,14 @@ export const OPTIONS = {
   cost: { type: 'string', help: '--cost N            bcrypt cost, 4 to 31 (default 10; below 10 is for tests only)' },
   user: { type: 'string', help: '--user NAME         the user name' },
   address: { type: 'string', help: '--address IP        the client address (IPv4 or IPv6)' },
+  name: { type: 'string', help: '--name NAME         the key\'s name (its user too, unless --user)' },
+  groups: { type: 'string', help: '--groups A,B        groups, comma-separated' },
+  routes: { type: 'string', help: '--routes /P,/Q      the only paths (and what is under them) it may call' },
+  methods: { type: 'string', help: '--methods GET,HEAD  the only methods it may use' },
+  'expires-in': { type: 'string', help: '--expires-in 90d    it expires then (s, m, h, d, w)' },
+  rate: { type: 'string', help: '--rate 100/60s      its own rate limit, beside the route\'s' },
+  set: { type: 'string', help: '--set A,B           the groups the user is in from now on' },
+  overlap: { type: 'string', help: '--overlap 24h       the old key works this much longer (default 0: revoked at once)' },
 } as const;
 
 export type OptionName = keyof typeof OPTIONS;
@@ -50,6 +58,46 @@ export const COMMANDS: readonly CommandSpec[] = [
   {
     name: 'lockout clear', synopsis: '[--user NAME] [--address IP] [--config FILE]', summary: 'lift a brute-force lock in the shared store', options: ['config', 'user', 'address'], positionals: 0,
     details: 'At least one of --user and --address. Needs the shared store (store.kind: redis); reads only the store and lockout settings of the file.',
+  },
+  {
+    name: 'users add', synopsis: 'NAME [--groups A,B] [--cost N] [--config FILE]', summary: 'add a user to the store (users.store)', options: ['config', 'groups', 'cost'], positionals: 1,
+    details: 'On a terminal the password is asked for twice without echo; otherwise it is read from stdin. Every instance accepts the user at once, no reload. A name in the users file is refused. Needs the shared store (store.kind: redis).',
+  },
+  {
+    name: 'users passwd', synopsis: 'NAME [--cost N] [--config FILE]', summary: 'change the password of a user of the store', options: ['config', 'cost'], positionals: 1,
+    details: 'The password is read as by users add. The user\'s sessions end on every instance before it answers.',
+  },
+  {
+    name: 'users remove', synopsis: 'NAME [--config FILE]', summary: 'remove a user from the store and end its sessions everywhere', options: ['config'], positionals: 1,
+    details: 'Every instance refuses the user at once; its sessions end on every instance before it answers.',
+  },
+  {
+    name: 'users groups', synopsis: 'NAME --set A,B [--config FILE]', summary: 'set the groups of a user of the store', options: ['config', 'set'], positionals: 1,
+    details: 'Replaces the user\'s groups (what allow rules and identity headers read); --set "" leaves it in none.',
+  },
+  {
+    name: 'users list', synopsis: '[--config FILE]', summary: 'list the users of the store (never a hash)', options: ['config'], positionals: 0,
+    details: 'One line a user: name, groups, last change. Needs the shared store.',
+  },
+  {
+    name: 'users import', synopsis: 'FILE [--config FILE]', summary: 'add the users of an htpasswd file to the store', options: ['config'], positionals: 1,
+    details: 'bcrypt lines only; users already in the store are left as they are; a name also in the configured users file stops the import before anything is written.',
+  },
+  {
+    name: 'keys create', synopsis: '--name NAME [--user U] [--groups A,B] [--routes /P,/Q] [--methods M,N] [--expires-in 90d] [--rate 100/60s] [--config FILE]', summary: 'create an API key and print it once', options: ['config', 'name', 'user', 'groups', 'routes', 'methods', 'expires-in', 'rate'], positionals: 0,
+    details: 'Prints the key (<prefix>_<id>_<secret>) alone on stdout; the store keeps only the SHA-256 of its secret. Needs the shared store (store.kind: redis); reads only the store and apiKeys settings of the file.',
+  },
+  {
+    name: 'keys list', synopsis: '[--config FILE]', summary: 'list the API keys (never a secret)', options: ['config'], positionals: 0,
+    details: 'One line a key: id, name, user, groups, routes, methods, rate, expiry, created, last used (written at most once a minute). Needs the shared store.',
+  },
+  {
+    name: 'keys revoke', synopsis: 'ID [--config FILE]', summary: 'revoke an API key on every instance', options: ['config'], positionals: 1,
+    details: 'Answers once no instance accepts the key any more. Needs the shared store.',
+  },
+  {
+    name: 'keys rotate', synopsis: 'ID [--overlap 24h] [--config FILE]', summary: 'replace an API key; print the new one once', options: ['config', 'overlap'], positionals: 1,
+    details: 'The new key has the old one\'s name, user, groups, routes, methods, rate and lifetime; the old one works until the overlap ends (default 0: revoked at once). Needs the shared store.',
   },
 ];
 

@@ -106,7 +106,7 @@ export function readAllow(c: Checker, key: string, raw: unknown, groupsFile: str
   if (!users && !groups && !methods) c.problem(key, 'must name users, groups or methods (leave allow out to let every authenticated user in)');
   else if ((users || groups) && (users ?? []).length === 0 && (groups ?? []).length === 0) c.problem(key, 'lets no one in: list users or groups (or remove the route)');
   if (methods && methods.length === 0) c.problem(`${key}.methods`, 'lists no method: leave it out to allow every method');
-  if (groups && groups.length > 0 && !groupsFile) c.problem(`${key}.groups`, 'names groups, but no source of groups is set: users.groups (the htgroup file), users.ldap.groupsBase, an identity.issuers groupsClaim or server.tls.clientCa (client certificates, their OU values)');
+  if (groups && groups.length > 0 && !groupsFile) c.problem(`${key}.groups`, 'names groups, but no source of groups is set: users.groups (the htgroup file), users.store, apiKeys, users.ldap.groupsBase, an identity.issuers groupsClaim or server.tls.clientCa (client certificates, their OU values)');
   return allow;
 }
 

@@ -74,7 +74,8 @@ export const SETTINGS = {
 
   // users
   'users': { type: 'mapping', defaultText: 'required', meaning: 'Who may sign in.' },
-  'users.htpasswd': { type: 'path', defaultText: 'required (optional with `users.ldap`)', meaning: 'htpasswd file (bcrypt entries only), relative to the config file; `auth-gateway users hash NAME` writes a line.' },
+  'users.htpasswd': { type: 'path', defaultText: 'required unless `users.store` or `users.ldap`', meaning: 'htpasswd file (bcrypt entries only), relative to the config file; `auth-gateway users hash NAME` writes a line. Optional when another source of users is set (`users.store`, `users.ldap`).' },
+  'users.store': { type: 'boolean', default: false, meaning: 'Also take users kept in the store, managed live with `auth-gateway users add|passwd|remove|groups|list|import` (every instance sees a change at once, no reload); a name also in the htpasswd file is refused from the store. See user-sources.md.' },
   'users.cacheTtlSeconds': { type: 'integer', default: 300, min: 0, meaning: 'How long a verified user:password is remembered in memory (as an HMAC), so steady Basic traffic costs no bcrypt; `0` disables.' },
   'users.watch': { type: 'boolean', default: true, meaning: 'Reload the file when it changes.' },
   'users.maxPendingVerifications': { type: 'integer', default: 64, min: 1, meaning: 'bcrypt checks allowed to wait for the thread pool at once; past it, 503 with `Retry-After: 1`.' },
@@ -91,6 +92,11 @@ export const SETTINGS = {
   'users.ldap.groupsBase': { type: 'string', defaultText: 'none (no directory groups)', meaning: 'The subtree searched for the user\'s groups; their names (`cn`) count in `routes[].allow.groups` and identity assertions.' },
   'users.ldap.groupsFilter': { type: 'string', default: '(member={dn})', meaning: 'The filter of that search: `{dn}` is the user\'s DN, `{user}` the name (both escaped per RFC 4515).' },
   'users.ldap.cacheSeconds': { type: 'integer', default: 300, min: 0, meaning: 'How long a verified bind and its groups are remembered in memory (as an HMAC, like `cacheTtlSeconds`); it also keeps those users signing in while the directory is down. `0`: bind every time.' },
+
+  // apiKeys
+  'apiKeys': { type: 'mapping, `true` or `false`', defaultText: 'none (no API keys)', meaning: 'Accept API keys of the store (`auth-gateway keys create`), from `apiKeys.header` or as `Authorization: Bearer <key>`; see service-credentials.md.' },
+  'apiKeys.header': { type: 'header name', default: 'X-API-Key', meaning: 'The header a key may come in; it never reaches an upstream.' },
+  'apiKeys.prefix': { type: 'string', default: 'agk', meaning: 'The visible start of every key: `<prefix>_<id>_<secret>` (2 to 16 lower-case letters and digits). A bearer credential of another form is left to the token check.' },
 
   // tokens
   'tokens': { type: 'mapping', defaultText: 'required', meaning: 'The tokens of `POST /v1/tokens/*`.' },
@@ -208,6 +214,7 @@ export const SETTINGS = {
   'admin': { type: 'mapping or `false`', defaultText: '`{ host: 127.0.0.1, port: 9091 }`', meaning: 'The admin listener (plain HTTP, no authentication): `/metrics`, `/healthz`, `/readyz`; `false`: none.' },
   'admin.host': { type: 'string', default: '127.0.0.1', meaning: 'Its address; keep it on loopback or a private interface.' },
   'admin.port': { type: 'integer', default: 9091, min: 0, max: 65535, meaning: 'Its port (`0`: any free port, logged).' },
+  'admin.apiToken': { type: 'secret', defaultText: 'none (the admin API is off)', meaning: 'At least 32 bytes (e.g. `${GATEWAY_ADMIN_TOKEN}`): turns on the admin API for API keys and users kept in the store (`/v1/keys`, `/v1/users`, in the listener\'s `/openapi.json`), asked for as `Authorization: Bearer <token>`; every change is an audit line. Not with `server.workers` above 1.' },
 } as const satisfies Record<string, Setting>;
 
 export type SettingKey = keyof typeof SETTINGS;

@@ -25,7 +25,12 @@ export interface Config {
   /** The forward-auth endpoint (nginx auth_request, Caddy forward_auth, Traefik ForwardAuth); undefined: none. */
   forwardAuth: ForwardAuthConfig | undefined;
   identity: IdentityConfig;
+  /** API keys of the store (docs/service-credentials.md); undefined: none. */
+  apiKeys: ApiKeysConfig | undefined;
 }
+
+/** The header a key may come in (as written; any case matches; Authorization: Bearer works too) and the prefix keys start with. */
+export type ApiKeysConfig = Scalars<'apiKeys'>;
 
 export interface ForwardAuthConfig {
   /** The exact path (any method) answered about the request the proxy describes. */
@@ -67,6 +72,7 @@ export interface IssuerConfig {
 /** Signed identity assertions: header, alg, keyFile (absolute), ttlSeconds. */
 export type AssertionConfig = Scalars<'identity.assertion'>;
 
+/** The admin listener; with `apiToken` (its bearer secret) the admin API for API keys and store users is on. */
 export type AdminConfig = Scalars<'admin'>;
 
 /** Limits of HTTP/2 connections (server.http2). */

@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os';
 import { isAbsolute, resolve } from 'node:path';
 import { OVERRIDE_HEADERS } from '../core/headers.js';
 import { checkRouteOverlaps, checkUnguardedParents, readAllow, readForwardAuth, readGroupsFile, readIdentity } from './authz.js';
+import { readApiKeys } from './api-keys.js';
 import { Checker } from './checker.js';
 import { groupsClaimOf } from './issuers.js';
 import { readLdap } from './ldap.js';
@@ -45,9 +46,10 @@ export function checkConfig(raw: unknown, file: string, baseDir: string, locate?
   const rateLimit = root.rateLimit === undefined || root.rateLimit === null || root.rateLimit === false
     ? undefined : readRateLimit(c, 'rateLimit', c.obj('rateLimit', root.rateLimit));
   const upstreams = readUpstreams(c, root.upstreams);
-  // Allow rules may name groups when some source has them: the htgroup file, the directory, a provider's
-  // groups claim, client certificates (their OU values).
-  const routes = readRoutes(c, root.routes, upstreams, users.groups ?? users.ldap?.groupsBase ?? groupsClaimOf(root.identity) ?? server.tls?.clientCa);
+  // Allow rules may name groups when some source has them: the htgroup file, the store's users and API keys,
+  // the directory, a provider's groups claim, client certificates (their OU values).
+  const storeGroups = users.store || (root.apiKeys !== undefined && root.apiKeys !== null && root.apiKeys !== false) ? 'the store' : undefined;
+  const routes = readRoutes(c, root.routes, upstreams, users.groups ?? storeGroups ?? users.ldap?.groupsBase ?? groupsClaimOf(root.identity) ?? server.tls?.clientCa);
   const log = readLog(c, c.obj('log', root.log));
   const admin = readAdmin(c, root.admin);
   const forwardAuth = readForwardAuth(c, root.forwardAuth);
@@ -55,9 +57,10 @@ export function checkConfig(raw: unknown, file: string, baseDir: string, locate?
   identity.issuers.forEach((i, n) => {
     if (i.issuer && i.issuer === tokens.issuer) c.problem(`identity.issuers[${n}].issuer`, 'must not be tokens.issuer (the gateway\'s own tokens carry it)');
   });
+  const apiKeys = readApiKeys(c, root.apiKeys);
   checkRouteOverlaps(c, routes, forwardAuth, identity);
   checkUnguardedParents(c, routes);
-  const config: Config = { file, server, store, users, tokens, lockout, rateLimit, upstreams, routes, log, admin, forwardAuth, identity };
+  const config: Config = { file, server, store, users, tokens, lockout, rateLimit, upstreams, routes, log, admin, forwardAuth, identity, apiKeys };
   return { config, problems: c.problems, warnings: c.warnings };
 }
 
@@ -123,9 +126,11 @@ function readTopology(c: Checker, s: Record<string, unknown>): RedisTopology {
 function readUsers(c: Checker, u: Record<string, unknown>, at: (p: string) => string): UsersConfig {
   c.unknownKeys('users', u, childrenOf('users'));
   const ldap = readLdap(c, u.ldap, at);
-  // With a directory the htpasswd file is optional (a name in both is verified by the file first).
-  const file = c.str('users.htpasswd', u.htpasswd, ldap ? '' : undefined);
-  const users: UsersConfig = { htpasswd: file ? at(file) : '', ...readScalars(c, 'users', u, { except: ['htpasswd', 'groups'] }) };
+  const plain = readScalars(c, 'users', u, { except: ['htpasswd', 'groups'] });
+  // Another source of users (the store, a directory) makes the file optional (a name in the file and the
+  // directory is verified by the file first; one in the file and the store is refused).
+  const file = c.str('users.htpasswd', u.htpasswd, plain.store || ldap ? '' : undefined);
+  const users: UsersConfig = { htpasswd: file ? at(file) : '', ...plain };
   const groups = readGroupsFile(c, u.groups, at);
   if (groups) users.groups = groups;
   if (ldap) users.ldap = ldap;
@@ -381,7 +386,9 @@ function readAdmin(c: Checker, raw: unknown): AdminConfig | false {
   if (raw === false || raw === 'false') return false;
   const a = c.obj('admin', raw);
   c.unknownKeys('admin', a, childrenOf('admin'));
-  return readScalars(c, 'admin', a);
+  const admin: AdminConfig = readScalars(c, 'admin', a);
+  if (admin.apiToken && Buffer.byteLength(admin.apiToken) < MIN_SECRET_BYTES) c.problem('admin.apiToken', `must be at least ${MIN_SECRET_BYTES} bytes long`);
+  return admin;
 }
 
 // Readers of one setting with its default and bounds from the table; `key` is the key as written when it

@@ -63,6 +63,12 @@ export interface ForwardContext {
   trustForwarded: boolean;
   /** One more header name (lower case) only the gateway may set, in any spelling: the assertion's. */
   reserved: string | undefined;
+  /**
+   * A credential the gateway consumes and never forwards: the API key header (lower case, removed in
+   * any spelling) and the prefix of a key sent as `Authorization: Bearer` (removed even on a route that
+   * forwards Authorization). Undefined: none.
+   */
+  consumed?: { header: string; bearerPrefix: string };
 }
 
 const HOP_BY_HOP_SET = new Set(HOP_BY_HOP);
@@ -83,11 +89,11 @@ export function upstreamHeaderObject(req: IncomingMessage, f: ForwardContext): I
     if (HOP_BY_HOP_SET.has(name) || named?.has(name) || name === 'expect') continue;
     // An HTTP/2 request's pseudo-headers (`:method`, `:path`, `:authority`, `:scheme`): the upstream hop is HTTP/1.1.
     if (name.charCodeAt(0) === 0x3a) continue;
-    if (name === 'authorization' && !f.forwardAuthorization) continue;
+    if (name === 'authorization' && (!f.forwardAuthorization || (f.consumed !== undefined && carriesKey(h.authorization, f.consumed.bearerPrefix)))) continue;
     // CGI-style upstreams read `_` as `-`: X-Authenticated_User must not pass as X-Authenticated-User.
     const dashed = name.includes('_') ? name.replace(/_/g, '-') : name;
     if (REMOVED.has(dashed) ? !(name === dashed && f.allowHeaders.includes(name)) : isIdentityFamily(dashed)) continue;
-    if (dashed === f.reserved) continue;
+    if (dashed === f.reserved || dashed === f.consumed?.header) continue;
     out[name] = h[name];
   }
   out['x-authenticated-user'] = headerSafe(f.principal.user);
@@ -100,6 +106,13 @@ export function upstreamHeaderObject(req: IncomingMessage, f: ForwardContext): I
   const host = clientHost(req, f.trustForwarded ? h['x-forwarded-host'] : undefined);
   if (host) out['x-forwarded-host'] = host;
   return out;
+}
+
+/** An Authorization header that carries a key of the prefix as its bearer credential (any case of the scheme). */
+function carriesKey(authorization: string | undefined, bearerPrefix: string): boolean {
+  if (authorization === undefined) return false;
+  const m = /^\s*bearer\s+(\S+)/i.exec(authorization);
+  return m !== null && m[1]!.startsWith(bearerPrefix);
 }
 
 /** The header names a Connection header lists (hop-by-hop by its word), but never framing or Host. */

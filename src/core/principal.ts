@@ -25,4 +25,19 @@ export interface Principal {
   readonly ambient: boolean;
   /** What its authenticator needs to check it again later (an open tunnel); opaque to everyone else. */
   readonly proof: string;
+  /** What the credential itself names and limits beyond the route's rules (an API key); absent: nothing. */
+  readonly credential?: CredentialFacts;
+}
+
+/** A credential with a name and limits of its own (an API key), read by the allow and rate-limit steps and the access line. */
+export interface CredentialFacts {
+  /** Its id and name, for access lines; never a secret. */
+  readonly id: string;
+  readonly name: string;
+  /** Paths it may call (each with what is under it, any case, as routes match); empty: any. */
+  readonly routes: readonly string[];
+  /** Methods it may use (upper case); empty: any. */
+  readonly methods: readonly string[];
+  /** Its own rate limit, beside the route's; undefined: none. */
+  readonly rate: { readonly requests: number; readonly windowSeconds: number } | undefined;
 }

@@ -21,18 +21,58 @@ export class Credentials {
   readonly verifier: PasswordVerifier;
   private watcher: FSWatcher | undefined;
   private reloadTimer: NodeJS.Timeout | undefined;
+  /** The file's users, and those of another source beside it (see follow). */
+  private fileUsers: Map<string, string>;
+  private otherUsers: ReadonlyMap<string, string> = new Map();
+  private unfollow: () => void = () => {};
 
   constructor(private readonly config: UsersConfig, clock: Clock, private readonly log: Logger, private readonly ended: UsersEnded = () => {}) {
-    this.verifier = new PasswordVerifier(this.read(), config.cacheTtlSeconds * 1000, clock, config.maxPendingVerifications);
+    // users.htpasswd may be left out when another source of users is set.
+    this.fileUsers = config.htpasswd ? readHtpasswd(config.htpasswd) : new Map();
+    this.verifier = new PasswordVerifier(this.fileUsers, config.cacheTtlSeconds * 1000, clock, config.maxPendingVerifications);
     if (config.watch && config.htpasswd) this.watch();
+  }
+
+  /**
+   * Takes the users of another source (the store) beside the file's, now and at each change it
+   * reports: a removed or changed one ends like a removed or changed line. A name in both is refused
+   * from the other source, naming it: the file's line stays in force.
+   */
+  follow(source: { users(): ReadonlyMap<string, { hash: string }>; onChange(listener: () => void): () => void }): void {
+    const take = () => {
+      const other = new Map<string, string>();
+      for (const [name, u] of source.users()) other.set(name, u.hash);
+      this.otherUsers = other;
+      this.apply();
+    };
+    this.unfollow = source.onChange(take);
+    take();
+  }
+
+  /** The names in the users file (another source may not have one of them). */
+  fileUserNames(): Iterable<string> {
+    return this.fileUsers.keys();
+  }
+
+  private apply(): string[] {
+    const merged = new Map(this.fileUsers);
+    const both: string[] = [];
+    for (const [name, hash] of this.otherUsers) {
+      if (merged.has(name)) both.push(name);
+      else merged.set(name, hash);
+    }
+    if (both.length > 0) this.log.error('users in both the users file and the store refused from the store (the file\'s line is in force); remove one', { users: both });
+    const ended = this.verifier.replaceUsers(merged);
+    if (ended.length > 0) this.ended(ended);
+    return ended;
   }
 
   /** Reads the file again now; false (and the old users kept) when it is broken. */
   reload(): boolean {
     try {
-      const ended = this.verifier.replaceUsers(this.read());
+      this.fileUsers = this.config.htpasswd ? readHtpasswd(this.config.htpasswd) : new Map();
+      this.apply();
       this.log.info('users reloaded', { file: this.config.htpasswd, users: this.verifier.userCount });
-      if (ended.length > 0) this.ended(ended);
       return true;
     } catch (err) {
       this.log.error('users file not reloaded; keeping the previous users', { error: (err as Error).message });
@@ -40,12 +80,8 @@ export class Credentials {
     }
   }
 
-  /** The file's users; none when there is no file (another source, the directory, has the users). */
-  private read(): Map<string, string> {
-    return this.config.htpasswd ? readHtpasswd(this.config.htpasswd) : new Map();
-  }
-
   close(): void {
+    this.unfollow();
     clearTimeout(this.reloadTimer);
     this.watcher?.close();
   }

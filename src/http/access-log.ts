@@ -28,6 +28,9 @@ export function accessLine(log: Logger): (ex: Exchange) => void {
         via: ex.principal?.via,
         // The x5t#S256 of the connection's verified client certificate, whichever credential decided.
         certificate: ex.certificate,
+        // A credential with a name of its own (an API key): its id and name, never its secret.
+        keyId: ex.principal?.credential?.id,
+        keyName: ex.principal?.credential?.name,
         route: ex.route?.path,
         upstream: ex.route?.upstream,
         // A forward-auth call: method and path above are the request it asked about.

@@ -7,12 +7,16 @@ import type { Logger } from '../log.js';
 import { MemorySessionStore } from '../tokens/store/memory.js';
 import { RedisSessionStore } from '../tokens/store/redis.js';
 import type { SessionStore } from '../tokens/store/types.js';
+import { MemoryTable, type SharedTable } from './shared-table.js';
+import { RedisTable } from './shared-table-redis.js';
 
 /** What one store kind (store.kind) makes: the sessions, and the lockout and rate-limit counters beside them. */
 interface StoreKind<C extends StoreConfig> {
   sessions(config: C, clock: Clock, log: Logger): SessionStore;
   /** The counters live where the sessions do, on a connection of their own. */
   counters(config: C, clock: Clock, log: Logger): CounterStore;
+  /** A shared table (API keys, users kept in the store) beside them, on connections of its own. */
+  table(name: string, config: C, log: Logger): SharedTable<unknown>;
 }
 
 /** store.kind → its stores: the one place that knows every backend. */
@@ -23,10 +27,12 @@ const KINDS: { [K in StoreConfig['kind']]: StoreKind<Extract<StoreConfig, { kind
       return new MemorySessionStore(clock);
     },
     counters: (_config, clock) => new MemoryCounters(clock),
+    table: () => new MemoryTable<unknown>(),
   },
   redis: {
     sessions: ({ kind: _kind, ...options }, _clock, log) => new RedisSessionStore(options, log),
     counters: ({ kind: _kind, ...options }, _clock, log) => new RedisCounters(options, log),
+    table: (name, { kind: _kind, ...options }, log) => new RedisTable<unknown>(name, options, log),
   },
 };
 
@@ -36,4 +42,8 @@ export function createStore(config: StoreConfig, clock: Clock, log: Logger): Ses
 
 export function createCounters(config: StoreConfig, clock: Clock, log: Logger): CounterStore {
   return (KINDS[config.kind] as StoreKind<StoreConfig>).counters(config, clock, log);
+}
+
+export function createTable<T>(name: string, config: StoreConfig, log: Logger): SharedTable<T> {
+  return (KINDS[config.kind] as StoreKind<StoreConfig>).table(name, config, log) as SharedTable<T>;
 }

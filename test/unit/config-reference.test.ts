@@ -35,6 +35,7 @@ describe('validation takes its defaults and known keys from the table', () => {
   const withIdentity = checkConfig({ ...minimal, identity: { assertion: { keyFile: 'assertion.pem' }, issuers: [{ name: 'corp', issuer: 'https://idp.example.com', audiences: ['gw'] }] } }, '', '/tmp');
   const issuer = withIdentity.config.identity.issuers[0];
   const withLdap = checkConfig({ ...minimal, users: { ldap: { url: 'ldap://127.0.0.1', userDn: 'uid={user},dc=x' } } }, '', '/tmp');
+  const withKeys = checkConfig({ ...minimal, apiKeys: {} }, '', '/tmp');
   const redis = withRedis.config.store.kind === 'redis' ? withRedis.config.store : undefined;
 
   /** Every table key with a plain default, read back from the validated configuration. */
@@ -46,6 +47,7 @@ describe('validation takes its defaults and known keys from the table', () => {
     'server.acceptGraceMs': config.server.acceptGraceMs, 'store.durability': redis?.durability,
     'upstreams.<name>.maxConnections': config.upstreams.up!.maxConnections, 'upstreams.<name>.maxQueued': config.upstreams.up!.maxQueued, 'upstreams.<name>.maxTunnels': config.upstreams.up!.maxTunnels,
     'identity.assertion.header': withIdentity.config.identity.assertion?.header,
+    'apiKeys.header': withKeys.config.apiKeys?.header, 'apiKeys.prefix': withKeys.config.apiKeys?.prefix,
     'identity.assertion.alg': withIdentity.config.identity.assertion?.alg,
     'identity.assertion.ttlSeconds': withIdentity.config.identity.assertion?.ttlSeconds,
     'identity.issuers[].algorithms': issuer?.algorithms, 'identity.issuers[].userClaim': issuer?.userClaim,
@@ -57,7 +59,7 @@ describe('validation takes its defaults and known keys from the table', () => {
     'store.kind': config.store.kind,
     'store.keyPrefix': redis?.keyPrefix, 'store.commandTimeoutMs': redis?.commandTimeoutMs,
     'store.connectTimeoutMs': redis?.connectTimeoutMs, 'store.livenessCacheMs': redis?.livenessCacheMs,
-    'users.cacheTtlSeconds': config.users.cacheTtlSeconds, 'users.watch': config.users.watch,
+    'users.cacheTtlSeconds': config.users.cacheTtlSeconds, 'users.store': config.users.store, 'users.watch': config.users.watch,
     'users.maxPendingVerifications': config.users.maxPendingVerifications,
     'users.ldap.startTls': withLdap.config.users.ldap?.startTls, 'users.ldap.groupsFilter': withLdap.config.users.ldap?.groupsFilter,
     'users.ldap.cacheSeconds': withLdap.config.users.ldap?.cacheSeconds,

@@ -31,6 +31,7 @@ describe('a request with warm caches', () => {
     gateway = createGateway(testConfig(users.file, {
       upstreams: { list: { url: 'http://127.0.0.1:9' } },
       routes: [{ path: '/v1/conversations', upstream: 'list', paging: { sortable: ['createdAt'] } }],
+      apiKeys: {},
     }));
     Forwarder.prototype.forward = function recorded() {
       promisesAtForward = promises;
@@ -89,6 +90,12 @@ describe('a request with warm caches', () => {
 
   it('Basic (password verified moments ago): no promise before the forward', async () => {
     expect(await promisesBeforeForward(basic('alice', 'alice-password'), true)).toBe(0);
+  });
+
+  it('an API key (the memory store knows its keys at once): no promise before the forward, with its own rate limit none either', async () => {
+    const { key } = await gateway.apiKeys!.create({ name: 'svc' }, 'agk');
+    expect(await promisesBeforeForward(`Bearer ${key}`, false)).toBe(0);
+    expect(await promisesBeforeForward(`Bearer ${key}`, true)).toBe(0);
   });
 
   it('counts what a wait costs: a Basic password not verified before reaches the forward after promises (bcrypt, the lock check)', async () => {

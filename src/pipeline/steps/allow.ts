@@ -1,7 +1,7 @@
 import { HttpProblem } from '../../core/problem.js';
 import type { GatewayExchange } from '../../http/state.js';
 import type { RouteTable } from '../../routes/route-table.js';
-import type { Principal } from '../../core/principal.js';
+import type { CredentialFacts, Principal } from '../../core/principal.js';
 import { decide } from '../../authz/allow.js';
 import type { Groups } from '../../authz/groups.js';
 
@@ -17,10 +17,28 @@ export function allowRules(groups: Groups): (ex: GatewayExchange) => void {
     const principal = ex.principal!;
     principal.groups ??= groups.of(principal.user);
     const route = ex.route!;
+    if (principal.credential) withinCredential(principal.credential, ex.path, ex.method);
     if (!route.allow) return;
     const decision = decide(route.allow, { user: principal.user, groups: principal.groups }, ex.method);
     if (!decision.allowed) throw new HttpProblem(403, 'forbidden', decision.detail);
   };
+}
+
+/**
+ * A credential's own routes and methods (an API key's), an extra limit beside the route's rule: a path
+ * listed or under one listed (any case, as routes match), a method listed. Outside them: 403.
+ */
+function withinCredential(credential: CredentialFacts, path: string, method: string): void {
+  if (credential.methods.length > 0 && !credential.methods.includes(method)) {
+    throw new HttpProblem(403, 'forbidden', `${method} is not among the methods of this credential (${credential.methods.join(', ')})`);
+  }
+  if (credential.routes.length === 0) return;
+  const lower = path.toLowerCase();
+  const within = credential.routes.some((r) => {
+    const prefix = r.toLowerCase();
+    return lower === prefix || (lower.startsWith(prefix) && (prefix.endsWith('/') || lower.charCodeAt(prefix.length) === 0x2f));
+  });
+  if (!within) throw new HttpProblem(403, 'forbidden', `${path} is not among the routes of this credential`);
 }
 
 /**

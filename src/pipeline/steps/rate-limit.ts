@@ -14,16 +14,18 @@ export function rateLimit(store: RateBuckets): (ex: GatewayExchange) => void | P
   // Not async itself: a route without a limit passes without a promise of its own.
   return function limitRate(ex) {
     const rule = ex.route!.rateLimit;
-    return rule ? limited(ex, rule) : undefined;
+    // A credential's own limit (an API key's), beside the route's: its bucket is the credential's.
+    const own = ex.principal!.credential?.rate;
+    if (own) return limited(ex, own, `\0credential\0${ex.principal!.credential!.id}`, rule ? () => limited(ex, rule, `${ex.route!.path}\0${ex.principal!.user}`) : undefined);
+    return rule ? limited(ex, rule, `${ex.route!.path}\0${ex.principal!.user}`) : undefined;
   };
 
-  async function limited(ex: GatewayExchange, rule: RateLimitRule): Promise<void> {
-    const key = `${ex.route!.path}\0${ex.principal!.user}`;
+  async function limited(ex: GatewayExchange, rule: RateLimitRule, key: string, then?: () => Promise<void>): Promise<void> {
     let decision;
     try {
       decision = await store.take(createHash('sha256').update(key).digest('base64url'), rule.requests, rule.windowSeconds);
     } catch {
-      return;
+      return then?.();
     }
     const headers = {
       'RateLimit-Limit': String(rule.requests),
@@ -36,5 +38,7 @@ export function rateLimit(store: RateBuckets): (ex: GatewayExchange) => void | P
       });
     }
     for (const name in headers) ex.res.setHeader(name, headers[name as keyof typeof headers]);
+    // The route's limit after the credential's: its RateLimit-* headers are the ones the client sees.
+    return then?.();
   }
 }

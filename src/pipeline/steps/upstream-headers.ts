@@ -9,7 +9,7 @@ import { headerSafe, upstreamHeaderObject } from '../../core/headers.js';
  * X-Authenticated-Groups and the identity assertion when configured. A handshake keeps its upgrade: it
  * is what this hop is for. A forward-auth call has no upstream: its answer carries the identity headers.
  */
-export function upstreamHeaders(trustForwarded: boolean, signed?: Assertions): (ex: GatewayExchange) => void {
+export function upstreamHeaders(trustForwarded: boolean, signed?: Assertions, consumed?: { header: string; bearerPrefix: string }): (ex: GatewayExchange) => void {
   const reserved = signed?.header;
   return function setUpstreamHeaders(ex) {
     if (ex.handOff === 'answer') return;
@@ -26,6 +26,7 @@ export function upstreamHeaders(trustForwarded: boolean, signed?: Assertions): (
       allowHeaders: route.allowHeaders,
       trustForwarded,
       reserved,
+      consumed,
     });
     const groups = principal.groups;
     // No groups: no header (a client's copy was left out above).

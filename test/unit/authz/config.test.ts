@@ -79,7 +79,7 @@ identity:
       'routes[1].allow must name users, groups or methods (leave allow out to let every authenticated user in)',
       'routes[2].allow.roles is not a known setting',
       'routes[2].allow.methods[0] must be a method name',
-      'routes[2].allow.groups names groups, but no source of groups is set: users.groups (the htgroup file), users.ldap.groupsBase, an identity.issuers groupsClaim or server.tls.clientCa (client certificates, their OU values)',
+      'routes[2].allow.groups names groups, but no source of groups is set: users.groups (the htgroup file), users.store, apiKeys, users.ldap.groupsBase, an identity.issuers groupsClaim or server.tls.clientCa (client certificates, their OU values)',
       'routes[7].allow.users[0] must not contain spaces, commas or colons',
       'routes[7].allow.methods lists no method: leave it out to allow every method',
       'forwardAuth.mode is not a known setting',

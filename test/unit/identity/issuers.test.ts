@@ -79,7 +79,7 @@ describe('identity.issuers', () => {
     const issuer = { name: 'corp', issuer: 'https://idp.example.com', audiences: ['x'] };
     expect(checkConfig({ ...base, identity: { issuers: [{ ...issuer, groupsClaim: 'groups' }] } }, '', tmpdir()).problems).toEqual([]);
     expect(checkConfig({ ...base, identity: { issuers: [issuer] } }, '', tmpdir()).problems).toEqual([
-      'routes[0].allow.groups names groups, but no source of groups is set: users.groups (the htgroup file), users.ldap.groupsBase, an identity.issuers groupsClaim or server.tls.clientCa (client certificates, their OU values)',
+      'routes[0].allow.groups names groups, but no source of groups is set: users.groups (the htgroup file), users.store, apiKeys, users.ldap.groupsBase, an identity.issuers groupsClaim or server.tls.clientCa (client certificates, their OU values)',
     ]);
   });
 });

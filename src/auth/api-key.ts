@@ -1,0 +1,85 @@
+import type { ApiKeysConfig } from '../config/types.js';
+import { HttpProblem } from '../core/problem.js';
+import type { Principal } from '../core/principal.js';
+import { parseKey, type ApiKeyRecord, type ApiKeys, type PresentedKey } from '../stores/api-keys.js';
+import type { Authenticator } from './authenticator.js';
+import { schemeMatcher } from './authenticator.js';
+
+const isBearer = schemeMatcher('bearer');
+
+/**
+ * API keys of the store (`auth-gateway keys create`): `<prefix>_<id>_<secret>` in `apiKeys.header` or as
+ * `Authorization: Bearer <key>`. Only keys of its own prefix are its credentials: any other bearer
+ * credential is left to the token check. Verified against the SHA-256 the store keeps, from memory once
+ * the key was used (ApiKeys.lookupNow: answered without a promise), else one store round trip; an
+ * unknown, revoked or expired key takes the same steps and gets the same 401. The principal carries
+ * the key's groups, and its routes, methods and rate as limits of its own.
+ */
+export function apiKeyAuthenticator(keys: ApiKeys, config: ApiKeysConfig): Authenticator<PresentedKey> {
+  const header = config.header.toLowerCase();
+  const bearerPrefix = `${config.prefix}_`;
+  const refuse = () => new HttpProblem(401, 'invalid_credentials', 'the API key is unknown, revoked or expired');
+  return {
+    via: 'api_key',
+    // Its credentials come in a header of their own (or as a bearer credential the token check leaves).
+    scheme: undefined,
+    challenge: undefined,
+    parse(req) {
+      const value = req.headers[header];
+      if (value !== undefined) return parsed(typeof value === 'string' ? value : undefined);
+      const authorization = req.headers.authorization;
+      if (authorization === undefined || !isBearer(authorization)) return undefined;
+      const token = bearerToken(authorization);
+      if (token === undefined || !token.startsWith(bearerPrefix)) return undefined;
+      return parsed(token);
+    },
+    verify(presented) {
+      const known = keys.lookupNow(presented.id);
+      if (known !== undefined) return principalOf(known, presented);
+      return keys.lookup(presented.id).then((record) => principalOf(record, presented));
+    },
+    async recheck(owner) {
+      const id = owner.credential?.id;
+      if (id === undefined) return 'not an API key';
+      let record: ApiKeyRecord | null;
+      try {
+        record = await keys.lookup(id);
+      } catch {
+        // The store being down is no reason: open tunnels outlive a Redis blip.
+        return undefined;
+      }
+      if (!record || record.sha256 !== owner.proof) return 'api key revoked';
+      if (record.expiresAtMs !== undefined && record.expiresAtMs <= Date.now()) return 'api key expired';
+      return undefined;
+    },
+  };
+
+  /** The key in the header (one, of this prefix); anything else there is a malformed key: 401. */
+  function parsed(text: string | undefined): PresentedKey {
+    const key = text === undefined ? undefined : parseKey(text.trim(), config.prefix);
+    if (key) return key;
+    throw new HttpProblem(401, 'invalid_credentials', `the API key is malformed (one key of the form ${config.prefix}_<id>_<secret>)`);
+  }
+
+  function principalOf(record: ApiKeyRecord | null, presented: PresentedKey): Principal {
+    if (keys.judge(record, presented) !== undefined) throw refuse();
+    const r = record!;
+    return {
+      user: r.user,
+      via: 'api_key',
+      groups: r.groups,
+      sid: undefined,
+      expiresAt: r.expiresAtMs === undefined ? undefined : Math.floor(r.expiresAtMs / 1000),
+      ambient: false,
+      proof: r.sha256,
+      credential: { id: r.id, name: r.name, routes: r.routes, methods: r.methods, rate: r.rate },
+    };
+  }
+}
+
+/** The token of `Bearer <token>` (any case of the scheme, one space), else undefined. */
+function bearerToken(header: string): string | undefined {
+  const m = /^[A-Za-z]+ ([^\s]+)$/.exec(header);
+  return m?.[1];
+}
+
