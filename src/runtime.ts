@@ -88,6 +88,8 @@ export interface Runtime {
   credentials: Credentials;
   /** Who is in which group (the htgroup file of users.groups, and the directory's groups of users.ldap). */
   groups: Groups;
+  /** The groups the allow rules read: `groups`, and the store's users' groups with users.store. */
+  allowGroups: Groups;
   /** The users of the htpasswd file and of the directory (users.ldap), as one password source. */
   users: UserSources;
   lockout: Lockout;
@@ -175,11 +177,13 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     ...(shared.clientCertificates ? [mtlsAuthenticator(shared.clientCertificates)] : []),
   ] as Authenticator[];
   const consumed = config.apiKeys ? { header: config.apiKeys.header.toLowerCase(), bearerPrefix: `${config.apiKeys.prefix}_` } : undefined;
+  // Store users' groups (users.store) come before the file's; allow rules and open tunnels read both.
+  const allowGroups = shared.storeUsers ? withStoreGroups(groups, shared.storeUsers) : groups;
   const runPipeline = pipeline([
     authenticate(authenticators),
     route(routes),
     ...(directory ? [directoryGroups(users, fileGroups)] : []),
-    allowRules(shared.storeUsers ? withStoreGroups(groups, shared.storeUsers) : groups),
+    allowRules(allowGroups),
     originPolicy(trustForwarded),
     rateLimit(shared.counters),
     paging,
@@ -197,7 +201,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     const own = findOwn(ex);
     return own ? shared.serveOwn(ex, own) : runPipeline(ex);
   };
-  return { config, routes, forwarder, credentials, groups, users, lockout, passwords, tokens, issuers, authenticators, handle, assertions: signed };
+  return { config, routes, forwarder, credentials, groups, allowGroups, users, lockout, passwords, tokens, issuers, authenticators, handle, assertions: signed };
 }
 
 /** The key cache of each configured issuer: the previous runtime's while its settings are the same (its keys stay cached). */

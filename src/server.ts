@@ -131,7 +131,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
       const source = current.authenticators.find((a) => a.via === owner.via);
       return source ? source.recheck(owner) : 'credentials no longer accepted';
     },
-    stillAllowed: (owner, path) => stillAllowed(current.routes, current.groups, owner, path),
+    stillAllowed: (owner, path) => stillAllowed(current.routes, current.allowGroups, owner, path),
     counted: (upstream, delta) => metrics.webSocketTunnels.inc({ upstream }, delta),
   }, log, config.log.access);
   // The gateway's own endpoints (tokens, health, /openapi.json, the JWK Set, preflights) are a Koa

@@ -68,6 +68,8 @@ export function apiKeyAuthenticator(keys: ApiKeys, config: ApiKeysConfig): Authe
       user: r.user,
       via: 'api_key',
       groups: r.groups,
+      // The key's own groups: an open tunnel is judged again by them, not by the groups file.
+      ownGroups: true,
       sid: undefined,
       expiresAt: r.expiresAtMs === undefined ? undefined : Math.floor(r.expiresAtMs / 1000),
       ambient: false,
