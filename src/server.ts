@@ -121,6 +121,8 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
       const source = current.authenticators.find((a) => a.via === owner.via);
       return source ? source.recheck(owner) : 'credentials no longer accepted';
     },
+    // A tunnel rides its connection: a client certificate revoked since ends it, whoever's credential opened it.
+    connectionRefused: (client) => clientCertificates?.refusedConnection(client),
     stillAllowed: (owner, path) => stillAllowed(current.routes, current.groups, owner, path),
     counted: (upstream, delta) => metrics.webSocketTunnels.inc({ upstream }, delta),
   }, log, config.log.access);

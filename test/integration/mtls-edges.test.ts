@@ -5,7 +5,7 @@ import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
 import { makePki, type Pki } from '../support/client-pki.js';
-import { gatewayFixture } from '../support/fixtures.js';
+import { basic, gatewayFixture } from '../support/fixtures.js';
 
 /**
  * The client-certificate paths beside the common ones: the user from a URI or DNS subjectAltName, the
@@ -123,7 +123,7 @@ describe('a WebSocket tunnel opened by a client certificate, and TLS renegotiati
       server: { host: '127.0.0.1', port: 0, tls: tlsSettings('cn') },
       log: { level: 'info', access: true },
       upstreams: { echo: { url: f.echo.url }, ws: { url: ws.url } },
-      routes: [{ path: '/v1/things', upstream: 'echo' }, { path: '/v1/live', upstream: 'ws', allow: { groups: ['ops'] } }],
+      routes: [{ path: '/v1/things', upstream: 'echo' }, { path: '/v1/live', upstream: 'ws', allow: { groups: ['ops'] } }, { path: '/v1/feed', upstream: 'ws' }],
     }),
     after: () => ws.close(),
   });
@@ -167,6 +167,28 @@ describe('a WebSocket tunnel opened by a client certificate, and TLS renegotiati
       expect(line).toMatchObject({ via: 'mtls', reason: 'certificate revoked' });
       // And it cannot open a new one.
       await expect(openWs('tunnel')).rejects.toMatchObject({ status: 401 });
+    } finally {
+      client.terminate();
+    }
+  });
+
+  it('a tunnel opened with a credential over a certificate ends too when a CRL revokes that certificate', async () => {
+    pki.client('carrier', '/OU=ops/CN=carrier', 'email:carrier@example.com', '24');
+    const client = await new Promise<WebSocket>((resolve, reject) => {
+      const c = new WebSocket(`wss://127.0.0.1:${gw.port}/v1/feed`, { ca: readFileSync(pki.ca), ...pki.identity('carrier'), headers: { authorization: basic('alice', 'alice-pw') } });
+      c.once('open', () => resolve(c));
+      c.once('error', reject);
+    });
+    const closed = new Promise<number>((resolve) => client.once('close', (code) => resolve(code)));
+    try {
+      expect(ws.handshakes.at(-1)!.headers['x-authenticated-via']).toBe('basic');
+      expect(await echo(client, 'still here')).toBe('echo:still here');
+      pki.revoke('carrier');
+      pki.writeCrl();
+      const code = await Promise.race([closed, new Promise<'open'>((resolve) => setTimeout(() => resolve('open'), 15_000))]);
+      expect(code).toBe(1006);
+      const line = gw.logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'websocket closed' && l.user === 'alice');
+      expect(line).toMatchObject({ via: 'basic', reason: 'certificate revoked' });
     } finally {
       client.terminate();
     }
