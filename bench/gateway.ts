@@ -4,7 +4,8 @@ import { hashSync } from '../src/credentials/bcrypt.js';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, openSync, writeFileSync } from 'node:fs';
-import { request, type IncomingHttpHeaders } from 'node:http';
+import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, spawnTracked, waitFor } from './procs.js';
@@ -30,6 +31,8 @@ export interface GatewaySetup {
   password: string;
   /** Users bench-u0 … bench-u(N-1), all with the bench password: every token create costs one bcrypt. */
   createUsers: number;
+  /** The listener is TLS (a variant with `tls`): its origin is https://. */
+  https?: boolean;
 }
 
 /** What a gateway process of the bench is configured with beyond the defaults (access log off, no rate limit). */
@@ -42,6 +45,10 @@ export interface GatewayVariant {
   rateLimit?: { requests: number; windowSeconds: number };
   /** `apiKeys: {}`: API keys of the store accepted (bench/variants.ts makes one with the CLI). */
   apiKeys?: boolean;
+  /** `server.tls` (HTTP/2 and HTTP/1.1 over TLS, the default `http2: true`) with this certificate and key. */
+  tls?: { certFile: string; keyFile: string };
+  /** `users.ldap`: a directory beside the htpasswd file, direct bind with this DN template. */
+  ldap?: { url: string; userDn: string };
 }
 
 /** Writes the htpasswd (cost-10 bcrypt) and the YAML of the main gateway (access log off, no rate limit). */
@@ -61,17 +68,19 @@ export function writeGatewayFiles(dir: string, upstreamPort: number, createUsers
 export function writeVariantFiles(setup: GatewaySetup, variant: GatewayVariant): GatewaySetup {
   const configFile = join(setup.dir, `gateway-${variant.name}.yaml`);
   writeFileSync(configFile, configYaml(setup.upstreamPort, variant));
-  return { ...setup, configFile, logFile: join(setup.dir, `gateway-${variant.name}.log`) };
+  return { ...setup, configFile, logFile: join(setup.dir, `gateway-${variant.name}.log`), https: variant.tls !== undefined };
 }
 
 function configYaml(upstreamPort: number, variant: GatewayVariant): string {
   const log = variant.accessLog ? '{ level: info, access: true }' : '{ level: warn, access: false }';
   const limit = variant.rateLimit ? `rateLimit: { requests: ${variant.rateLimit.requests}, windowSeconds: ${variant.rateLimit.windowSeconds} }\n` : '';
   const keys = variant.apiKeys ? 'apiKeys: {}\n' : '';
+  const tls = variant.tls ? `, tls: { certFile: "${variant.tls.certFile}", keyFile: "${variant.tls.keyFile}" }` : '';
+  const ldap = variant.ldap ? `, ldap: { url: "${variant.ldap.url}", userDn: "${variant.ldap.userDn}", cacheSeconds: 300 }` : '';
   return `# written by bench/run.ts (${variant.name})
-server: { host: 127.0.0.1, port: 8080, trustProxy: false, shutdownGraceMs: 1000 }
+server: { host: 127.0.0.1, port: 8080, trustProxy: false, shutdownGraceMs: 1000${tls} }
 store: { kind: redis, url: "\${REDIS_URL}" }
-users: { htpasswd: users.htpasswd, cacheTtlSeconds: 300 }
+users: { htpasswd: users.htpasswd, cacheTtlSeconds: 300${ldap} }
 tokens:
   issuer: auth-gateway
   audience: auth-gateway
@@ -97,7 +106,7 @@ export async function startGateway(setup: GatewaySetup, redisUrl: string, profil
     stdio: ['ignore', log, log],
     env: { ...process.env, GATEWAY_JWT_SECRET: randomBytes(48).toString('base64'), REDIS_URL: redisUrl, PORT: String(port) },
   });
-  const origin = `http://127.0.0.1:${port}`;
+  const origin = `${setup.https ? 'https' : 'http'}://127.0.0.1:${port}`;
   const exited = new Promise<false>((resolve) => child.once('exit', () => resolve(false)));
   const healthy = waitFor(async () => (await call(origin, 'GET', '/healthz').catch(() => ({ status: 0 }))).status === 200, 15_000);
   if (!(await Promise.race([healthy, exited]))) throw new Error(`the gateway did not become healthy; see ${setup.logFile}`);
@@ -111,17 +120,19 @@ export interface Reply {
   ms: number;
 }
 
-/** One request on a fresh connection (set-up only, never under measurement). */
+/** One request on a fresh connection (set-up only, never under measurement); https:// without checking the bench's own certificate. */
 export function call(origin: string, method: string, path: string, headers: Record<string, string> = {}, body?: string): Promise<Reply> {
   const url = new URL(origin);
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const req = request({ host: url.hostname, port: url.port, method, path, headers: { ...headers, connection: 'close' } }, (res) => {
+    const options = { host: url.hostname, port: url.port, method, path, headers: { ...headers, connection: 'close' } };
+    const onResponse = (res: IncomingMessage) => {
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (d: string) => (text += d));
       res.once('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text, ms: performance.now() - started }));
-    });
+    };
+    const req = url.protocol === 'https:' ? httpsRequest({ ...options, rejectUnauthorized: false }, onResponse) : httpRequest(options, onResponse);
     req.setTimeout(15_000, () => req.destroy(new Error(`${method} ${path} timed out`)));
     req.once('error', reject);
     req.end(body);

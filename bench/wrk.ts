@@ -74,7 +74,7 @@ interface WrkReport {
 
 /** One `wrk -t1` run of a fixed request for spec.duration seconds, as a LoadResult. */
 export function runWrk(spec: LoadSpec): Promise<LoadOutput> {
-  if (!spec.origin.startsWith('http://127.0.0.1:')) throw new Error(`refusing to load ${spec.origin}: 127.0.0.1 only`);
+  if (!/^https?:\/\/127\.0\.0\.1:/.test(spec.origin)) throw new Error(`refusing to load ${spec.origin}: 127.0.0.1 only`);
   const duration = spec.duration ?? 10;
   const headers = Object.entries(spec.headers ?? {}).flatMap(([k, v]) => ['-H', `${k}: ${v}`]);
   const args = ['-t1', `-c${spec.connections}`, `-d${duration}s`, '--timeout', '10s', '-s', SCRIPT, ...headers, spec.origin + spec.path];

@@ -131,6 +131,8 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
       const source = current.authenticators.find((a) => a.via === owner.via);
       return source ? source.recheck(owner) : 'credentials no longer accepted';
     },
+    // A tunnel rides its connection: a client certificate revoked since ends it, whoever's credential opened it.
+    connectionRefused: (client) => clientCertificates?.refusedConnection(client),
     stillAllowed: (owner, path) => stillAllowed(current.routes, current.allowGroups, owner, path),
     counted: (upstream, delta) => metrics.webSocketTunnels.inc({ upstream }, delta),
   }, log, config.log.access);
@@ -205,7 +207,12 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   }
   if (tls) answerPlainHttp(server as HttpsServer, config.server.headersTimeoutMs);
   if (clientCertificates) keepClientCertificates(server as HttpsServer);
-  const stopWatchingCertificate = tls ? watchCertificate(server as HttpsServer, tls, log, (options) => clientCertificates?.useCrl(options.crl as Buffer | undefined)) : () => {};
+  // A new CRL judges open connections at their next request, and open tunnels at once.
+  const stopWatchingCertificate = tls ? watchCertificate(server as HttpsServer, tls, log, (options) => {
+    if (!clientCertificates) return;
+    clientCertificates.useCrl(options.crl as Buffer | undefined);
+    tunnels.recheckNow();
+  }) : () => {};
   server.on('clientError', clientErrorResponder(log));
   handleExpectations(server as Server, handle);
   metrics.watch({ storePing: ping, bcryptPending: () => current.credentials.verifier.pendingVerifications, storeReplication: () => store.replication() });

@@ -78,6 +78,18 @@ export class ClientCertificates {
   }
 
   /**
+   * Why the connection of `socket` may no longer carry anything: the certificate it presented was
+   * verified when it was read and is revoked or expired now (an open tunnel's check); undefined otherwise.
+   */
+  refusedConnection(socket: object): string | undefined {
+    const cert = this.cache.get(socket);
+    if (!cert) return undefined;
+    if (cert.verified && (cert.generation !== this.generation || cert.validToMs <= Date.now())) this.rejudge(cert);
+    if (cert.verified) return undefined;
+    return cert.reason === 'CERT_REVOKED' ? 'certificate revoked' : cert.reason === 'CERT_HAS_EXPIRED' ? 'certificate expired' : `certificate not accepted (${cert.reason ?? 'not verified'})`;
+  }
+
+  /**
    * The connection check of every request: a certificate presented but not verified (server.tls.clientCerts
    * `request`: unknown CA, expired, revoked, revoked since the connection opened) is refused with 401,
    * whatever else the request carries; a verified one is recorded on the exchange.

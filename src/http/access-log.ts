@@ -1,5 +1,6 @@
 import type { Exchange } from '../core/exchange.js';
 import type { Logger } from '../log.js';
+import { streamBodyBytes } from './http2.js';
 
 const PROBES = new Set(['/healthz', '/readyz']);
 
@@ -36,7 +37,8 @@ export function accessLine(log: Logger): (ex: Exchange) => void {
         // A forward-auth call: method and path above are the request it asked about.
         forwardAuth: ex.forwardAuth ? true : undefined,
         forwardedHost: ex.forwardAuth?.host,
-        bytes: ex.bytesBefore < 0 ? undefined : ex.req.socket.bytesWritten - ex.bytesBefore,
+        // HTTP/1: what the connection carried for the answer, head included; HTTP/2: the stream's body.
+        bytes: ex.req.httpVersionMajor >= 2 ? streamBodyBytes(res) : ex.bytesBefore < 0 ? undefined : ex.req.socket.bytesWritten - ex.bytesBefore,
         ms: performance.now() - ex.started,
       };
       if (PROBES.has(line.path)) log.debug('request', line);

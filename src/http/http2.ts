@@ -71,9 +71,23 @@ Object.defineProperty(GatewayHttp2Request.prototype, 'headers', {
 /**
  * The response of an HTTP/2 stream: connection-specific headers are dropped wherever they are set (a
  * problem body's `Connection: close`, an upstream's `Keep-Alive`), never thrown on, and a status
- * message (HTTP/2 has none) is left out.
+ * message (HTTP/2 has none) is left out. It counts the body bytes written on its stream (`end` writes
+ * through `write`), for the access line: the connection's byte count is shared by its streams.
  */
 export class GatewayHttp2Response extends Http2ServerResponse {
+  /** Response body bytes handed to the stream (none for HEAD, none after the end). */
+  bodyBytes = 0;
+
+  override write(chunk: string | Uint8Array, callback?: (err: Error) => void): boolean;
+  override write(chunk: string | Uint8Array, encoding: BufferEncoding, callback?: (err: Error) => void): boolean;
+  override write(chunk: string | Uint8Array, encoding?: BufferEncoding | ((err: Error) => void), callback?: (err: Error) => void): boolean {
+    if (!this.writableEnded && !this.stream.destroyed && this.req.method !== 'HEAD') {
+      this.bodyBytes += typeof chunk === 'string' ? Buffer.byteLength(chunk, typeof encoding === 'string' ? encoding : 'utf8') : chunk.byteLength;
+    }
+    // Node's own write takes a callback in second place as well.
+    return super.write(chunk, encoding as BufferEncoding, callback);
+  }
+
   override setHeader(name: string, value: number | string | readonly string[]): this {
     if (!CONNECTION_SPECIFIC.has(name.toLowerCase())) super.setHeader(name, value);
     return this;
@@ -98,6 +112,11 @@ Object.defineProperty(GatewayHttp2Response.prototype, 'destroyed', {
     return this.stream.destroyed;
   },
 });
+
+/** The body bytes an HTTP/2 stream's response has written so far; undefined for an HTTP/1 response. */
+export function streamBodyBytes(res: object): number | undefined {
+  return res instanceof GatewayHttp2Response ? res.bodyBytes : undefined;
+}
 
 /** What an HTTP/2 server needs beyond the TLS options. */
 export interface Http2ListenerOptions {

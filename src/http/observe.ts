@@ -25,7 +25,7 @@ export function observe(observers: Observers, handle: (ex: Exchange) => void | P
     if (observers.accessLog()) line(ex);
   };
   return function serveRequest(ex) {
-    // An HTTP/2 stream shares its connection's byte count with the others: no `bytes` in its line.
+    // An HTTP/2 stream shares its connection's byte count with the others: its response counts its own body.
     if (observers.accessLog() && ex.req.httpVersionMajor < 2) ex.bytesBefore = ex.req.socket.bytesWritten;
     let pending: void | Promise<void> = undefined;
     try {

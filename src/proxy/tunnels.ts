@@ -8,6 +8,11 @@ export interface TunnelChecks {
   onRevoked(listener: (sid: string) => void): () => void;
   /** Checks the owner's credential again (its authenticator's recheck): undefined while it holds, else why not. */
   recheck(owner: Principal): string | undefined | Promise<string | undefined>;
+  /**
+   * Why the client's connection may no longer carry anything (its client certificate was revoked or
+   * expired since, whichever credential opened the tunnel); undefined while it may. Absent: it always may.
+   */
+  connectionRefused?(client: Duplex): string | undefined;
   /** Whether the owner may still use the route of `path` (its allow rule, the groups in force); absent: yes. */
   stillAllowed?(owner: Principal, path: string): boolean;
   /** Told each time a tunnel to `upstream` opens (+1) or ends (-1): the open-tunnels gauge. */
@@ -213,6 +218,11 @@ export class Tunnels {
   private async recheckOne(t: Tunnel): Promise<void> {
     if (t.ended) return;
     const { owner } = t;
+    const refused = this.checks.connectionRefused?.(t.client);
+    if (refused !== undefined) {
+      this.end(t, refused, true);
+      return;
+    }
     if (this.checks.stillAllowed && !this.checks.stillAllowed(owner, t.path)) {
       this.end(t, 'forbidden', true);
       return;

@@ -261,6 +261,44 @@ describe('HTTP/2 on the TLS listener', () => {
     expect(line).toMatchObject({ msg: 'request', method: 'GET', path: '/v1/items/5', status: 200, user: 'alice', via: 'bearer', route: '/v1/items', upstream: 'echo' });
   });
 
+  it('an h2 access line has the bytes of its stream\'s response body; an HTTP/1.1 line, the bytes of its answer on the connection', async () => {
+    const lineOf = async (requestId: string) => {
+      const find = () => gw.logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'request' && l.requestId === requestId);
+      const until = Date.now() + 10_000;
+      while (!find() && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+      return find()!;
+    };
+    // A proxied answer larger than HTTP/2's initial flow-control window, written by the upstream in chunks.
+    const big = 'x'.repeat(150_000);
+    const before = gw.echo.handler;
+    gw.echo.handler = (_req, res) => {
+      res.setHeader('content-type', 'text/plain');
+      for (let i = 0; i < 3; i++) res.write(big.slice(i * 50_000, (i + 1) * 50_000));
+      res.end('é');
+    };
+    try {
+      const h2 = await viaHttp2(session, 'GET', '/v1/items/big', { authorization: bearer, 'x-request-id': 'h2-bytes-big' });
+      expect(Buffer.byteLength(h2.body)).toBe(150_002);
+      expect((await lineOf('h2-bytes-big')).bytes).toBe(150_002);
+      const h1 = await viaHttp1('GET', '/v1/items/big', { authorization: bearer, 'x-request-id': 'h1-bytes-big' });
+      expect(Buffer.byteLength(h1.body)).toBe(150_002);
+      // HTTP/1.1 counts the status line, the headers and the chunked framing too.
+      expect((await lineOf('h1-bytes-big')).bytes as number).toBeGreaterThan(150_002);
+      const head = await viaHttp2(session, 'HEAD', '/v1/items/big', { authorization: bearer, 'x-request-id': 'h2-bytes-head' });
+      expect(head.status).toBe(200);
+      expect((await lineOf('h2-bytes-head')).bytes).toBe(0);
+    } finally {
+      gw.echo.handler = before;
+    }
+    // A problem body the gateway wrote itself, and an own endpoint's answer.
+    const refused = await viaHttp2(session, 'GET', '/v1/items/1', { 'x-request-id': 'h2-bytes-401' });
+    expect(refused.status).toBe(401);
+    expect((await lineOf('h2-bytes-401')).bytes).toBe(Buffer.byteLength(refused.body));
+    const create = await viaHttp2(session, 'POST', '/v1/tokens/create', { 'content-type': 'application/json', 'x-request-id': 'h2-bytes-create' }, JSON.stringify({ appKey: 'alice', appSecret: 'alice-pw' }));
+    expect(create.status).toBe(200);
+    expect((await lineOf('h2-bytes-create')).bytes).toBe(Buffer.byteLength(create.body));
+  });
+
   it('streams of one connection share the upstream admission (maxConnections + maxQueued) as requests on many connections do', async () => {
     // 64 + 4096 places: 300 streams at once on one connection (3 × maxConcurrentStreams, the rest wait for a stream) all pass.
     const answers = await Promise.all(Array.from({ length: 300 }, (_, i) => viaHttp2(session, 'GET', `/v1/items/${i}`, { authorization: bearer })));
