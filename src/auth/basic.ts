@@ -47,6 +47,6 @@ export function basicAuthenticator(passwords: PasswordCheck, credentialVersion: 
   };
 
   function principal(user: string): Principal {
-    return { user, via: 'basic', groups: undefined, sid: undefined, expiresAt: undefined, ambient: true, proof: credentialVersion(user) ?? '' };
+    return { user, via: 'basic', groups: undefined, ownGroups: false, sid: undefined, expiresAt: undefined, ambient: true, proof: credentialVersion(user) ?? '', credential: undefined };
   }
 }

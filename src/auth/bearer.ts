@@ -63,5 +63,5 @@ function bound(claims: AccessClaims, ex: Exchange): AccessClaims {
 }
 
 function principal(claims: AccessClaims, token: string): Principal {
-  return { user: claims.sub, via: 'bearer', groups: undefined, sid: claims.sid, expiresAt: claims.exp, ambient: false, proof: token };
+  return { user: claims.sub, via: 'bearer', groups: undefined, ownGroups: false, sid: claims.sid, expiresAt: claims.exp, ambient: false, proof: token, credential: undefined };
 }

@@ -40,6 +40,7 @@ export function mtlsAuthenticator(certificates: ClientCertificates): Authenticat
         expiresAt: Math.floor(cert.validToMs / 1000),
         ambient: true,
         proof: cert.revocationId,
+        credential: undefined,
       } satisfies Principal;
     },
     recheck(owner) {

@@ -94,7 +94,7 @@ export function verifyProviderToken(decoded: DecodedToken, issuer: IssuerKeys): 
 function principalOf(decoded: DecodedToken, alg: IssuerAlg, keys: ProviderKey[], claims: Claims, issuer: IssuerKeys): Principal {
   if (keys.length === 0) throw invalid(`no key of ${issuer.name} matches the token's kid and algorithm`);
   if (!keys.some((k) => signatureValid(decoded, alg, k))) throw invalid('the token\'s signature is not valid');
-  return { user: claims.user, via: 'oidc', groups: claims.groups, ownGroups: true, sid: undefined, expiresAt: claims.exp, ambient: false, proof: decoded.token };
+  return { user: claims.user, via: 'oidc', groups: claims.groups, ownGroups: true, sid: undefined, expiresAt: claims.exp, ambient: false, proof: decoded.token, credential: undefined };
 }
 
 interface Claims {

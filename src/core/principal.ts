@@ -1,7 +1,8 @@
 /**
  * Who a request is, made by the authenticator that recognised its credentials and read by every later
- * step, the tunnel registry and the access line. One fixed shape whatever the source: nothing outside
- * the authenticators branches on where it came from.
+ * step, the tunnel registry and the access line. One fixed shape whatever the source (every member is
+ * always set, so every principal is one hidden class for the steps that read it): nothing outside the
+ * authenticators branches on where it came from.
  */
 export interface Principal {
   readonly user: string;
@@ -13,7 +14,7 @@ export interface Principal {
    * The source set `groups` itself (a provider token's groups claim, a client certificate's OU values), not
    * the groups file: an open tunnel is judged again by them, not by the file.
    */
-  readonly ownGroups?: boolean;
+  readonly ownGroups: boolean;
   /** The session whose revocation ends what this principal opened (a tunnel); undefined: none. */
   readonly sid: string | undefined;
   /** When the credential expires, in seconds since the epoch (a tunnel ends then); undefined: never. */
@@ -25,8 +26,8 @@ export interface Principal {
   readonly ambient: boolean;
   /** What its authenticator needs to check it again later (an open tunnel); opaque to everyone else. */
   readonly proof: string;
-  /** What the credential itself names and limits beyond the route's rules (an API key); absent: nothing. */
-  readonly credential?: CredentialFacts;
+  /** What the credential itself names and limits beyond the route's rules (an API key); undefined: nothing. */
+  readonly credential: CredentialFacts | undefined;
 }
 
 /** A credential with a name and limits of its own (an API key), read by the allow and rate-limit steps and the access line. */

@@ -108,7 +108,7 @@ describe('the api-key authenticator', () => {
 
 describe('upstream headers', () => {
   it('never forward the key header (any spelling) or a key sent as a bearer credential, even where Authorization is forwarded', () => {
-    const principal: Principal = { user: 'ci', via: 'api_key', groups: [], sid: undefined, expiresAt: undefined, ambient: false, proof: '' };
+    const principal: Principal = { user: 'ci', via: 'api_key', groups: [], ownGroups: true, sid: undefined, expiresAt: undefined, ambient: false, proof: '', credential: undefined };
     const forward = (headers: Record<string, string>) => upstreamHeaderObject({ headers, socket: {} } as unknown as IncomingMessage, {
       principal, requestId: 'r', forwardAuthorization: true, allowHeaders: [], trustForwarded: false, reserved: undefined,
       consumed: { header: 'x-api-key', bearerPrefix: 'agk_' },

@@ -26,7 +26,7 @@ function exchange(target: string, headers: Record<string, string> = {}, method =
   return newExchange(req, new ServerResponse(req), 0);
 }
 
-const alice: Principal = { user: 'alice', via: 'basic', groups: undefined, sid: undefined, expiresAt: undefined, ambient: true, proof: 'v' };
+const alice: Principal = { user: 'alice', via: 'basic', groups: undefined, ownGroups: false, sid: undefined, expiresAt: undefined, ambient: true, proof: 'v', credential: undefined };
 const groups: Groups = { of: (user) => (user === 'alice' ? ['staff'] : []), onChange: () => () => {} };
 const config = testConfig('/dev/null', {
   users: { htpasswd: '/dev/null', groups: '/dev/null', watch: false },

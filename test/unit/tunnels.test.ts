@@ -6,8 +6,8 @@ import { silentLogger } from '../../src/log.js';
 import { Tunnels, type TunnelChecks } from '../../src/proxy/tunnels.js';
 import { StoreUnavailableError } from '../../src/tokens/store/types.js';
 
-const bearer = (sid: string, exp: number): Principal => ({ user: 'bob', via: 'bearer', groups: undefined, sid, expiresAt: exp, ambient: false, proof: 't' });
-const basic = (user: string): Principal => ({ user, via: 'basic', groups: undefined, sid: undefined, expiresAt: undefined, ambient: true, proof: 'v1' });
+const bearer = (sid: string, exp: number): Principal => ({ user: 'bob', via: 'bearer', groups: undefined, ownGroups: false, sid, expiresAt: exp, ambient: false, proof: 't', credential: undefined });
+const basic = (user: string): Principal => ({ user, via: 'basic', groups: undefined, ownGroups: false, sid: undefined, expiresAt: undefined, ambient: true, proof: 'v1', credential: undefined });
 
 /** A socket stand-in: accepts writes, reads nothing; ended, it closes (as a peer answering the FIN would). */
 const socket = () => new Duplex({

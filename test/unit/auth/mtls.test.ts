@@ -106,7 +106,7 @@ describe('an open tunnel of a certificate principal', () => {
     });
     const routes = new RouteTable(config.routes, config.upstreams, config.rateLimit);
     const owner = (groups: string[], ownGroups: boolean): Principal => ({
-      user: 'alice', via: 'mtls', groups, sid: undefined, expiresAt: undefined, ambient: true, proof: '', ...(ownGroups ? { ownGroups: true } : {}),
+      user: 'alice', via: 'mtls', groups, ownGroups, sid: undefined, expiresAt: undefined, ambient: true, proof: '', credential: undefined,
     });
     expect(stillAllowed(routes, noGroups, owner(['ops'], true), '/live')).toBe(true);
     expect(stillAllowed(routes, noGroups, owner(['sales'], true), '/live')).toBe(false);

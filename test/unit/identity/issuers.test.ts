@@ -149,7 +149,7 @@ describe('an open tunnel of a provider principal', () => {
       upstreams: { app: { url: 'http://127.0.0.1:9' } }, routes: [{ path: '/ops', upstream: 'app', allow: { groups: ['ops'] } }],
     }, '', tmpdir());
     const routes = new RouteTable(config.routes, config.upstreams, config.rateLimit);
-    const owner = (groups: string[], ownGroups: boolean): Principal => ({ user: 'svc', via: 'oidc', groups, ownGroups, sid: undefined, expiresAt: undefined, ambient: false, proof: '' });
+    const owner = (groups: string[], ownGroups: boolean): Principal => ({ user: 'svc', via: 'oidc', groups, ownGroups, sid: undefined, expiresAt: undefined, ambient: false, proof: '', credential: undefined });
     expect(stillAllowed(routes, noGroups, owner(['ops'], true), '/ops/live')).toBe(true);
     expect(stillAllowed(routes, noGroups, owner(['dev'], true), '/ops/live')).toBe(false);
     // A principal whose groups came from the groups file is judged by the file as it is now.
