@@ -18,6 +18,25 @@ export interface Config {
   /** The forward-auth endpoint (nginx auth_request, Caddy forward_auth, Traefik ForwardAuth); undefined: none. */
   forwardAuth: ForwardAuthConfig | undefined;
   identity: IdentityConfig;
+  /** Browser sign-in at an OpenID provider (src/config/login.ts); undefined: none. */
+  login?: LoginConfig;
+}
+
+/** `login`: browser sign-in with the authorization code flow and PKCE (docs/openid.md). */
+export interface LoginConfig {
+  /** The identity.issuers entry (by name) browsers sign in at. */
+  issuer: string;
+  clientId: string;
+  /** undefined: a public client (PKCE only). */
+  clientSecret: string | undefined;
+  scopes: string[];
+  callbackPath: string;
+  logoutPath: string;
+  backchannelLogoutPath: string;
+  sessionTtlSeconds: number;
+  cookieName: string;
+  /** The public origin (scheme://host[:port], no path); undefined: from the request. */
+  publicUrl: string | undefined;
 }
 
 export interface ForwardAuthConfig {
@@ -226,6 +245,8 @@ export interface RouteConfig {
   allow?: AllowConfig;
   /** The `aud` of identity assertions on this route; undefined: the upstream's name (else the route's path). */
   audience?: string;
+  /** Browser navigations without credentials are sent to sign in (`login`); undefined: no. */
+  login?: boolean;
   /** Pass the client's Authorization header on to the upstream. */
   forwardAuthorization: boolean;
   /** Remove the route's path from the request path and join the rest onto the upstream URL's path. */

@@ -4,6 +4,7 @@ import { OVERRIDE_HEADERS } from '../core/headers.js';
 import { checkRouteOverlaps, checkUnguardedParents, readAllow, readForwardAuth, readGroupsFile, readIdentity } from './authz.js';
 import { Checker } from './checker.js';
 import { groupsClaimOf } from './issuers.js';
+import { readLogin } from './login.js';
 import { childrenOf, numberDefault, setting, SETTINGS, type Setting, type SettingKey } from './defaults.js';
 import { ConfigError } from './errors.js';
 import type {
@@ -54,7 +55,8 @@ export function checkConfig(raw: unknown, file: string, baseDir: string, locate?
   });
   checkRouteOverlaps(c, routes, forwardAuth, identity);
   checkUnguardedParents(c, routes);
-  const config: Config = { file, server, store, users, tokens, lockout, rateLimit, upstreams, routes, log, admin, forwardAuth, identity };
+  const login = readLogin(c, root.login, identity, routes, forwardAuth);
+  const config: Config = { file, server, store, users, tokens, lockout, rateLimit, upstreams, routes, log, admin, forwardAuth, identity, login };
   return { config, problems: c.problems, warnings: c.warnings };
 }
 
@@ -324,6 +326,7 @@ function readRoutes(c: Checker, raw: unknown, upstreams: Record<string, Upstream
     const allow = readAllow(c, `${key}.allow`, r.allow, groupsFile);
     if (allow) route.allow = allow;
     if (r.audience !== undefined && r.audience !== null) route.audience = c.str(`${key}.audience`, r.audience);
+    if (r.login !== undefined && bool(c, 'routes[].login', r.login, `${key}.login`)) route.login = true;
     return route;
   });
 }
