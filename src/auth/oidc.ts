@@ -123,7 +123,7 @@ function checkClaims({ payload }: DecodedToken, issuer: IssuerKeys): Claims {
 }
 
 /** The strings of the groups claim (a group with a comma or empty is left out: headers list groups comma-separated). */
-function groupsOf(payload: Record<string, unknown>, path: string | undefined): string[] {
+export function groupsOf(payload: Record<string, unknown>, path: string | undefined): string[] {
   if (path === undefined) return [];
   const value = claimAt(payload, path);
   if (!Array.isArray(value)) return [];

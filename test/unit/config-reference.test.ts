@@ -34,6 +34,8 @@ describe('validation takes its defaults and known keys from the table', () => {
   const withRedis = checkConfig({ ...minimal, store: { kind: 'redis', url: 'redis://127.0.0.1:6379' } }, '', '/tmp');
   const withIdentity = checkConfig({ ...minimal, identity: { assertion: { keyFile: 'assertion.pem' }, issuers: [{ name: 'corp', issuer: 'https://idp.example.com', audiences: ['gw'] }] } }, '', '/tmp');
   const issuer = withIdentity.config.identity.issuers[0];
+  const withLogin = checkConfig({ ...minimal, identity: { issuers: [{ name: 'corp', issuer: 'https://idp.example.com', audiences: ['gw'] }] }, login: { issuer: 'corp', clientId: 'gw' } }, '', '/tmp');
+  const login = withLogin.config.login;
   const redis = withRedis.config.store.kind === 'redis' ? withRedis.config.store : undefined;
 
   /** Every table key with a plain default, read back from the validated configuration. */
@@ -49,6 +51,9 @@ describe('validation takes its defaults and known keys from the table', () => {
     'identity.assertion.ttlSeconds': withIdentity.config.identity.assertion?.ttlSeconds,
     'identity.issuers[].algorithms': issuer?.algorithms, 'identity.issuers[].userClaim': issuer?.userClaim,
     'identity.issuers[].clockSkewSeconds': issuer?.clockSkewSeconds,
+    'login.scopes': login?.scopes, 'login.callbackPath': login?.callbackPath, 'login.logoutPath': login?.logoutPath,
+    'login.backchannelLogoutPath': login?.backchannelLogoutPath, 'login.sessionTtlSeconds': login?.sessionTtlSeconds,
+    'login.cookieName': login?.cookieName, 'routes[].login': config.routes[0]!.login ?? false,
     'server.tls.reloadIntervalMs': config.server.tls?.reloadIntervalMs,
     'store.kind': config.store.kind,
     'store.keyPrefix': redis?.keyPrefix, 'store.commandTimeoutMs': redis?.commandTimeoutMs,
@@ -82,7 +87,7 @@ describe('validation takes its defaults and known keys from the table', () => {
   };
 
   it.each(Object.entries(read))('%s is the table\'s default', (key, value) => {
-    expect([...problems, ...withRedis.problems, ...withIdentity.problems]).toEqual([]);
+    expect([...problems, ...withRedis.problems, ...withIdentity.problems, ...withLogin.problems]).toEqual([]);
     expect(value).toEqual((SETTINGS as Record<string, Setting>)[key]!.default);
   });
 
