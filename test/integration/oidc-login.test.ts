@@ -9,6 +9,7 @@ import { echoUpstream, htpasswd, startGateway, testConfig, type EchoUpstream, ty
 import { httpsCall, signingKey, TestCa, TestProvider, type SigningKey } from '../support/oidc-provider.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { forge } from '../security/jwt-forge.js';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 
 /**
  * Browser sign-in and back-channel logout against a real OpenID Provider (node-oidc-provider in its own
@@ -276,6 +277,19 @@ describe('back-channel logout tokens', () => {
   it('answers 200 to a valid one (sid or sub) even when no session of it is known', async () => {
     expect((await backchannel(token({}))).status).toBe(200);
     expect((await backchannel(token({ sid: undefined, sub: 'someone' }))).status).toBe(200);
+  });
+
+  it('are documented in /openapi.json with the sign-in endpoints, and a refusal matches the document', async () => {
+    const doc = JSON.parse((await get(a.base, '/openapi.json')).body) as { paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, unknown> }> }>> };
+    expect(Object.keys(doc.paths['/auth/callback']!)).toEqual(['get']);
+    expect(Object.keys(doc.paths['/auth/logout']!)).toEqual(['get', 'post']);
+    expect(Object.keys(doc.paths['/auth/backchannel-logout']!.post!.responses)).toEqual(expect.arrayContaining(['200', '400', '503']));
+    const ajv = new Ajv2020({ strict: false, allErrors: true });
+    ajv.addSchema({ ...doc, $id: 'https://gw.invalid/openapi.json' });
+    const validate = ajv.compile({ $ref: 'https://gw.invalid/openapi.json#/paths/~1auth~1backchannel-logout/post/responses/400/content/application~1problem+json/schema' });
+    const refused = await backchannel(token({ nonce: 'n' }));
+    expect(validate(JSON.parse(refused.body)) ? [] : validate.errors).toEqual([]);
+    expect(validate({ type: 'urn:auth-gateway:problem:invalid_request', title: 'Bad Request', status: 400, detail: 'x', code: 'invalid_request' })).toBe(false);
   });
 
   it.each([
