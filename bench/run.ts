@@ -22,6 +22,7 @@ import { basicScenario, bearerScenario, floodScenario, latencyScenario } from '.
 import { accessLogScenario, frameworkScenario, rateLimitScenario } from './variants.js';
 import { authzScenarios } from './authz.js';
 import { websocketScenario } from './websocket.js';
+import { openidScenarios } from './openid.js';
 import { ensureWrk } from './wrk.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -114,6 +115,7 @@ async function main(): Promise<void> {
       'bearer-log': () => accessLogScenario(b), 'bearer-ratelimit': () => rateLimitScenario(b), websocket: () => websocketScenario(b),
       'bearer-assertion': () => authzScenarios(b, { assertion: true, forwardAuth: false }),
       'forward-auth': () => authzScenarios(b, { assertion: false, forwardAuth: true }),
+      oidc: () => openidScenarios(b),
       latency: () => latencyScenario(b),
       tokens: () => tokensScenario(b), flood: () => floodScenario(b), soak: () => soakScenario(b),
     };
