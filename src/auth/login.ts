@@ -79,16 +79,7 @@ export class LoginFlow {
   discovery(): Promise<oidc.Configuration> {
     if (this.discovered) return this.discovered;
     if (this.clock.now() - this.failedAt < DISCOVERY_RETRY_MS) return Promise.reject(unavailable(this.issuer.name, 'discovery failed moments ago'));
-    const issuerUrl = new URL(this.issuer.issuer);
-    const auth = this.config.clientSecret === undefined ? oidc.None() : oidc.ClientSecretBasic(this.config.clientSecret);
-    const run = oidc.discovery(issuerUrl, this.config.clientId, undefined, auth, {
-      [oidc.customFetch]: providerFetch(this.ca),
-      // http:// is accepted for a loopback issuer only (src/config/issuers.ts).
-      execute: issuerUrl.protocol === 'http:' && isLoopback(issuerUrl.hostname) ? [oidc.allowInsecureRequests] : [],
-    }).then((configuration) => {
-      configuration.timeout = 5;
-      return configuration;
-    }, (err: unknown) => {
+    const run = discoverProvider(this.config, this.issuer.issuer, this.ca).then((configuration) => configuration, (err: unknown) => {
       this.discovered = undefined;
       this.failedAt = this.clock.now();
       this.log.warn('provider discovery failed; sign-ins answer 503 until it succeeds', { issuer: this.issuer.name, error: fetchFailure(err) });
@@ -239,6 +230,32 @@ export class LoginFlow {
     this.log.warn('sign-in callback could not reach the provider', { issuer: this.issuer.name, error: fetchFailure(err) });
     return unavailable(this.issuer.name, fetchFailure(err));
   }
+}
+
+/** openid-client's discovery of the provider, its requests trusting `ca` (the issuer's caFile). */
+async function discoverProvider(config: LoginConfig, issuer: string, ca: string[] | undefined): Promise<oidc.Configuration> {
+  const issuerUrl = new URL(issuer);
+  const auth = config.clientSecret === undefined ? oidc.None() : oidc.ClientSecretBasic(config.clientSecret);
+  const configuration = await oidc.discovery(issuerUrl, config.clientId, undefined, auth, {
+    [oidc.customFetch]: providerFetch(ca),
+    // http:// is accepted for a loopback issuer only (src/config/issuers.ts).
+    execute: issuerUrl.protocol === 'http:' && isLoopback(issuerUrl.hostname) ? [oidc.allowInsecureRequests] : [],
+  });
+  configuration.timeout = 5;
+  return configuration;
+}
+
+/**
+ * `config check --connect`: the provider's discovery as sign-in uses it, and what of it sign-in needs
+ * (the authorization and token endpoints, PKCE S256, end-session and back-channel logout support).
+ */
+export async function describeLoginProvider(config: LoginConfig, issuer: string, caFile: string | undefined): Promise<string> {
+  const m = (await discoverProvider(config, issuer, providerCa(caFile, 'login.issuer caFile'))).serverMetadata();
+  if (!m.authorization_endpoint || !m.token_endpoint) throw new Error('the discovery document names no authorization_endpoint or token_endpoint');
+  const pkce = m.code_challenge_methods_supported;
+  if (Array.isArray(pkce) && !pkce.includes('S256')) throw new Error('the provider does not support PKCE S256');
+  return `authorization ${m.authorization_endpoint}; end-session ${m.end_session_endpoint ?? 'none (sign-out ends the gateway session only)'}; `
+    + `back-channel logout ${m.backchannel_logout_supported === true ? `supported${m.backchannel_logout_session_supported === true ? ' with sid' : ''}` : 'not announced'}`;
 }
 
 /** The store tag of a provider session (its `sid` claim). */

@@ -10,6 +10,7 @@ import { httpsCall, signingKey, TestCa, TestProvider, type SigningKey } from '..
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { forge } from '../security/jwt-forge.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import { checkConnections } from '../../src/cli/connect.js';
 
 /**
  * Browser sign-in and back-channel logout against a real OpenID Provider (node-oidc-provider in its own
@@ -264,6 +265,22 @@ describe('browser sign-in (authorization code + PKCE) at a real provider, in a r
     expect([onA.status, onB.status]).toEqual([401, 401]);
     await page.close();
   }, 120_000);
+});
+
+describe('config check --connect', () => {
+  it('reads the provider\'s discovery as sign-in does, and says what it supports; a missing CA fails it', async () => {
+    const config = testConfig(users.file, gatewayConfig());
+    const [line] = (await checkConnections(config)).filter((r) => r.what.startsWith('sign-in'));
+    expect(line).toMatchObject({ ok: true, what: 'sign-in at corp (client gateway)' });
+    expect(line!.detail).toContain(`authorization ${provider.issuer}/auth`);
+    expect(line!.detail).toContain(`end-session ${provider.issuer}/session/end`);
+    expect(line!.detail).toContain('back-channel logout supported with sid');
+    const raw = gatewayConfig();
+    (raw.identity as { issuers: Array<Record<string, unknown>> }).issuers[0]!.caFile = undefined;
+    const [refused] = (await checkConnections(testConfig(users.file, raw))).filter((r) => r.what.startsWith('sign-in'));
+    expect(refused!.ok).toBe(false);
+    expect(refused!.detail).toMatch(/^discovery failed/);
+  });
 });
 
 describe('back-channel logout tokens', () => {
