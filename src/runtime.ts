@@ -165,7 +165,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     originPolicy(trustForwarded),
     rateLimit(shared.counters),
     paging,
-    upstreamHeaders(trustForwarded, signed, login ? [login.cookieName, login.stateCookieName] : []),
+    upstreamHeaders(trustForwarded, signed, login ? (name) => login.isOwnCookie(name) : undefined),
   ], {
     forward: forward(forwarder),
     tunnel: tunnel(forwarder, shared.tunnels, (upstream) => config.upstreams[upstream]!.maxTunnels),

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import * as oidc from 'openid-client';
 import type { Clock } from '../clock.js';
 import type { LoginConfig } from '../config/types.js';
@@ -70,9 +71,17 @@ export class LoginFlow {
     return this.config.cookieName;
   }
 
-  /** The cookie that holds a sign-in's state until its callback. */
-  get stateCookieName(): string {
-    return `${this.config.cookieName}-login`;
+  /**
+   * The cookie that holds a sign-in's state until its callback: one per sign-in (named by a digest of
+   * its `state`), so two tabs signing in at once do not overwrite each other's.
+   */
+  stateCookieName(state: string): string {
+    return `${this.config.cookieName}-login-${createHash('sha256').update(state).digest('base64url').slice(0, 12)}`;
+  }
+
+  /** Whether a cookie name is one of the gateway's own (the session, a sign-in's state). */
+  isOwnCookie(name: string): boolean {
+    return name === this.config.cookieName || name.startsWith(`${this.config.cookieName}-login-`);
   }
 
   /** The provider's discovery (single-flight; a failure is retried by a sign-in after DISCOVERY_RETRY_MS). */
@@ -94,7 +103,7 @@ export class LoginFlow {
    * sealed state to keep in the state cookie. `origin` is the gateway's public origin; `returnTo` a
    * same-origin path (safeReturnPath).
    */
-  async begin(origin: string, returnTo: string): Promise<{ location: string; state: string }> {
+  async begin(origin: string, returnTo: string): Promise<{ location: string; cookieName: string; sealed: string }> {
     const configuration = await this.discovery();
     const verifier = oidc.randomPKCECodeVerifier();
     const state = oidc.randomState();
@@ -109,7 +118,7 @@ export class LoginFlow {
       nonce,
     }).href;
     const sealed: LoginState = { v: verifier, s: state, n: nonce, r: returnTo, c: redirectUri, e: this.clock.now() + LOGIN_STATE_TTL_S * 1000 };
-    return { location, state: this.sealer.seal(STATE_PURPOSE, sealed) };
+    return { location, cookieName: this.stateCookieName(state), sealed: this.sealer.seal(STATE_PURPOSE, sealed) };
   }
 
   /**

@@ -61,11 +61,11 @@ export function cookieValue(header: string | undefined, name: string): string | 
   return undefined;
 }
 
-/** A Cookie header without the cookies named (undefined when none is left): the gateway's own stay with it. */
-export function withoutCookies(header: string, names: readonly string[]): string | undefined {
+/** A Cookie header without the cookies `own` names (undefined when none is left): the gateway's own stay with it. */
+export function withoutCookies(header: string, own: (name: string) => boolean): string | undefined {
   const kept = header.split(';').filter((part) => {
     const eq = part.indexOf('=');
-    return part.trim() !== '' && !names.includes((eq < 0 ? part : part.slice(0, eq)).trim());
+    return part.trim() !== '' && !own((eq < 0 ? part : part.slice(0, eq)).trim());
   });
   return kept.length === 0 ? undefined : kept.map((p) => p.trim()).join('; ');
 }

@@ -186,7 +186,7 @@ export const SETTINGS = {
   'login.logoutPath': { type: 'path', default: '/auth/logout', meaning: 'Ends the gateway session (GET or POST) and sends the browser to the provider\'s `end_session_endpoint` with `id_token_hint`.' },
   'login.backchannelLogoutPath': { type: 'path', default: '/auth/backchannel-logout', meaning: 'OpenID Connect Back-Channel Logout: `POST` with a `logout_token` revokes the sessions of that provider session (`sid`) or user (`sub`) on every instance before the 200.' },
   'login.sessionTtlSeconds': { type: 'integer', default: 28_800, min: 60, max: 2_592_000, meaning: 'Lifetime of a browser session (and of its cookie).' },
-  'login.cookieName': { type: 'string', default: '__Host-gateway', meaning: 'The session cookie (`Secure`, `HttpOnly`, `SameSite=Lax`, `Path=/`, an opaque sealed handle); the sign-in state cookie is `<cookieName>-login`.' },
+  'login.cookieName': { type: 'string', default: '__Host-gateway', meaning: 'The session cookie (`Secure`, `HttpOnly`, `SameSite=Lax`, `Path=/`, an opaque sealed handle); the state of each sign-in is kept in a cookie `<cookieName>-login-<id>` until its callback.' },
   'login.publicUrl': { type: 'url', defaultText: 'none (from the request\'s scheme and host; `X-Forwarded-*` only behind `server.trustProxy` hops)', meaning: 'The gateway\'s public origin (`https://gw.example.com`) the callback URL and redirects are built on; `http://` only on loopback.' },
 
   // log

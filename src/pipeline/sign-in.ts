@@ -62,8 +62,8 @@ function wantsSignIn(ex: GatewayExchange, err: unknown, routes: RouteTable): boo
 
 /** 302 to the provider's authorization endpoint, the sign-in's state in a short-lived sealed cookie. */
 async function startSignIn(ctx: GatewayContext, flow: LoginFlow, trustForwarded: boolean, returnTo: string): Promise<void> {
-  const { location, state } = await flow.begin(originOf(ctx.state, flow, trustForwarded), returnTo);
-  ctx.set('Set-Cookie', cookie(flow.stateCookieName, state, LOGIN_STATE_TTL_S));
+  const { location, cookieName, sealed } = await flow.begin(originOf(ctx.state, flow, trustForwarded), returnTo);
+  ctx.set('Set-Cookie', cookie(cookieName, sealed, LOGIN_STATE_TTL_S));
   noStoreRedirect(ctx, location);
 }
 
@@ -79,8 +79,9 @@ function callback(flow: LoginFlow, trustForwarded: boolean): OwnHandler {
       await startSignIn(ctx, flow, trustForwarded, safeReturnPath(query.get('rd') ?? '/'));
       return;
     }
-    const { cookie: session, returnTo } = await flow.complete(ctx.state.query, cookieValue(ctx.req.headers.cookie, flow.stateCookieName));
-    ctx.set('Set-Cookie', [cookie(flow.cookieName, session, flow.config.sessionTtlSeconds), cookie(flow.stateCookieName, '', 0)]);
+    const stateCookie = flow.stateCookieName(query.get('state') ?? '');
+    const { cookie: session, returnTo } = await flow.complete(ctx.state.query, cookieValue(ctx.req.headers.cookie, stateCookie));
+    ctx.set('Set-Cookie', [cookie(flow.cookieName, session, flow.config.sessionTtlSeconds), cookie(stateCookie, '', 0)]);
     noStoreRedirect(ctx, returnTo);
   };
 }

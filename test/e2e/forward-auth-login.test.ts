@@ -83,7 +83,7 @@ describe.each(['nginx', 'Caddy'])('%s in front, as docs/openid.md prints it', (n
     const authorize = new URL(start.headers.get('location')!);
     expect(authorize.origin).toBe(provider.issuer);
     expect(authorize.searchParams.get('redirect_uri')).toBe(`${base()}/auth/callback`);
-    expect(start.headers.get('set-cookie')).toMatch(/^__Host-gateway-login=/);
+    expect(start.headers.get('set-cookie')).toMatch(/^__Host-gateway-login-[A-Za-z0-9_-]{12}=/);
     expect(echo.received.some((r) => r.url.startsWith('/app/report'))).toBe(false);
   });
 

@@ -143,7 +143,7 @@ describe('browser sign-in (authorization code + PKCE) at a real provider, in a r
     expect(location.searchParams.get('nonce')).toBeTruthy();
     expect(location.searchParams.get('redirect_uri')).toBe(`${a.base}/auth/callback`);
     const setCookie = String(nav.headers['set-cookie']);
-    expect(setCookie).toMatch(/^__Host-gateway-login=[A-Za-z0-9_-]+; Path=\/; Secure; HttpOnly; SameSite=Lax; Max-Age=600$/);
+    expect(setCookie).toMatch(/^__Host-gateway-login-[A-Za-z0-9_-]{12}=[A-Za-z0-9_-]+; Path=\/; Secure; HttpOnly; SameSite=Lax; Max-Age=600$/);
     // An API client, an unsafe method, a route without login: the 401 as before.
     expect((await get(a.base, '/app/hello', { accept: 'application/json' })).status).toBe(401);
     expect((await get(a.base, '/api/hello', { accept: 'text/html' })).status).toBe(401);
@@ -263,7 +263,29 @@ describe('browser sign-in (authorization code + PKCE) at a real provider, in a r
     expect((await page.browserContext().cookies()).some((c) => c.name === '__Host-gateway')).toBe(false);
     const [onA, onB] = await Promise.all([get(a.base, '/app/x', { cookie: `__Host-gateway=${signedIn}` }), get(b.base, '/app/x', { cookie: `__Host-gateway=${signedIn}` })]);
     expect([onA.status, onB.status]).toEqual([401, 401]);
+    // The user confirms at the provider: its session ends too (its back-channel logout finds nothing left here).
+    await Promise.all([page.waitForNavigation({ timeout: STEP_MS }), page.click('button[name=logout][value=yes]')]);
+    expect((await provider.backchannelLogouts()).error).toEqual([]);
     await page.close();
+  }, 120_000);
+
+  it('two tabs signing in at once each come back to their own page (one state cookie per sign-in)', async () => {
+    const [one, two] = [await browser.newPage(), await browser.newPage()];
+    const first = await one.goto(`${a.base}/app/tab-one`, { timeout: STEP_MS });
+    // The provider's authorization request of tab one (the gateway's 302), with tab one's state.
+    const authorizeOne = first!.request().redirectChain()[0]!.response()!.headers().location!;
+    await two.goto(`${a.base}/app/tab-two`, { timeout: STEP_MS });
+    expect(one.url().startsWith(provider.issuer) && two.url().startsWith(provider.issuer)).toBe(true);
+    // The later sign-in finishes first...
+    await signInAtProvider(two, a.base);
+    expect(two.url()).toBe(`${a.base}/app/tab-two`);
+    // ...then tab one's request reaches the provider again (signed in there now: straight back to the
+    // callback with tab one's state), and its own state cookie is still there.
+    await one.goto(authorizeOne, { timeout: STEP_MS });
+    await signInAtProvider(one, a.base);
+    expect(one.url()).toBe(`${a.base}/app/tab-one`);
+    expect((await one.browserContext().cookies()).filter((c) => c.name.startsWith('__Host-gateway-login-'))).toEqual([]);
+    await Promise.all([one.close(), two.close()]);
   }, 120_000);
 });
 

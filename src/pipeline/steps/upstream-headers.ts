@@ -12,7 +12,7 @@ import { withoutCookies } from '../../auth/seal.js';
  * The gateway's own cookies (`ownCookies`: the sign-in session and state) are credentials like
  * Authorization: the upstream gets them only on a route with forwardAuthorization.
  */
-export function upstreamHeaders(trustForwarded: boolean, signed?: Assertions, ownCookies: readonly string[] = []): (ex: GatewayExchange) => void {
+export function upstreamHeaders(trustForwarded: boolean, signed?: Assertions, ownCookies?: (name: string) => boolean): (ex: GatewayExchange) => void {
   const reserved = signed?.header;
   return function setUpstreamHeaders(ex) {
     if (ex.handOff === 'answer') return;
@@ -30,7 +30,7 @@ export function upstreamHeaders(trustForwarded: boolean, signed?: Assertions, ow
       trustForwarded,
       reserved,
     });
-    if (ownCookies.length > 0 && h.cookie !== undefined && !route.forwardAuthorization) {
+    if (ownCookies && h.cookie !== undefined && !route.forwardAuthorization) {
       const rest = withoutCookies(h.cookie, ownCookies);
       if (rest === undefined) delete h.cookie;
       else h.cookie = rest;
