@@ -19,7 +19,7 @@ export interface BrowserSession {
 
 export const SESSION_PURPOSE = 'gateway session v1';
 /** Opened cookies remembered (a steady browser costs a Map lookup, not a decryption). */
-const MAX_OPENED = 10_000;
+const MAX_OPENED = 4096;
 
 /** The session a sealed cookie value holds, or undefined (forged, changed, garbage). */
 export function openSession(sealer: Sealer, value: string): BrowserSession | undefined {

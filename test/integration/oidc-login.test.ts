@@ -155,6 +155,22 @@ describe('browser sign-in (authorization code + PKCE) at a real provider, in a r
     expect(JSON.parse(forged.body)).toMatchObject({ code: 'invalid_request' });
   });
 
+  it('a callback with the provider\'s refusal is 403, with a code the provider never issued 400; neither makes a session', async () => {
+    const start = await get(a.base, '/app/x', { accept: 'text/html' });
+    const state = new URL(String(start.headers.location)).searchParams.get('state')!;
+    const stateCookie = String(start.headers['set-cookie']).split(';')[0]!;
+    const refused = await get(a.base, `/auth/callback?error=access_denied&state=${state}&iss=${encodeURIComponent(provider.issuer)}`, { cookie: stateCookie });
+    expect(refused.status, refused.body).toBe(403);
+    expect(JSON.parse(refused.body)).toMatchObject({ code: 'forbidden' });
+    const forgedCode = await get(a.base, `/auth/callback?code=never-issued&state=${state}&iss=${encodeURIComponent(provider.issuer)}`, { cookie: stateCookie });
+    expect(forgedCode.status, forgedCode.body).toBe(400);
+    expect(forgedCode.headers['set-cookie']).toBeUndefined();
+    // Another sign-in's state with this cookie: refused before the provider is asked.
+    const otherState = await get(a.base, `/auth/callback?code=x&state=not-${state}&iss=${encodeURIComponent(provider.issuer)}`, { cookie: stateCookie });
+    expect(otherState.status).toBe(400);
+    expect(await a.gateway.store.listSessions('alice')).toHaveLength(0);
+  });
+
   it('signs in at the provider\'s form and comes back to the original URL with the upstream\'s answer', async () => {
     const page = await browser.newPage();
     await page.goto(`${a.base}/app/hello?x=1`, { timeout: STEP_MS });
