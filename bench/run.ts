@@ -23,6 +23,7 @@ import { accessLogScenario, frameworkScenario, rateLimitScenario, apiKeyScenario
 import { authzScenarios } from './authz.js';
 import { websocketScenario } from './websocket.js';
 import { h2Scenario, ldapBasicScenario, tlsScenario } from './edge.js';
+import { openidScenarios } from './openid.js';
 import { ensureWrk } from './wrk.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -116,6 +117,7 @@ async function main(): Promise<void> {
       'bearer-assertion': () => authzScenarios(b, { assertion: true, forwardAuth: false }),
       'forward-auth': () => authzScenarios(b, { assertion: false, forwardAuth: true }),
       tls: () => tlsScenario(b), h2: () => h2Scenario(b), 'ldap-basic': () => ldapBasicScenario(b),
+      oidc: () => openidScenarios(b),
       latency: () => latencyScenario(b),
       tokens: () => tokensScenario(b), flood: () => floodScenario(b), soak: () => soakScenario(b),
     };

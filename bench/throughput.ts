@@ -22,8 +22,9 @@ export async function warmUp(b: Bench, target: Target, authorization: string): P
 }
 
 /** The ratios are medians of per-round ratios, so a slow round hits both sides of its own quotient. */
-export async function againstFloor(b: Bench, id: string, scenario: string, target: Target, authorization: string, goal: Goal | null): Promise<Row> {
-  const headers = { authorization };
+export async function againstFloor(b: Bench, id: string, scenario: string, target: Target, authorization: string | Record<string, string>, goal: Goal | null): Promise<Row> {
+  // A string is an Authorization header; other credentials (a session cookie) come as headers.
+  const headers = typeof authorization === 'string' ? { authorization } : authorization;
   const rounds = [];
   const failures: string[] = [];
   for (let r = 0; r < b.params.rounds; r++) {

@@ -50,6 +50,10 @@ import { assertions, type Assertions } from './identity/identity-headers.js';
 import { serveJwks } from './identity/jwks.js';
 import { loadAssertionKeys, type AssertionKeys } from './identity/keys.js';
 import { IssuerKeys, type KeyFetchListener } from './identity/issuers.js';
+import { cookieSessionAuthenticator } from './auth/cookie-session.js';
+import { LoginFlow } from './auth/login.js';
+import { derivedKey } from './tokens/keys.js';
+import { signInEndpoints, withSignIn } from './pipeline/sign-in.js';
 
 /** What lives as long as the process, whatever the configuration says. */
 export interface Shared {
@@ -99,6 +103,8 @@ export interface Runtime {
   assertions?: Assertions;
   /** The OpenID providers' key caches (identity.issuers); kept across reloads while an issuer's settings stay. */
   issuers: readonly IssuerKeys[];
+  /** Browser sign-in (login), when configured; kept across reloads while its settings and issuer stay. */
+  login?: LoginFlow;
   /** The identity sources the authenticate step asks, in order. */
   authenticators: readonly Authenticator[];
   /**
@@ -157,15 +163,17 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     refreshKey: refreshKey(config.tokens.refreshSecret, keys.signing.key),
   }, clock);
   const trustForwarded = config.server.trustProxy > 0;
+  const issuers = issuerKeysFor(config, shared, previous);
+  const login = loginFor(config, issuers, shared, keys.signing.key, previous);
   const findOwn = ownEndpoints(config, routes, {
     ping: shared.ping,
     refused: shared.refused,
     tokenEndpoints: onTokenPaths(tokenRoutes(tokens, config.server.bodyTimeoutMs, (token) => subjectOf(codec, token)).routes(), notATokenEndpoint),
     jwks: assertionKeys ? serveJwks(assertionKeys) : undefined,
     forwardAuth: config.forwardAuth ? { path: config.forwardAuth.path, enter: forwardAuthEntry(config.forwardAuth) } : undefined,
+    more: login ? signInEndpoints(login, trustForwarded, config.server.bodyTimeoutMs) : undefined,
   });
   const signed = assertionKeys ? assertionsFor(config, assertionKeys, clock, previous) : undefined;
-  const issuers = issuerKeysFor(config, shared, previous);
   // The identity sources, in the order they are asked (docs/pipeline-extension.md: adding one). A
   // provider's token is recognised by its iss before the gateway's own bearer authenticator sees it.
   const authenticators: Authenticator[] = [
@@ -175,11 +183,13 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     ...(issuers.length > 0 ? [oidcAuthenticator(issuers)] : []),
     bearerAuthenticator(tokens),
     ...(shared.clientCertificates ? [mtlsAuthenticator(shared.clientCertificates)] : []),
+    // Last: a request's Authorization header (or certificate) decides before the browser's session cookie.
+    ...(login ? [cookieSessionAuthenticator(login.cookieName, login.sealer, store, () => clock.now())] : []),
   ] as Authenticator[];
   const consumed = config.apiKeys ? { header: config.apiKeys.header.toLowerCase(), bearerPrefix: `${config.apiKeys.prefix}_` } : undefined;
   // Store users' groups (users.store) come before the file's; allow rules and open tunnels read both.
   const allowGroups = shared.storeUsers ? withStoreGroups(groups, shared.storeUsers) : groups;
-  const runPipeline = pipeline([
+  const steps = pipeline([
     authenticate(authenticators),
     route(routes),
     ...(directory ? [directoryGroups(users, fileGroups)] : []),
@@ -187,13 +197,14 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     originPolicy(trustForwarded),
     rateLimit(shared.counters),
     paging,
-    upstreamHeaders(trustForwarded, signed, consumed),
+    upstreamHeaders(trustForwarded, signed, consumed, login ? (name) => login.isOwnCookie(name) : undefined),
   ], {
     forward: forward(forwarder),
     tunnel: tunnel(forwarder, shared.tunnels, (upstream) => config.upstreams[upstream]!.maxTunnels),
     answer: answerForwardAuth(signed),
   });
   const certificates = shared.clientCertificates;
+  const runPipeline = login ? withSignIn(steps, login, routes, trustForwarded, shared.serveOwn) : steps;
   const handle = (ex: GatewayExchange) => {
     requestForm(ex);
     // A client certificate presented but not verified: 401 on every request; a verified one is recorded.
@@ -201,7 +212,18 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     const own = findOwn(ex);
     return own ? shared.serveOwn(ex, own) : runPipeline(ex);
   };
-  return { config, routes, forwarder, credentials, groups, allowGroups, users, lockout, passwords, tokens, issuers, authenticators, handle, assertions: signed };
+  return { config, routes, forwarder, credentials, groups, allowGroups, users, lockout, passwords, tokens, issuers, login, authenticators, handle, assertions: signed };
+}
+
+/** The sign-in of `login`: the previous runtime's (its discovery kept) while its settings, issuer and key are the same. */
+function loginFor(config: Config, issuers: readonly IssuerKeys[], shared: Shared, signingKey: Parameters<typeof derivedKey>[1], previous: Runtime | undefined): LoginFlow | undefined {
+  const login = config.login;
+  if (!login) return undefined;
+  const issuer = issuers.find((i) => i.name === login.issuer)!;
+  const key = derivedKey(config.tokens.refreshSecret, signingKey, 'sign-in cookies v1');
+  const before = previous?.login;
+  if (before && before.issuer === issuer && same(before.config, login) && before.sealer.sameKey(key)) return before;
+  return new LoginFlow(login, issuer, shared.store, key, shared.clock, shared.log);
 }
 
 /** The key cache of each configured issuer: the previous runtime's while its settings are the same (its keys stay cached). */

@@ -7,11 +7,25 @@ import type { Authenticator } from './authenticator.js';
 import { schemeMatcher } from './authenticator.js';
 import { BEARER_CHALLENGE } from './bearer.js';
 
-/** A provider's token on a request: decoded, and the issuer its `iss` names. */
+/** A provider's token on a request: decoded, and the issuer its `iss` names (or its entry in the cache of verified tokens). */
 export interface ProviderCredentials {
-  decoded: DecodedToken;
+  decoded: DecodedToken | undefined;
   issuer: IssuerKeys;
+  token: string;
+  verified: VerifiedToken | undefined;
 }
+
+/** A token verified before: what its principal is made of, and the key set that verified it. */
+interface VerifiedToken {
+  issuer: IssuerKeys;
+  generation: number;
+  user: string;
+  groups: string[];
+  exp: number;
+}
+
+/** Tokens remembered as verified (a steady client costs a Map lookup, not a signature check); past it the cache starts again. */
+const MAX_VERIFIED = 10_000;
 
 const isBearer = schemeMatcher('bearer');
 const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/;
@@ -30,6 +44,14 @@ const RETRY_AFTER_S = '10';
  */
 export function oidcAuthenticator(issuers: readonly IssuerKeys[]): Authenticator<ProviderCredentials> {
   const byIssuer = new Map(issuers.map((i) => [i.issuer, i]));
+  // Byte-identical tokens verified before, with the key set that verified them: while that set is the
+  // issuer's current one, only exp is checked again (the signature and the other claims cannot change).
+  const verified = new Map<string, VerifiedToken>();
+  const remember = (token: string, issuer: IssuerKeys, p: Principal) => {
+    if (verified.size >= MAX_VERIFIED) verified.clear();
+    verified.set(token, { issuer, generation: issuer.generation, user: p.user, groups: p.groups as string[], exp: p.expiresAt! });
+    return p;
+  };
   return {
     via: 'oidc',
     scheme: 'bearer',
@@ -38,14 +60,28 @@ export function oidcAuthenticator(issuers: readonly IssuerKeys[]): Authenticator
       const header = req.headers.authorization;
       if (header === undefined || !isBearer(header) || header.charCodeAt(6) !== 0x20) return undefined;
       const token = header.slice(7);
+      const hit = verified.get(token);
+      if (hit) return { decoded: undefined, issuer: hit.issuer, token, verified: hit };
       if (!TOKEN68.test(token)) return undefined;
       const decoded = decodeToken(token);
       const iss = decoded?.payload.iss;
       const issuer = typeof iss === 'string' ? byIssuer.get(iss) : undefined;
-      return issuer ? { decoded: decoded!, issuer } : undefined;
+      return issuer ? { decoded: decoded!, issuer, token, verified: undefined } : undefined;
     },
-    verify({ decoded, issuer }) {
-      return verifyProviderToken(decoded, issuer);
+    verify({ decoded, issuer, token, verified: hit }) {
+      if (hit) {
+        if (issuer.now() / 1000 - issuer.config.clockSkewSeconds >= hit.exp) {
+          verified.delete(token);
+          throw new HttpProblem(401, 'token_expired', 'the token has expired', { headers: { 'WWW-Authenticate': `${INVALID}, error_description="expired"` } });
+        }
+        if (issuer.stillValid(hit.generation)) {
+          return { user: hit.user, via: 'oidc', groups: hit.groups, ownGroups: true, sid: undefined, expiresAt: hit.exp, ambient: false, proof: token, credential: undefined };
+        }
+        verified.delete(token);
+        decoded = decodeToken(token)!;
+      }
+      const p = verifyProviderToken(decoded!, issuer);
+      return p instanceof Promise ? p.then((ok) => remember(token, issuer, ok)) : remember(token, issuer, p);
     },
     recheck(owner) {
       // An open tunnel: the token is checked again against the keys known now (a key the provider
@@ -123,7 +159,7 @@ function checkClaims({ payload }: DecodedToken, issuer: IssuerKeys): Claims {
 }
 
 /** The strings of the groups claim (a group with a comma or empty is left out: headers list groups comma-separated). */
-function groupsOf(payload: Record<string, unknown>, path: string | undefined): string[] {
+export function groupsOf(payload: Record<string, unknown>, path: string | undefined): string[] {
   if (path === undefined) return [];
   const value = claimAt(payload, path);
   if (!Array.isArray(value)) return [];

@@ -2,6 +2,7 @@ import { systemClock } from '../clock.js';
 import type { Config, IssuerConfig, RedisTopology } from '../config/types.js';
 import { IssuerKeys } from '../identity/issuers.js';
 import { Directory } from '../credentials/directory.js';
+import { describeLoginProvider } from '../auth/login.js';
 import { silentLogger } from '../log.js';
 import { RedisSessionStore } from '../tokens/store/redis.js';
 
@@ -23,10 +24,23 @@ export function checkConnections(config: Config): Promise<ConnectResult[]> {
     for (const url of u.targets) if (url) checks.push(checkUpstream(name, url, Math.min(u.timeouts.connectMs, MAX_WAIT_MS)));
   }
   config.identity.issuers.forEach((issuer, i) => checks.push(checkIssuer(issuer, i)));
+  if (config.login) checks.push(checkLogin(config));
   return Promise.all(checks);
 }
 
 /** An OpenID provider as the gateway would use it: its discovery document (unless jwksUri is set) and its keys. */
+/** `login`: the provider's discovery as browser sign-in reads it. */
+async function checkLogin(config: Config): Promise<ConnectResult> {
+  const login = config.login!;
+  const issuer = config.identity.issuers.find((i) => i.name === login.issuer)!;
+  const what = `sign-in at ${issuer.name} (client ${login.clientId})`;
+  try {
+    return { what, ok: true, detail: await describeLoginProvider(login, issuer.issuer, issuer.caFile) };
+  } catch (err) {
+    return { what, ok: false, detail: `discovery failed: ${reason(err)}` };
+  }
+}
+
 async function checkIssuer(config: IssuerConfig, index: number): Promise<ConnectResult> {
   const what = `issuer ${config.name} ${config.issuer}`;
   const started = Date.now();

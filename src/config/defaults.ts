@@ -181,6 +181,7 @@ export const SETTINGS = {
   'routes[].allow.groups': { type: 'list of string', defaultText: 'none', meaning: 'Members of these groups (`users.groups`) are allowed.' },
   'routes[].allow.methods': { type: 'list of methods', defaultText: 'every method', meaning: 'Methods allowed (upper case; `HEAD` is not implied by `GET`).' },
   'routes[].audience': { type: 'string', defaultText: 'the upstream\'s name (else the route path)', meaning: '`aud` of the identity assertions sent on this route.' },
+  'routes[].login': { type: 'boolean', default: false, meaning: 'A browser navigation (`GET`/`HEAD` with `Accept: text/html`) without credentials is sent to sign in (`login`); any other request without credentials keeps the 401.' },
 
   // forwardAuth
   'forwardAuth': { type: 'mapping', defaultText: 'none', meaning: 'Answer other proxies\' authorization questions (nginx `auth_request`, Caddy `forward_auth`, Traefik ForwardAuth); see authorization.md.' },
@@ -204,6 +205,19 @@ export const SETTINGS = {
   'identity.issuers[].groupsClaim': { type: 'string', defaultText: 'none', meaning: 'The claim (a dotted path, e.g. `realm_access.roles`) holding the user\'s groups as a list of strings; they count as groups for `routes[].allow.groups`, identity headers and assertions.' },
   'identity.issuers[].caFile': { type: 'path', defaultText: 'none (the system\'s CAs)', meaning: 'PEM file of CA certificates trusted for the provider\'s TLS, beside the system\'s; relative to the config file.' },
   'identity.issuers[].clockSkewSeconds': { type: 'integer', default: 30, min: 0, max: 300, meaning: 'Leeway for `exp` and `nbf`.' },
+
+  // login
+  'login': { type: 'mapping', defaultText: 'none (no browser sign-in)', meaning: 'Browser sign-in at an OpenID provider (authorization code with PKCE): a gateway session in the store and a cookie; see openid.md.' },
+  'login.issuer': { required: true, type: 'string', defaultText: 'required with `login`', meaning: 'The `name` of the `identity.issuers` entry browsers sign in at; its `userClaim`, `groupsClaim`, `caFile` and keys apply.' },
+  'login.clientId': { required: true, type: 'string', defaultText: 'required with `login`', meaning: 'The gateway\'s client id at the provider; an ID token\'s and a logout token\'s `aud`.' },
+  'login.clientSecret': { type: 'secret', defaultText: 'none (a public client: PKCE only)', meaning: 'The client secret (`client_secret_basic`), e.g. `${GATEWAY_OIDC_CLIENT_SECRET}`.' },
+  'login.scopes': { type: 'list of string', default: ['openid', 'profile', 'email'], meaning: 'Scopes asked for; must include `openid`.' },
+  'login.callbackPath': { type: 'path', default: '/auth/callback', meaning: 'Where the provider sends the browser back (register `<publicUrl><callbackPath>` as a redirect URI); `GET <callbackPath>?rd=/path` starts a sign-in.' },
+  'login.logoutPath': { type: 'path', default: '/auth/logout', meaning: 'Ends the gateway session (GET or POST) and sends the browser to the provider\'s `end_session_endpoint` with `id_token_hint`.' },
+  'login.backchannelLogoutPath': { type: 'path', default: '/auth/backchannel-logout', meaning: 'OpenID Connect Back-Channel Logout: `POST` with a `logout_token` revokes the sessions of that provider session (`sid`) or user (`sub`) on every instance before the 200.' },
+  'login.sessionTtlSeconds': { type: 'integer', default: 28_800, min: 60, max: 2_592_000, meaning: 'Lifetime of a browser session (and of its cookie).' },
+  'login.cookieName': { type: 'string', default: '__Host-gateway', meaning: 'The session cookie (`Secure`, `HttpOnly`, `SameSite=Lax`, `Path=/`, an opaque sealed handle); the state of each sign-in is kept in a cookie `<cookieName>-login-<id>` until its callback.' },
+  'login.publicUrl': { type: 'url', defaultText: 'none (from the request\'s scheme and host; `X-Forwarded-*` only behind `server.trustProxy` hops)', meaning: 'The gateway\'s public origin (`https://gw.example.com`) the callback URL and redirects are built on; `http://` only on loopback.' },
 
   // log
   'log': { type: 'mapping', defaultText: 'all defaults', meaning: 'JSON lines on stdout.' },

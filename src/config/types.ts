@@ -27,7 +27,16 @@ export interface Config {
   identity: IdentityConfig;
   /** API keys of the store (docs/service-credentials.md); undefined: none. */
   apiKeys: ApiKeysConfig | undefined;
+  /** Browser sign-in at an OpenID provider (src/config/login.ts); undefined: none. */
+  login?: LoginConfig;
 }
+
+/** `login`: browser sign-in with the authorization code flow and PKCE (docs/openid.md). */
+export type LoginConfig = Scalars<'login'> & {
+  scopes: string[];
+  /** The public origin (scheme://host[:port], no path); undefined: from the request. */
+  publicUrl: string | undefined;
+};
 
 /** The header a key may come in (as written; any case matches; Authorization: Bearer works too) and the prefix keys start with. */
 export type ApiKeysConfig = Scalars<'apiKeys'>;
@@ -169,6 +178,8 @@ export interface RouteConfig {
   allow?: AllowConfig;
   /** The `aud` of identity assertions on this route; undefined: the upstream's name (else the route's path). */
   audience?: string;
+  /** Browser navigations without credentials are sent to sign in (`login`); undefined: no. */
+  login?: boolean;
   /** Pass the client's Authorization header on to the upstream. */
   forwardAuthorization: boolean;
   /** Remove the route's path from the request path and join the rest onto the upstream URL's path. */

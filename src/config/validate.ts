@@ -7,6 +7,7 @@ import { Checker } from './checker.js';
 import { groupsClaimOf } from './issuers.js';
 import { readLdap } from './ldap.js';
 import { readScalars } from './sections.js';
+import { readLogin } from './login.js';
 import { childrenOf, numberDefault, setting, SETTINGS, type Setting, type SettingKey } from './defaults.js';
 import { ConfigError } from './errors.js';
 import type {
@@ -60,7 +61,8 @@ export function checkConfig(raw: unknown, file: string, baseDir: string, locate?
   const apiKeys = readApiKeys(c, root.apiKeys);
   checkRouteOverlaps(c, routes, forwardAuth, identity);
   checkUnguardedParents(c, routes);
-  const config: Config = { file, server, store, users, tokens, lockout, rateLimit, upstreams, routes, log, admin, forwardAuth, identity, apiKeys };
+  const login = readLogin(c, root.login, identity, routes, forwardAuth);
+  const config: Config = { file, server, store, users, tokens, lockout, rateLimit, upstreams, routes, log, admin, forwardAuth, identity, apiKeys, login };
   return { config, problems: c.problems, warnings: c.warnings };
 }
 
@@ -295,6 +297,7 @@ function readRoutes(c: Checker, raw: unknown, upstreams: Record<string, Upstream
     const allow = readAllow(c, `${key}.allow`, r.allow, groupsFile);
     if (allow) route.allow = allow;
     if (r.audience !== undefined && r.audience !== null) route.audience = c.str(`${key}.audience`, r.audience);
+    if (r.login !== undefined && bool(c, 'routes[].login', r.login, `${key}.login`)) route.login = true;
     return route;
   });
 }

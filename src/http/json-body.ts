@@ -67,7 +67,7 @@ function tooLarge(limitBytes: number): HttpProblem {
   });
 }
 
-function readLimited(req: IncomingMessage, limitBytes: number, timeoutMs: number): Promise<Buffer> {
+export function readLimited(req: IncomingMessage, limitBytes: number, timeoutMs: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

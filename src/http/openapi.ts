@@ -1,4 +1,5 @@
 import { authorizationPaths } from '../authz/openapi-paths.js';
+import { loginPaths } from './openapi-login.js';
 import type { Config, PagingRules, RouteConfig } from '../config/types.js';
 import type { ProblemCode } from '../core/problem.js';
 import type { GatewayContext } from './state.js';
@@ -44,6 +45,7 @@ export function openApiDocument(config: Config): Json {
     if (route.paging && route.upstream !== undefined) paths[route.path] = listOperation(route, route.paging);
   }
   Object.assign(paths, authorizationPaths(config));
+  Object.assign(paths, loginPaths(config));
   return {
     openapi: '3.1.0',
     info: {

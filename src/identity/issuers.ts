@@ -53,6 +53,8 @@ export class IssuerKeys {
   private lastError: string | undefined;
   /** JWK Set fetches made (successful or not): `config check --connect` and tests read it. */
   fetches = 0;
+  /** Which key set is in use: one more with each successful fetch (a verified-token cache compares it). */
+  generation = 0;
 
   constructor(readonly config: IssuerConfig, private readonly clock: Clock, private readonly log: Logger, private readonly onFetch: KeyFetchListener = () => {}, index = 0) {
     this.name = config.name;
@@ -85,6 +87,18 @@ export class IssuerKeys {
     return this.afterFetch(kid, alg);
   }
 
+  /**
+   * For a token verified before with the key set of `generation`: whether that set is still the one in
+   * use and usable (a set past its max-age is refreshed in the background, as keysFor does). No: verify
+   * it again.
+   */
+  stillValid(generation: number): boolean {
+    const now = this.clock.now();
+    if (!this.usable(now)) return false;
+    if (now >= this.freshUntil && now - this.lastAttempt >= REFETCH_INTERVAL_MS && !this.inflight) void this.refresh().catch(() => {});
+    return generation === this.generation;
+  }
+
   /** After a fetch (or none allowed now): the keys, none for an unknown kid, or no valid keys at all. */
   private afterFetch(kid: string | undefined, alg: IssuerAlg): ProviderKey[] {
     if (!this.usable(this.clock.now())) throw new KeysUnavailable(this.issuer, this.lastError ?? 'its keys have not been fetched yet');
@@ -101,6 +115,7 @@ export class IssuerKeys {
     this.lastAttempt = this.clock.now();
     const run = this.fetchKeys().then(({ keys, maxAge }) => {
       this.keys = keys;
+      this.generation++;
       this.fetchedAt = this.clock.now();
       this.freshUntil = this.fetchedAt + maxAge * 1000;
       this.lastError = undefined;

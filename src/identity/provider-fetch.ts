@@ -82,3 +82,58 @@ export function fetchFailure(err: unknown): string {
   if (e.code && e.code !== 'ERR_TLS_CERT_ALTNAME_INVALID') return e.message && !e.message.startsWith(e.code) ? `${e.code}: ${e.message}` : e.code;
   return e.message ?? String(err);
 }
+
+/** The requests a relying-party library makes (openid-client's customFetch). */
+export interface FetchInit {
+  body?: ArrayBuffer | null | ReadableStream | string | Uint8Array | URLSearchParams;
+  headers: Record<string, string>;
+  method: string;
+  signal?: AbortSignal;
+}
+
+/**
+ * A fetch for openid-client (discovery, the token endpoint, userinfo) that trusts `ca` (the issuer's
+ * caFile beside the system's CAs, undefined: the system's), follows no redirect, reads at most
+ * MAX_BYTES and gives up after PROVIDER_TIMEOUT_MS.
+ */
+export function providerFetch(ca: string[] | undefined): (url: string, init: FetchInit) => Promise<Response> {
+  return async (url, init) => {
+    const body = init.body === undefined || init.body === null ? undefined
+      : typeof init.body === 'string' ? init.body
+        : init.body instanceof URLSearchParams ? init.body.toString()
+          : init.body instanceof ReadableStream ? Buffer.from(await new Response(init.body).arrayBuffer())
+            : Buffer.from(init.body instanceof ArrayBuffer ? new Uint8Array(init.body) : init.body);
+    return new Promise<Response>((resolve, reject) => {
+      const u = new URL(url);
+      const send = u.protocol === 'https:' ? httpsRequest : httpRequest;
+      const req = send(u, { method: init.method, headers: init.headers, ...(ca && u.protocol === 'https:' ? { ca } : {}), timeout: PROVIDER_TIMEOUT_MS });
+      const deadline = setTimeout(() => req.destroy(new Error(`no answer within ${PROVIDER_TIMEOUT_MS} ms`)), PROVIDER_TIMEOUT_MS);
+      const fail = (err: Error) => {
+        clearTimeout(deadline);
+        reject(err);
+      };
+      init.signal?.addEventListener('abort', () => req.destroy(new Error('aborted')), { once: true });
+      req.on('timeout', () => req.destroy(new Error(`no answer within ${PROVIDER_TIMEOUT_MS} ms`)));
+      req.on('error', fail);
+      req.on('response', (res: IncomingMessage) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > MAX_BYTES) req.destroy(new Error(`answer larger than ${MAX_BYTES} bytes`));
+          else chunks.push(chunk);
+        });
+        res.on('error', fail);
+        res.on('end', () => {
+          clearTimeout(deadline);
+          const headers = new Headers();
+          for (let i = 0; i < res.rawHeaders.length; i += 2) headers.append(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
+          const status = res.statusCode ?? 502;
+          const empty = status === 204 || status === 304 || (status >= 100 && status < 200);
+          resolve(new Response(empty ? null : Buffer.concat(chunks), { status, headers }));
+        });
+      });
+      req.end(body);
+    });
+  };
+}

@@ -26,6 +26,8 @@ export interface OwnEndpointDeps {
   jwks?: OwnHandler;
   /** The forward-auth path: not answered here, but turned into the request it describes, ending in `answer`. */
   forwardAuth?: { path: string; enter: (ex: GatewayExchange) => void };
+  /** More exact paths (the sign-in endpoints of `login`). */
+  more?: ReadonlyArray<[string, ExactEndpoint]>;
 }
 
 /**
@@ -43,6 +45,7 @@ export function ownEndpoints(config: Config, routes: RouteTable, deps: OwnEndpoi
     ['/openapi.json', { methods: READ, handler: openApi(config) }],
   ]);
   if (deps.jwks) exact.set(JWKS_PATH, { methods: READ, handler: deps.jwks });
+  for (const [path, endpoint] of deps.more ?? []) exact.set(path, endpoint);
   const forwardAuth = deps.forwardAuth;
   const cors = corsLookup(routes, config.tokens.cors);
   return function findOwnEndpoint(ex) {

@@ -20,6 +20,8 @@ export interface Route {
   websocket: boolean;
   /** The route's CORS, if any. */
   cors: CorsPolicy | undefined;
+  /** Browser navigations without credentials are sent to sign in (routes[].login). */
+  login: boolean;
 }
 
 /**
@@ -41,7 +43,7 @@ export class RouteTable {
       this.byPath.set(foldCase(r.path), {
         path: r.path, upstream: r.upstream, forwardAuthorization: r.forwardAuthorization, stripPrefix: r.stripPrefix,
         timeouts: r.timeouts, allowHeaders: r.allowHeaders, paging: r.paging, rateLimit,
-        websocket: r.websocket !== false, cors: r.cors,
+        websocket: r.websocket !== false, cors: r.cors, login: r.login === true,
         allow: r.allow ? compileAllow(r.allow) : undefined, audience: r.audience ?? r.upstream ?? r.path,
       });
     }

@@ -77,10 +77,18 @@ function checkKeyType(alg: 'RS256' | 'ES256', key: KeyObject): void {
  * set, else the signing key (see refreshKey), under its own HKDF label.
  */
 export function credentialVersionKey(refreshSecret: string | undefined, signingKey: KeyObject): Buffer {
+  return derivedKey(refreshSecret, signingKey, 'credential version v1');
+}
+
+/**
+ * A 32-byte key of its own for `label`, derived (HKDF-SHA256) from `tokens.refreshSecret` when set, else
+ * the signing key: every instance of a deployment derives the same one (the sign-in cookies use it).
+ */
+export function derivedKey(refreshSecret: string | undefined, signingKey: KeyObject, label: string): Buffer {
   const material = refreshSecret !== undefined
     ? Buffer.from(refreshSecret, 'utf8')
     : signingKey.type === 'secret' ? signingKey.export() : signingKey.export({ type: 'pkcs8', format: 'der' });
-  return Buffer.from(hkdfSync('sha256', material, 'auth-gateway', 'credential version v1', 32));
+  return Buffer.from(hkdfSync('sha256', material, 'auth-gateway', label, 32));
 }
 
 /** The user's credential version as tokens and sessions carry it (undefined: the user is gone). */

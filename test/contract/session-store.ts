@@ -194,6 +194,30 @@ export function sessionStoreContract(name: string, h: StoreHarness<SessionStore>
       expect((await h.store().listSessions(user)).map((s) => s.sid)).toEqual([later]);
     });
 
+    it('revokes the sessions filed under a tag, across users, and only those; a tag of none revokes none', async () => {
+      const [a, b] = [userName(), userName()];
+      const tag = `oidc-sid ${userName()}`;
+      const other = `oidc-sid ${userName()}`;
+      const s1 = await h.store().createSession(session(a), 60);
+      const s2 = await h.store().createSession(session(b), 60);
+      const s3 = await h.store().createSession(session(a), 60);
+      await h.store().tagSession(s1, [tag, `oidc-sub ${a}`], 60);
+      await h.store().tagSession(s2, [tag], 60);
+      await h.store().tagSession(s3, [other], 60);
+      const heard: string[] = [];
+      const off = h.store().onRevoked((r) => heard.push(r));
+      expect(await h.store().revokeTagged(tag)).toBe(2);
+      off();
+      expect(await h.store().isLive(s1)).toBe(false);
+      expect(await h.store().isLive(s2)).toBe(false);
+      expect(await h.store().isLive(s3)).toBe(true);
+      expect(heard).toEqual(expect.arrayContaining([s1, s2]));
+      expect(await h.store().revokeTagged(tag)).toBe(0);
+      expect(await h.store().revokeTagged(`oidc-sub ${a}`)).toBe(0);
+      expect(await h.store().revokeTagged(other)).toBe(1);
+      expect(await h.store().isLive(s3)).toBe(false);
+    });
+
     it('pings', async () => {
       await expect(h.store().ping()).resolves.toBeUndefined();
     });

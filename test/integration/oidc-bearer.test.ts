@@ -24,6 +24,7 @@ const RESOURCES: ProviderSettings['resources'] = {
   'https://es256.test': { alg: 'ES256', audience: AUD },
   'https://eddsa.test': { alg: 'EdDSA', audience: AUD },
   'https://other-api.test': { alg: 'RS256', audience: 'other-api' },
+  'https://long.test': { alg: 'RS256', audience: AUD, ttl: 7200 },
 };
 const CLIENTS = [
   { client_id: 'svc', client_secret: 'svc-secret', grant_types: ['client_credentials'], response_types: [], redirect_uris: [] },
@@ -311,6 +312,38 @@ describe('key rotation and outages', () => {
     } finally {
       await cold.close();
       if (provider.port && !(await reachable())) await provider.resume();
+    }
+  });
+});
+
+describe('tokens verified before (the cache of verified tokens)', () => {
+  it('stop passing when the provider withdraws their key, once the keys are fetched again, and when they expire', async () => {
+    // Tokens of two hours: the tests before have moved the gateway's clock minutes ahead of the provider's.
+    const token = await provider.clientCredentialsToken('svc', 'svc-secret', 'https://long.test');
+    expect((await call(gw.base, '/api/x', `Bearer ${token}`)).status).toBe(200);
+    expect((await call(gw.base, '/api/x', `Bearer ${token}`)).status).toBe(200);
+    const replacement = signingKey('rsa');
+    await provider.restart({ keys: [replacement, ec, ed] });
+    try {
+      // Past the keys' max-age: the next request starts a refresh and passes on the keys it had...
+      clock.advance(301_000);
+      expect((await call(gw.base, '/api/x', `Bearer ${token}`)).status).toBe(200);
+      await until(async () => (await provider.jwksFetches()) >= 1);
+      // ...once the new set (without its key) is in, the same token is checked again: refused.
+      await until(async () => (await call(gw.base, '/api/x', `Bearer ${token}`)).status === 401);
+      // A token of the new key: its kid is unknown until the refetch throttle (10 s) lets one more fetch happen.
+      clock.advance(10_000);
+      const fresh = await provider.clientCredentialsToken('svc', 'svc-secret', 'https://long.test');
+      expect((await call(gw.base, '/api/x', `Bearer ${fresh}`)).status).toBe(200);
+      expect((await call(gw.base, '/api/x', `Bearer ${fresh}`)).status).toBe(200);
+      // Expired while remembered: token_expired.
+      clock.advance(7200_000);
+      const expired = await call(gw.base, '/api/x', `Bearer ${fresh}`);
+      expect(expired.status).toBe(401);
+      expect(expired.body.code).toBe('token_expired');
+    } finally {
+      await provider.restart({ keys: [rsa, ec, ed] });
+      clock.advance(301_000);
     }
   });
 });

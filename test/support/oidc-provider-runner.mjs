@@ -4,17 +4,45 @@
 // serves. Test-only additions, beside the provider's own endpoints: it counts GETs of its JWK Set
 // (GET /test/jwks-fetches answers the count) and can add a Cache-Control header to that answer.
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:https';
+import { createServer, request as httpsRequest } from 'node:https';
 import Provider, { errors } from 'oidc-provider';
 
 const settings = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 let jwksFetches = 0;
+// Back-channel logouts sent, by outcome (GET /test/backchannel answers them).
+const backchannel = { ok: 0, error: [] };
+const ca = settings.caFile ? readFileSync(settings.caFile, 'utf8') : undefined;
+
+// The provider's outgoing requests (back-channel logouts to the gateway under test, on loopback HTTPS
+// with a certificate of the test CA). The provider's default fetch refuses special-use addresses
+// (loopback among them) as SSRF protection; the tests' gateways live there.
+function loopbackFetch(url, options) {
+  return new Promise((resolve, reject) => {
+    const body = options.body === undefined || options.body === null ? undefined : String(options.body);
+    const headers = {};
+    new Headers(options.headers).forEach((v, k) => { headers[k] = v; });
+    const req = httpsRequest(url, { method: options.method ?? 'GET', headers, ca, timeout: 5000 }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => resolve(new Response(res.statusCode === 204 ? null : Buffer.concat(chunks), { status: res.statusCode })));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
 let handler = (_req, res) => {
   res.statusCode = 503;
   res.end();
 };
 
 const server = createServer({ cert: readFileSync(settings.certFile), key: readFileSync(settings.keyFile) }, (req, res) => {
+  if (req.url === '/test/backchannel') {
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify(backchannel));
+    return;
+  }
   if (req.url === '/test/jwks-fetches') {
     res.setHeader('content-type', 'application/json');
     res.end(JSON.stringify({ count: jwksFetches }));
@@ -34,6 +62,7 @@ server.listen(settings.port ?? 0, '127.0.0.1', () => {
   const provider = new Provider(issuer, {
     jwks: { keys: settings.jwks },
     clients: settings.clients,
+    fetch: loopbackFetch,
     cookies: { keys: ['test-cookie-key-test-cookie-key-0123'] },
     // Any login name at the development form is an account; its claims come from the settings.
     findAccount: (_ctx, sub) => ({
@@ -63,6 +92,11 @@ server.listen(settings.port ?? 0, '127.0.0.1', () => {
       },
     },
     ttl: { Session: 3600, Grant: 3600, AccessToken: 600, IdToken: 600, Interaction: 600, AuthorizationCode: 60 },
+  });
+  provider.on('backchannel.success', () => { backchannel.ok++; });
+  provider.on('backchannel.error', (_ctx, err) => {
+    backchannel.error.push(String(err?.message ?? err));
+    process.stderr.write(`backchannel.error ${err?.stack ?? err}\n`);
   });
   provider.on('server_error', (_ctx, err) => process.stderr.write(`server_error ${err.stack}\n`));
   handler = provider.callback();

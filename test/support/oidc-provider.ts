@@ -90,6 +90,7 @@ export class TestProvider {
       port: this.port || 0,
       certFile: this.ca.certFile,
       keyFile: this.ca.keyFile,
+      caFile: this.ca.caFile,
       jwks: this.settings.keys.map((k) => k.jwk),
       resources: this.settings.resources,
       clients: this.settings.clients,
@@ -142,6 +143,11 @@ export class TestProvider {
   /** How many times its JWK Set was fetched since this process started. */
   async jwksFetches(): Promise<number> {
     return ((await this.get('/test/jwks-fetches')) as { count: number }).count;
+  }
+
+  /** Back-channel logouts the provider sent since this process started: answered 200, and the errors. */
+  async backchannelLogouts(): Promise<{ ok: number; error: string[] }> {
+    return (await this.get('/test/backchannel')) as { ok: number; error: string[] };
   }
 
   /** A JWT access token by the client credentials grant for `resource` (RFC 8707 resource indicator). */

@@ -36,6 +36,8 @@ describe('validation takes its defaults and known keys from the table', () => {
   const issuer = withIdentity.config.identity.issuers[0];
   const withLdap = checkConfig({ ...minimal, users: { ldap: { url: 'ldap://127.0.0.1', userDn: 'uid={user},dc=x' } } }, '', '/tmp');
   const withKeys = checkConfig({ ...minimal, apiKeys: {} }, '', '/tmp');
+  const withLogin = checkConfig({ ...minimal, identity: { issuers: [{ name: 'corp', issuer: 'https://idp.example.com', audiences: ['gw'] }] }, login: { issuer: 'corp', clientId: 'gw' } }, '', '/tmp');
+  const login = withLogin.config.login;
   const redis = withRedis.config.store.kind === 'redis' ? withRedis.config.store : undefined;
 
   /** Every table key with a plain default, read back from the validated configuration. */
@@ -56,6 +58,9 @@ describe('validation takes its defaults and known keys from the table', () => {
     'server.http2.maxConcurrentStreams': config.server.http2.maxConcurrentStreams,
     'server.http2.maxHeaderListBytes': config.server.http2.maxHeaderListBytes,
     'server.tls.clientCerts': config.server.tls?.clientCerts, 'server.tls.userFrom': config.server.tls?.userFrom,
+    'login.scopes': login?.scopes, 'login.callbackPath': login?.callbackPath, 'login.logoutPath': login?.logoutPath,
+    'login.backchannelLogoutPath': login?.backchannelLogoutPath, 'login.sessionTtlSeconds': login?.sessionTtlSeconds,
+    'login.cookieName': login?.cookieName, 'routes[].login': config.routes[0]!.login ?? false,
     'store.kind': config.store.kind,
     'store.keyPrefix': redis?.keyPrefix, 'store.commandTimeoutMs': redis?.commandTimeoutMs,
     'store.connectTimeoutMs': redis?.connectTimeoutMs, 'store.livenessCacheMs': redis?.livenessCacheMs,
@@ -90,7 +95,7 @@ describe('validation takes its defaults and known keys from the table', () => {
   };
 
   it.each(Object.entries(read))('%s is the table\'s default', (key, value) => {
-    expect([...problems, ...withRedis.problems, ...withIdentity.problems, ...withLdap.problems]).toEqual([]);
+    expect([...problems, ...withRedis.problems, ...withIdentity.problems, ...withLdap.problems, ...withLogin.problems]).toEqual([]);
     expect(value).toEqual((SETTINGS as Record<string, Setting>)[key]!.default);
   });
 

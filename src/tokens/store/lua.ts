@@ -239,3 +239,15 @@ redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
 if redis.call('TTL', KEYS[1]) < tonumber(ARGV[3]) then redis.call('EXPIRE', KEYS[1], ARGV[3]) end
 return redis.call('ZCARD', KEYS[1])
 `;
+
+/**
+ * Files a session under a tag (back-channel logout: a provider's session or user): KEYS[1] the tag's
+ * sorted set; ARGV sid, when the filing lapses (ms), now (ms), the lifetime (ms). Lapsed entries are
+ * dropped; the set lives as long as its longest entry.
+ */
+export const TAG_ADD = `
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[3])
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[4]) then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
+return 1
+`;

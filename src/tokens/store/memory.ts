@@ -26,6 +26,8 @@ export class MemorySessionStore implements SessionStore {
   private readonly byUser = new Map<string, Set<string>>();
   private readonly sweeper: NodeJS.Timeout;
   private readonly revocations = new RevocationFeed();
+  /** tag -> session id -> when the filing lapses (ms). */
+  private readonly tagged = new Map<string, Map<string, number>>();
 
   constructor(private readonly clock: Clock) {
     this.sweeper = setInterval(() => this.sweep(), SWEEP_INTERVAL_MS);
@@ -100,6 +102,23 @@ export class MemorySessionStore implements SessionStore {
     return count;
   }
 
+  async tagSession(sid: string, tags: readonly string[], ttlSeconds: number): Promise<void> {
+    const until = this.clock.now() + ttlSeconds * 1000;
+    for (const tag of tags) {
+      let sids = this.tagged.get(tag);
+      if (!sids) this.tagged.set(tag, (sids = new Map()));
+      sids.set(sid, until);
+    }
+  }
+
+  async revokeTagged(tag: string): Promise<number> {
+    const sids = this.tagged.get(tag);
+    this.tagged.delete(tag);
+    let count = 0;
+    for (const sid of sids?.keys() ?? []) if ((await this.revoke(sid)) !== undefined) count++;
+    return count;
+  }
+
   onRevoked(listener: (sid: string) => void): () => void {
     return this.revocations.subscribe(listener);
   }
@@ -134,6 +153,10 @@ export class MemorySessionStore implements SessionStore {
     for (const [user, ids] of this.byUser) {
       for (const sid of ids) if (!this.sessions.has(sid)) ids.delete(sid);
       if (ids.size === 0) this.byUser.delete(user);
+    }
+    for (const [tag, sids] of this.tagged) {
+      for (const [sid, until] of sids) if (until <= now) sids.delete(sid);
+      if (sids.size === 0) this.tagged.delete(tag);
     }
   }
 }

@@ -1,10 +1,10 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import type { RedisStoreConfig } from '../../config/types.js';
 import type { Logger } from '../../log.js';
 import { enforceDeadlines, withDeadline } from './deadline.js';
 import { LivenessCache } from './liveness-cache.js';
-import { ACTIVATE5, CREATE5, INDEX_ADD, LEGACY_REVOKE, LEGACY_ROTATE, LIST5, LIVE5, PENDING_TTL_SECONDS, REVOKE5, REVOKE_USER5, ROTATE5 } from './lua.js';
+import { ACTIVATE5, CREATE5, INDEX_ADD, LEGACY_REVOKE, LEGACY_ROTATE, LIST5, LIVE5, PENDING_TTL_SECONDS, REVOKE5, REVOKE_USER5, ROTATE5, TAG_ADD } from './lua.js';
 import { OutageLog } from './outage-log.js';
 import { ReplicaWaits } from './replication.js';
 import { RevocationChannel } from './revocation-channel.js';
@@ -36,6 +36,7 @@ interface Scripts {
   /** The user of the session deleted ('' when its format is another), or null when there was none. */
   legacyRevoke(s: string, channel: string, sid: string): Promise<string | null>;
   indexAdd(index: string, sid: string, createdAtMs: number, ttl: number): Promise<number>;
+  tagAdd(key: string, sid: string, untilMs: number, nowMs: number, ttlMs: number): Promise<number>;
 }
 
 type Scripted = (Redis | Cluster) & Scripts;
@@ -62,6 +63,7 @@ const SCRIPTS: Array<[string, number, string]> = [
   ['legacyRotate', 1, LEGACY_ROTATE],
   ['legacyRevoke', 1, LEGACY_REVOKE],
   ['indexAdd', 1, INDEX_ADD],
+  ['tagAdd', 1, TAG_ADD],
 ];
 
 function withScripts<T extends Redis | Cluster>(client: T): T & Scripts {
@@ -287,6 +289,25 @@ export class RedisSessionStore implements SessionStore {
     });
   }
 
+  /** Each tag is a sorted set `t:{<digest>}` of session ids scored by when their filing lapses. */
+  tagSession(sid: string, tags: readonly string[], ttlSeconds: number): Promise<void> {
+    return this.guard(async () => {
+      const now = Date.now();
+      await Promise.all(tags.map((tag) => this.client.tagAdd(tagKey(tag), sid, now + ttlSeconds * 1000, now, ttlSeconds * 1000)));
+    });
+  }
+
+  /** The tag's sessions filed and not lapsed, each revoked as by revoke (the waits run side by side). */
+  revokeTagged(tag: string): Promise<number> {
+    return this.guard(async () => {
+      const key = tagKey(tag);
+      const sids = await this.client.zrangebyscore(key, Date.now(), '+inf');
+      const users = await Promise.all(sids.map((sid) => this.revoke(sid)));
+      if (sids.length > 0) await this.client.zrem(key, ...sids);
+      return users.filter((u) => u !== undefined).length;
+    });
+  }
+
   /** Each revoked session id, from this instance at once and from others through the channel. */
   onRevoked(listener: (sid: string) => void): () => void {
     return this.revocations.subscribe(listener);
@@ -419,6 +440,11 @@ export function readyWithin(client: Redis | Cluster, timeoutMs: number): Promise
     const timer = setTimeout(() => done(false), timeoutMs);
     client.on('ready', onReady);
   });
+}
+
+/** The sorted set of a session tag (its own slot in a Cluster). */
+function tagKey(tag: string): string {
+  return `t:{${createHash('sha256').update(tag).digest('base64url').slice(0, 22)}}`;
 }
 
 /** A format-4 session (see lua.ts). */

@@ -36,6 +36,13 @@ export interface Sessions {
    * A session whose create answered before this was called is among them.
    */
   revokeUser(user: string): Promise<number>;
+  /**
+   * Files the session under each tag (a provider's session or user: back-channel logout) for
+   * `ttlSeconds`, its lifetime. Tags are opaque strings; a tag lists any number of sessions.
+   */
+  tagSession(sid: string, tags: readonly string[], ttlSeconds: number): Promise<void>;
+  /** Revokes every session filed under the tag (on every instance, like revoke); answers how many were live. */
+  revokeTagged(tag: string): Promise<number>;
 }
 
 export interface RevocationFeed {

@@ -1,0 +1,307 @@
+import { createHash } from 'node:crypto';
+import * as oidc from 'openid-client';
+import type { Clock } from '../clock.js';
+import type { LoginConfig } from '../config/types.js';
+import { isLoopback } from '../config/issuers.js';
+import { HttpProblem } from '../core/problem.js';
+import type { IssuerKeys } from '../identity/issuers.js';
+import { KeysUnavailable } from '../identity/issuers.js';
+import { InvalidLogoutToken, verifyLogoutToken } from '../identity/logout-token.js';
+import { fetchFailure, providerCa, providerFetch } from '../identity/provider-fetch.js';
+import { claimAt } from '../identity/provider-jwt.js';
+import type { Logger } from '../log.js';
+import type { Sessions } from '../tokens/store/types.js';
+import { openSession, SESSION_PURPOSE, type BrowserSession } from './cookie-session.js';
+import { groupsOf } from './oidc.js';
+import { Sealer } from './seal.js';
+
+/** How long a sign-in may take between the redirect to the provider and the callback. */
+export const LOGIN_STATE_TTL_S = 600;
+/** After a failed discovery, the next sign-in tries again no sooner than this. */
+const DISCOVERY_RETRY_MS = 10_000;
+const STATE_PURPOSE = 'sign-in state v1';
+/** The credential version of browser sessions (they are proved by the provider, not the htpasswd file). */
+export const LOGIN_SESSION_UV = 'oidc';
+/** Browsers keep cookies up to 4096 bytes (name, value and attributes). */
+const MAX_COOKIE_VALUE = 3800;
+const MAX_RETURN_PATH = 2048;
+
+interface LoginState {
+  /** PKCE code verifier, state, nonce. */
+  v: string;
+  s: string;
+  n: string;
+  /** Where to go back to (a same-origin path). */
+  r: string;
+  /** The redirect_uri sent (the callback URL). */
+  c: string;
+  /** Expiry, ms. */
+  e: number;
+}
+
+/**
+ * Browser sign-in at one OpenID provider with openid-client (a certified relying-party library):
+ * discovery with the issuer's caFile, the authorization code flow with PKCE S256, state and nonce sealed
+ * in a short-lived HttpOnly cookie, the code exchange and the ID token's checks (issuer, audience, nonce,
+ * signature, expiry). A signed-in browser gets a gateway session in the store (the same sessions as
+ * token sessions: listed, revoked, ended everywhere at once) filed under the provider's session and
+ * user for back-channel logout, and a cookie holding a sealed handle of it. The HTTP side (own
+ * endpoints, redirects, cookies on the answer) is src/pipeline/sign-in.ts.
+ */
+export class LoginFlow {
+  readonly sealer: Sealer;
+  private readonly ca: string[] | undefined;
+  private discovered: Promise<oidc.Configuration> | undefined;
+  private failedAt = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    readonly config: LoginConfig,
+    readonly issuer: IssuerKeys,
+    private readonly store: Sessions,
+    sealingKey: Buffer,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+  ) {
+    this.sealer = new Sealer(sealingKey);
+    this.ca = providerCa(issuer.config.caFile, 'login.issuer caFile');
+  }
+
+  /** The cookie that holds a browser session's sealed handle. */
+  get cookieName(): string {
+    return this.config.cookieName;
+  }
+
+  /**
+   * The cookie that holds a sign-in's state until its callback: one per sign-in (named by a digest of
+   * its `state`), so two tabs signing in at once do not overwrite each other's.
+   */
+  stateCookieName(state: string): string {
+    return `${this.config.cookieName}-login-${createHash('sha256').update(state).digest('base64url').slice(0, 12)}`;
+  }
+
+  /** Whether a cookie name is one of the gateway's own (the session, a sign-in's state). */
+  isOwnCookie(name: string): boolean {
+    return name === this.config.cookieName || name.startsWith(`${this.config.cookieName}-login-`);
+  }
+
+  /** The provider's discovery (single-flight; a failure is retried by a sign-in after DISCOVERY_RETRY_MS). */
+  discovery(): Promise<oidc.Configuration> {
+    if (this.discovered) return this.discovered;
+    if (this.clock.now() - this.failedAt < DISCOVERY_RETRY_MS) return Promise.reject(unavailable(this.issuer.name, 'discovery failed moments ago'));
+    const run = discoverProvider(this.config, this.issuer.issuer, this.ca).then((configuration) => configuration, (err: unknown) => {
+      this.discovered = undefined;
+      this.failedAt = this.clock.now();
+      this.log.warn('provider discovery failed; sign-ins answer 503 until it succeeds', { issuer: this.issuer.name, error: fetchFailure(err) });
+      throw unavailable(this.issuer.name, fetchFailure(err));
+    });
+    this.discovered = run;
+    return run;
+  }
+
+  /**
+   * A sign-in's start: the provider's authorization URL (code flow, PKCE S256, state, nonce) and the
+   * sealed state to keep in the state cookie. `origin` is the gateway's public origin; `returnTo` a
+   * same-origin path (safeReturnPath).
+   */
+  async begin(origin: string, returnTo: string): Promise<{ location: string; cookieName: string; sealed: string }> {
+    const configuration = await this.discovery();
+    const verifier = oidc.randomPKCECodeVerifier();
+    const state = oidc.randomState();
+    const nonce = oidc.randomNonce();
+    const redirectUri = `${origin}${this.config.callbackPath}`;
+    const location = oidc.buildAuthorizationUrl(configuration, {
+      redirect_uri: redirectUri,
+      scope: this.config.scopes.join(' '),
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      state,
+      nonce,
+    }).href;
+    const sealed: LoginState = { v: verifier, s: state, n: nonce, r: returnTo, c: redirectUri, e: this.clock.now() + LOGIN_STATE_TTL_S * 1000 };
+    return { location, cookieName: this.stateCookieName(state), sealed: this.sealer.seal(STATE_PURPOSE, sealed) };
+  }
+
+  /**
+   * The callback: the state cookie must match (else 400), the provider's answer is checked and the code
+   * exchanged by openid-client (state, PKCE, the ID token's signature, issuer, audience, nonce, expiry).
+   * Answers the sealed session handle for the cookie and where to send the browser.
+   */
+  async complete(query: string, stateCookie: string | undefined): Promise<{ cookie: string; returnTo: string }> {
+    const opened = stateCookie === undefined ? undefined : this.sealer.open(STATE_PURPOSE, stateCookie) as LoginState | undefined;
+    if (!opened || typeof opened.s !== 'string' || typeof opened.e !== 'number' || opened.e <= this.clock.now()) {
+      throw new HttpProblem(400, 'invalid_request', 'no sign-in is in progress in this browser (its state cookie is missing or expired): open the page again');
+    }
+    const configuration = await this.discovery();
+    const current = new URL(`${opened.c}?${query}`);
+    let tokens: Awaited<ReturnType<typeof oidc.authorizationCodeGrant>>;
+    try {
+      tokens = await oidc.authorizationCodeGrant(configuration, current, {
+        pkceCodeVerifier: opened.v,
+        expectedState: opened.s,
+        expectedNonce: opened.n,
+        idTokenExpected: true,
+      });
+    } catch (err) {
+      throw this.grantFailure(err);
+    }
+    const idClaims = tokens.claims()!;
+    const { userClaim, groupsClaim } = this.issuer.config;
+    let claims: Record<string, unknown> = idClaims;
+    const missing = claimAt(claims, userClaim) === undefined || (groupsClaim !== undefined && claimAt(claims, groupsClaim) === undefined);
+    if (missing && tokens.access_token && configuration.serverMetadata().userinfo_endpoint) {
+      // Providers that keep profile claims out of the ID token (node-oidc-provider, Keycloak's
+      // options) answer them at userinfo, for this same subject.
+      try {
+        claims = { ...(await oidc.fetchUserInfo(configuration, tokens.access_token, idClaims.sub)), ...idClaims };
+      } catch (err) {
+        this.log.warn('userinfo not read at sign-in; the ID token\'s claims are used alone', { issuer: this.issuer.name, error: fetchFailure(err) });
+      }
+    }
+    const user = claimAt(claims, userClaim);
+    if (typeof user !== 'string' || user === '') {
+      throw new HttpProblem(403, 'forbidden', `the provider did not tell the user's ${userClaim}: ask for a scope that includes it (login.scopes)`);
+    }
+    const groups = groupsOf(claims, groupsClaim);
+    const ttl = this.config.sessionTtlSeconds;
+    const sid = await this.store.createSession({ sub: user, uv: LOGIN_SESSION_UV }, ttl);
+    try {
+      const tags = [subjectTag(this.issuer.issuer, idClaims.sub)];
+      if (typeof idClaims.sid === 'string' && idClaims.sid !== '') tags.push(sessionTag(this.issuer.issuer, idClaims.sid));
+      await this.store.tagSession(sid, tags, ttl);
+    } catch (err) {
+      // Unfiled, a back-channel logout could not reach it: it is not handed out.
+      await this.store.revoke(sid).catch(() => {});
+      throw err;
+    }
+    const session: BrowserSession = { sid, user, groups, exp: Math.floor(this.clock.now() / 1000) + ttl, idToken: tokens.id_token };
+    let cookie = this.sealer.seal(SESSION_PURPOSE, session);
+    if (cookie.length > MAX_COOKIE_VALUE) cookie = this.sealer.seal(SESSION_PURPOSE, { ...session, idToken: undefined });
+    if (cookie.length > MAX_COOKIE_VALUE) {
+      await this.store.revoke(sid).catch(() => {});
+      throw new HttpProblem(502, 'bad_gateway', 'the provider\'s groups do not fit in a session cookie: narrow the groups claim');
+    }
+    this.log.info('browser signed in', { user, issuer: this.issuer.name, sid });
+    return { cookie, returnTo: typeof opened.r === 'string' ? safeReturnPath(opened.r) : '/' };
+  }
+
+  /**
+   * Sign-out: the cookie's session (when it opens) is revoked everywhere, then the browser goes to the
+   * provider's end_session_endpoint with id_token_hint when there is one (else to `/`).
+   */
+  async end(cookie: string | undefined): Promise<string> {
+    const session = cookie === undefined ? undefined : openSession(this.sealer, cookie);
+    if (session) {
+      await this.store.revoke(session.sid);
+      this.log.info('browser signed out', { user: session.user, sid: session.sid });
+    }
+    let configuration: oidc.Configuration;
+    try {
+      configuration = await this.discovery();
+    } catch {
+      return '/';
+    }
+    if (!configuration.serverMetadata().end_session_endpoint) return '/';
+    const parameters: Record<string, string> = { client_id: this.config.clientId };
+    if (session?.idToken) parameters.id_token_hint = session.idToken;
+    return oidc.buildEndSessionUrl(configuration, parameters).href;
+  }
+
+  /**
+   * Back-channel logout: a valid logout token revokes, on every instance, the gateway sessions of the
+   * provider session it names (`sid`), else of its user (`sub`), and answers how many were live.
+   * Invalid: 400 invalid_request with the spec's `error`; no key of the issuer known: 503.
+   */
+  async backchannel(logoutToken: string | undefined): Promise<number> {
+    if (logoutToken === undefined || logoutToken === '') throw invalidLogout('logout_token is required');
+    let subject;
+    try {
+      subject = await verifyLogoutToken(logoutToken, this.issuer, this.config.clientId);
+    } catch (err) {
+      if (err instanceof InvalidLogoutToken) throw invalidLogout(err.message);
+      if (err instanceof KeysUnavailable) throw unavailable(this.issuer.name, err.message);
+      throw err;
+    }
+    const tag = subject.sid !== undefined ? sessionTag(this.issuer.issuer, subject.sid) : subjectTag(this.issuer.issuer, subject.sub!);
+    const ended = await this.store.revokeTagged(tag);
+    this.log.info('back-channel logout', { issuer: this.issuer.name, by: subject.sid !== undefined ? 'sid' : 'sub', sessions: ended });
+    return ended;
+  }
+
+  private grantFailure(err: unknown): unknown {
+    if (err instanceof HttpProblem) return err;
+    if (err instanceof oidc.AuthorizationResponseError) {
+      return new HttpProblem(403, 'forbidden', `the provider did not sign the user in: ${err.error}${err.error_description ? ` (${err.error_description})` : ''}`);
+    }
+    if (err instanceof oidc.ResponseBodyError || err instanceof oidc.ClientError) {
+      this.log.info('sign-in refused at the callback', { issuer: this.issuer.name, error: (err as Error).message });
+      return new HttpProblem(400, 'invalid_request', `the sign-in could not be completed: ${(err as Error).message}`);
+    }
+    this.log.warn('sign-in callback could not reach the provider', { issuer: this.issuer.name, error: fetchFailure(err) });
+    return unavailable(this.issuer.name, fetchFailure(err));
+  }
+}
+
+/** openid-client's discovery of the provider, its requests trusting `ca` (the issuer's caFile). */
+async function discoverProvider(config: LoginConfig, issuer: string, ca: string[] | undefined): Promise<oidc.Configuration> {
+  const issuerUrl = new URL(issuer);
+  const auth = config.clientSecret === undefined ? oidc.None() : oidc.ClientSecretBasic(config.clientSecret);
+  const configuration = await oidc.discovery(issuerUrl, config.clientId, undefined, auth, {
+    [oidc.customFetch]: providerFetch(ca),
+    // http:// is accepted for a loopback issuer only (src/config/issuers.ts).
+    execute: issuerUrl.protocol === 'http:' && isLoopback(issuerUrl.hostname) ? [oidc.allowInsecureRequests] : [],
+  });
+  configuration.timeout = 5;
+  return configuration;
+}
+
+/**
+ * `config check --connect`: the provider's discovery as sign-in uses it, and what of it sign-in needs
+ * (the authorization and token endpoints, PKCE S256, end-session and back-channel logout support).
+ */
+export async function describeLoginProvider(config: LoginConfig, issuer: string, caFile: string | undefined): Promise<string> {
+  const m = (await discoverProvider(config, issuer, providerCa(caFile, 'login.issuer caFile'))).serverMetadata();
+  if (!m.authorization_endpoint || !m.token_endpoint) throw new Error('the discovery document names no authorization_endpoint or token_endpoint');
+  const pkce = m.code_challenge_methods_supported;
+  if (Array.isArray(pkce) && !pkce.includes('S256')) throw new Error('the provider does not support PKCE S256');
+  return `authorization ${m.authorization_endpoint}; end-session ${m.end_session_endpoint ?? 'none (sign-out ends the gateway session only)'}; `
+    + `back-channel logout ${m.backchannel_logout_supported === true ? `supported${m.backchannel_logout_session_supported === true ? ' with sid' : ''}` : 'not announced'}`;
+}
+
+/** The store tag of a provider session (its `sid` claim). */
+function sessionTag(issuer: string, sid: string): string {
+  return `oidc sid ${issuer} ${sid}`;
+}
+
+/** The store tag of a provider user (its `sub` claim). */
+function subjectTag(issuer: string, sub: string): string {
+  return `oidc sub ${issuer} ${sub}`;
+}
+
+/**
+ * Where a browser may be sent back to after signing in: a path of this origin only. Anything else
+ * (an absolute URL, `//host`, `/\host`, a backslash or control character anywhere, over 2 KiB) is `/`:
+ * no open redirect.
+ */
+export function safeReturnPath(raw: string): string {
+  if (raw.length === 0 || raw.length > MAX_RETURN_PATH || raw[0] !== '/' || raw[1] === '/' || raw[1] === '\\') return '/';
+  // eslint-disable-next-line no-control-regex
+  if (/[\\\x00-\x20\x7f]/.test(raw)) return '/';
+  const base = 'https://gateway.invalid';
+  let u: URL;
+  try {
+    u = new URL(raw, base);
+  } catch {
+    return '/';
+  }
+  if (u.origin !== base) return '/';
+  return `${u.pathname}${u.search}`;
+}
+
+function invalidLogout(reason: string): HttpProblem {
+  // The spec's error body (section 2.8) inside the problem body.
+  return new HttpProblem(400, 'invalid_request', reason, { extensions: { error: 'invalid_request', error_description: reason } });
+}
+
+function unavailable(name: string, reason: string): HttpProblem {
+  return new HttpProblem(503, 'identity_provider_unavailable', `the OpenID provider ${name} cannot be reached: ${reason}`, { headers: { 'Retry-After': '10' } });
+}

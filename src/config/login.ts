@@ -1,0 +1,55 @@
+import type { Checker } from './checker.js';
+import { childrenOf, setting } from './defaults.js';
+import { readScalars } from './sections.js';
+import { isLoopback } from './issuers.js';
+import type { ForwardAuthConfig, IdentityConfig, LoginConfig, RouteConfig } from './types.js';
+
+/** `login`: browser sign-in at an OpenID provider (docs/openid.md). Absent, null or false for none. */
+
+const PATH = /^\/(?:[A-Za-z0-9._~-]+\/)*[A-Za-z0-9._~-]+$/;
+const COOKIE_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+export function readLogin(c: Checker, raw: unknown, identity: IdentityConfig, routes: RouteConfig[], forwardAuth: ForwardAuthConfig | undefined): LoginConfig | undefined {
+  if (raw === undefined || raw === null || raw === false) {
+    routes.forEach((r, i) => {
+      if (r.login) c.problem(`routes[${i}].login`, 'needs the login section (the provider browsers sign in at)');
+    });
+    return undefined;
+  }
+  const l = c.obj('login', raw);
+  c.unknownKeys('login', l, childrenOf('login'));
+  const plain = readScalars(c, 'login', l);
+  const { issuer, callbackPath, logoutPath, backchannelLogoutPath, cookieName } = plain;
+  if (issuer && !identity.issuers.some((i) => i.name === issuer)) {
+    c.problem('login.issuer', `names no identity.issuers entry (known: ${identity.issuers.map((i) => i.name).join(', ') || 'none'})`);
+  }
+  const scopes = l.scopes === undefined || l.scopes === null
+    ? [...(setting('login.scopes').default as readonly string[])]
+    : c.list('login.scopes', l.scopes).map((s, i) => c.str(`login.scopes[${i}]`, s));
+  if (!scopes.includes('openid')) c.problem('login.scopes', 'must include openid (the ID token is what proves the user)');
+  for (const [key, p] of [['login.callbackPath', callbackPath], ['login.logoutPath', logoutPath], ['login.backchannelLogoutPath', backchannelLogoutPath]] as const) {
+    if (!PATH.test(p)) c.problem(key, 'must be an absolute path of plain segments, e.g. /auth/callback');
+    else if (p.toLowerCase().startsWith('/v1/tokens')) c.problem(key, 'must not be under /v1/tokens');
+  }
+  const paths = [callbackPath, logoutPath, backchannelLogoutPath];
+  if (new Set(paths).size !== paths.length) c.problem('login', 'callbackPath, logoutPath and backchannelLogoutPath must differ');
+  if (forwardAuth?.path && paths.includes(forwardAuth.path)) c.problem('forwardAuth.path', 'must not be one of the login paths');
+  routes.forEach((r, i) => {
+    if (!r.path) return;
+    for (const p of paths) {
+      if (p === r.path || p.toLowerCase().startsWith(`${r.path.toLowerCase()}/`)) c.problem(`routes[${i}].path`, `covers ${p}, which the gateway serves itself (login)`);
+    }
+  });
+  if (!COOKIE_NAME.test(cookieName)) c.problem('login.cookieName', 'must be a cookie name (letters, digits and !#$%&\'*+.^_`|~-)');
+  let publicUrl: string | undefined;
+  if (l.publicUrl !== undefined && l.publicUrl !== null && l.publicUrl !== '') {
+    publicUrl = c.url('login.publicUrl', l.publicUrl, ['https:', 'http:']);
+    if (publicUrl && URL.canParse(publicUrl)) {
+      const u = new URL(publicUrl);
+      if (u.protocol === 'http:' && !isLoopback(u.hostname)) c.problem('login.publicUrl', 'must be https:// (http:// only on a loopback address, for tests: the __Host- cookie needs a secure origin)');
+      if ((u.pathname !== '/' && u.pathname !== '') || u.search || u.hash || u.username || u.password) c.problem('login.publicUrl', 'must be an origin only: scheme://host[:port], no path, query or credentials');
+      publicUrl = u.origin;
+    }
+  }
+  return { ...plain, scopes, publicUrl };
+}

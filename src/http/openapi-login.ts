@@ -1,0 +1,56 @@
+import type { Config } from '../config/types.js';
+
+type Json = Record<string, unknown>;
+
+const problem = (description: string, schema: Json = { $ref: '#/components/schemas/Problem' }) => ({ description, content: { 'application/problem+json': { schema } } });
+const redirect = (description: string) => ({ description, headers: { Location: { description: 'where the browser goes next', schema: { type: 'string' } }, 'Set-Cookie': { description: 'the sign-in cookies', schema: { type: 'string' } } } });
+
+/** The OpenAPI paths of browser sign-in (`login`): the callback, sign-out and back-channel logout. */
+export function loginPaths(config: Config): Json {
+  const login = config.login;
+  if (!login) return {};
+  const callback = {
+    operationId: 'signInCallback',
+    summary: 'Where the OpenID provider sends the browser back after sign-in (authorization code flow with PKCE); with only `rd`, starts a sign-in.',
+    description: `With \`code\` and \`state\`: checks the state against the sign-in cookie (${login.cookieName}-login-<id>), exchanges the code, verifies the ID token, creates a gateway session and sets the session cookie (${login.cookieName}), then 302 to the page the sign-in began on. With \`rd\` alone (the Location of a forward-auth 401): 302 to the provider's authorization endpoint.`,
+    security: [],
+    parameters: ['code', 'state', 'error', 'error_description', 'iss', 'rd'].map((name) => ({ name, in: 'query', required: false, schema: { type: 'string' } })),
+    responses: {
+      302: redirect('to the provider (a sign-in starts) or back to the original page (signed in)'),
+      400: problem('invalid_request: no sign-in in progress in this browser, or the provider\'s answer did not check out'),
+      403: problem('forbidden: the provider refused the sign-in, or did not name the user'),
+      503: problem('identity_provider_unavailable or store_unavailable'),
+    },
+  };
+  const logout = {
+    operationId: 'signOut',
+    summary: 'Ends the browser\'s gateway session on every instance, clears the cookie, then 302 to the provider\'s end_session_endpoint (with id_token_hint).',
+    security: [],
+    responses: { 302: redirect('to the provider\'s end-session page (or / without one)'), 503: problem('store_unavailable') },
+  };
+  const errorBody = {
+    allOf: [{ $ref: '#/components/schemas/Problem' }, { type: 'object', required: ['error'], properties: { error: { const: 'invalid_request' }, error_description: { type: 'string' } } }],
+  };
+  const backchannel = {
+    operationId: 'backchannelLogout',
+    summary: 'OpenID Connect Back-Channel Logout 1.0: the provider ends a session; every gateway session of it (sid) or of its user (sub) is revoked on every instance before the 200.',
+    security: [],
+    requestBody: {
+      required: true,
+      content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', required: ['logout_token'], properties: { logout_token: { type: 'string', description: 'a JWT signed by the provider (iss, aud = the client id, iat, the back-channel logout event, sid or sub, no nonce)' } } } } },
+    },
+    responses: {
+      200: { description: 'the sessions are revoked (Cache-Control: no-store); empty body' },
+      400: problem('invalid_request: the logout token is missing or not valid; the body carries the spec\'s `error` too', errorBody),
+      408: problem('request_timeout'),
+      413: problem('payload_too_large'),
+      415: problem('unsupported_media_type: not a form'),
+      503: problem('identity_provider_unavailable (no key of the provider known) or store_unavailable'),
+    },
+  };
+  return {
+    [login.callbackPath]: { get: callback },
+    [login.logoutPath]: { get: logout, post: { ...logout, operationId: 'signOutPost' } },
+    [login.backchannelLogoutPath]: { post: backchannel },
+  };
+}

@@ -1,0 +1,108 @@
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { cookieSessionAuthenticator, openSession, SESSION_PURPOSE } from '../../../src/auth/cookie-session.js';
+import { safeReturnPath } from '../../../src/auth/login.js';
+import { cookieValue, Sealer, withoutCookies } from '../../../src/auth/seal.js';
+import { checkConfig } from '../../../src/config/validate.js';
+import type { IncomingMessage } from 'node:http';
+import type { Exchange } from '../../../src/core/exchange.js';
+import type { Principal } from '../../../src/core/principal.js';
+
+describe('where a browser is sent back after signing in', () => {
+  it.each([
+    ['/app/page?x=1', '/app/page?x=1'],
+    ['/', '/'],
+    ['/app/a%20b', '/app/a%20b'],
+  ])('keeps the same-origin path %s', (raw, kept) => {
+    expect(safeReturnPath(raw)).toBe(kept);
+  });
+
+  it.each([
+    '//evil.example/x', '/\\evil.example/x', '/\\/evil.example', 'https://evil.example/', 'http:evil.example', 'javascript:alert(1)',
+    '', 'app', '/app\\..\\x', '/a\tb', '/a\nb', '/\u0000', ' /app', `/${'a'.repeat(3000)}`,
+  ])('never sends it elsewhere: %j becomes /', (raw) => {
+    expect(safeReturnPath(raw)).toBe('/');
+  });
+});
+
+describe('sealed cookies', () => {
+  const sealer = new Sealer(randomBytes(32));
+
+  it('open to what was sealed, for the same purpose only, and not when changed or under another key', () => {
+    const sealed = sealer.seal('a', { x: 1 });
+    expect(sealer.open('a', sealed)).toEqual({ x: 1 });
+    expect(sealer.open('b', sealed)).toBeUndefined();
+    const changed = `${sealed.slice(0, 20)}${sealed[20] === 'A' ? 'B' : 'A'}${sealed.slice(21)}`;
+    expect(sealer.open('a', changed)).toBeUndefined();
+    expect(new Sealer(randomBytes(32)).open('a', sealed)).toBeUndefined();
+    expect(sealer.open('a', 'garbage')).toBeUndefined();
+    // The handle says nothing readable: not the session id, not the user.
+    const session = sealer.seal(SESSION_PURPOSE, { sid: 'the-session-id', user: 'alice', groups: [], exp: 1 });
+    expect(Buffer.from(session, 'base64url').toString('latin1')).not.toMatch(/alice|the-session-id/);
+    expect(openSession(sealer, session)).toMatchObject({ sid: 'the-session-id', user: 'alice' });
+  });
+
+  it('cookie headers: one value read, the gateway\'s own left out for the upstream', () => {
+    expect(cookieValue('a=1; __Host-gateway=xyz; b=2', '__Host-gateway')).toBe('xyz');
+    expect(cookieValue('a=1; x__Host-gateway=xyz', '__Host-gateway')).toBeUndefined();
+    expect(cookieValue(undefined, 'a')).toBeUndefined();
+    const own = (n: string) => n === '__Host-gateway' || n.startsWith('__Host-gateway-login-');
+    expect(withoutCookies('a=1; __Host-gateway=xyz; b=2; __Host-gateway-login-abc=s', own)).toBe('a=1; b=2');
+    expect(withoutCookies('__Host-gateway=xyz', own)).toBeUndefined();
+  });
+});
+
+describe('the cookie session authenticator', () => {
+  const sealer = new Sealer(randomBytes(32));
+  let live: boolean | undefined = true;
+  const store = { isLiveNow: () => live, isLive: async () => live === true };
+  const auth = cookieSessionAuthenticator('__Host-gateway', sealer, store, () => 1_000_000);
+  const req = (cookie?: string) => ({ headers: cookie === undefined ? {} : { cookie } }) as IncomingMessage;
+  const ex = {} as Exchange;
+  const value = sealer.seal(SESSION_PURPOSE, { sid: 's1', user: 'alice', groups: ['staff'], exp: 2000 });
+
+  it('answers synchronously on a liveness cache hit, with an ambient principal that carries the session and groups', () => {
+    live = true;
+    const principal = auth.verify(auth.parse(req(`x=1; __Host-gateway=${value}`))!, ex) as Principal;
+    expect(principal).toMatchObject({ user: 'alice', via: 'oidc-session', sid: 's1', groups: ['staff'], ownGroups: true, ambient: true, expiresAt: 2000 });
+  });
+
+  it('is not asked without its cookie, refuses a forged, an expired and a revoked one', async () => {
+    expect(auth.parse(req())).toBeUndefined();
+    expect(auth.parse(req('other=1'))).toBeUndefined();
+    expect(() => auth.verify('forged-forged-forged-forged-forged-forged-forged', ex)).toThrow(/not one this gateway made/);
+    const old = sealer.seal(SESSION_PURPOSE, { sid: 's2', user: 'alice', groups: [], exp: 999 });
+    expect(() => auth.verify(old, ex)).toThrow(/expired/);
+    live = false;
+    expect(() => auth.verify(value, ex)).toThrow(/ended/);
+    live = undefined;
+    await expect(auth.verify(value, ex)).rejects.toThrow(/ended/);
+    expect(await auth.recheck({ proof: value } as Principal)).toBe('invalid_token');
+  });
+});
+
+describe('the login section', () => {
+  const base = {
+    users: { htpasswd: 'u' },
+    tokens: { signing: { alg: 'HS256', secret: 'x'.repeat(40) } },
+    upstreams: { up: { url: 'http://127.0.0.1:1' } },
+    identity: { issuers: [{ name: 'corp', issuer: 'https://idp.example.com', audiences: ['gw'] }] },
+  };
+  const problems = (extra: Record<string, unknown>) => checkConfig({ ...base, ...extra }, '', '/tmp').problems;
+
+  it('needs a configured issuer, a client id and openid; routes[].login needs it', () => {
+    expect(problems({ login: { issuer: 'corp', clientId: 'gw' }, routes: [{ path: '/app', upstream: 'up', login: true }] })).toEqual([]);
+    expect(problems({ login: { issuer: 'nope', clientId: 'gw' } })).toEqual(['login.issuer names no identity.issuers entry (known: corp)']);
+    expect(problems({ login: { issuer: 'corp' } })).toEqual(['login.clientId is required']);
+    expect(problems({ login: { issuer: 'corp', clientId: 'gw', scopes: ['profile'] } })[0]).toMatch(/^login.scopes must include openid/);
+    expect(problems({ routes: [{ path: '/app', upstream: 'up', login: true }] })).toEqual(['routes[0].login needs the login section (the provider browsers sign in at)']);
+  });
+
+  it('keeps its paths apart from routes, and publicUrl an https origin (http on loopback only)', () => {
+    expect(problems({ login: { issuer: 'corp', clientId: 'gw' }, routes: [{ path: '/auth', upstream: 'up' }] })[0]).toMatch(/^routes\[0\]\.path covers \/auth\/callback/);
+    expect(problems({ login: { issuer: 'corp', clientId: 'gw', publicUrl: 'http://gw.example.com' } })[0]).toMatch(/^login.publicUrl must be https/);
+    expect(problems({ login: { issuer: 'corp', clientId: 'gw', publicUrl: 'https://gw.example.com/app' } })[0]).toMatch(/origin only/);
+    expect(checkConfig({ ...base, login: { issuer: 'corp', clientId: 'gw', publicUrl: 'https://gw.example.com/' } }, '', '/tmp').config.login?.publicUrl).toBe('https://gw.example.com');
+    expect(problems({ login: { issuer: 'corp', clientId: 'gw', logoutPath: '/auth/callback' } })).toEqual(['login callbackPath, logoutPath and backchannelLogoutPath must differ']);
+  });
+});
