@@ -207,9 +207,10 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   const runPipeline = login ? withSignIn(steps, login, routes, trustForwarded, shared.serveOwn) : steps;
   const handle = (ex: GatewayExchange) => {
     requestForm(ex);
-    // A client certificate presented but not verified: 401 on every request; a verified one is recorded.
-    if (certificates) certificates.screen(ex);
     const own = findOwn(ex);
+    // A client certificate presented but not verified: 401 on every request; a verified one is recorded.
+    // Not on a forward-auth question: its connection is the asking proxy's, whose certificate is not the user's.
+    if (certificates && ex.forwardAuth === undefined) certificates.screen(ex);
     return own ? shared.serveOwn(ex, own) : runPipeline(ex);
   };
   return { config, routes, forwarder, credentials, groups, allowGroups, users, lockout, passwords, tokens, issuers, login, authenticators, handle, assertions: signed };

@@ -18,6 +18,7 @@ export function authenticate(authenticators: readonly Authenticator[]): (ex: Exc
     const req = ex.req;
     if (ex.repeatedAuthorization) throw new HttpProblem(400, 'invalid_request', 'the request carries more than one Authorization header');
     for (const authenticator of authenticators) {
+      if (authenticator.fromConnection && ex.forwardAuth !== undefined) continue;
       const credentials = authenticator.parse(req);
       if (credentials === undefined) continue;
       let verified: Principal | Promise<Principal>;

@@ -16,6 +16,11 @@ export interface Authenticator<C = unknown> {
    * elsewhere (another header, a cookie, the connection).
    */
   readonly scheme: string | undefined;
+  /**
+   * Its credentials are the connection's (a client certificate), not the request's: it is not asked
+   * about a forward-auth question, whose connection is the asking proxy's.
+   */
+  readonly fromConnection?: boolean;
   /** The WWW-Authenticate challenge of a 401 for its credentials (undefined: none). */
   readonly challenge: string | undefined;
   /**

@@ -22,6 +22,9 @@ export function mtlsAuthenticator(certificates: ClientCertificates): Authenticat
     via: 'mtls',
     scheme: undefined,
     challenge: undefined,
+    // A forward-auth question comes over the asking proxy's connection: its certificate is the proxy's,
+    // never the user's; authenticate does not ask this source then.
+    fromConnection: true,
     parse(req) {
       return certificates.of(req);
     },

@@ -83,6 +83,7 @@ describe('client certificates, server.tls.clientCerts: request', () => {
         { path: '/v1/ops', upstream: 'echo', allow: { groups: ['ops'] } },
       ],
       identity: { assertion: { keyFile: assertionKey } },
+      forwardAuth: { path: '/auth/verify' },
       log: { level: 'info', access: true },
     }),
     after: () => {
@@ -154,6 +155,25 @@ describe('client certificates, server.tls.clientCerts: request', () => {
     expect(seen['x-authenticated-via']).toBe('basic');
     expect(payloadOf(seen['x-identity-assertion'] as string)).toMatchObject({ sub: 'alice', cnf: { 'x5t#S256': pki.thumbprint('bob') } });
     expect(await accessLine(res.headers['x-request-id'])).toMatchObject({ user: 'alice', via: 'basic', certificate: pki.thumbprint('bob') });
+  });
+
+  it('a forward-auth question comes over the asking proxy\'s connection: its certificate is never the user, nor proves a bound token', async () => {
+    // The front proxy asks over its own connection, which presents a certificate of its own.
+    const about = (uri: string, headers: Record<string, string> = {}, as = 'bob') =>
+      call('/auth/verify', { as, headers: { 'x-forwarded-method': 'GET', 'x-forwarded-uri': uri, ...headers } });
+    const anonymous = await about('/v1/ops');
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers['x-authenticated-user']).toBeUndefined();
+    expect(anonymous.json.code).toBe('missing_credentials');
+    const alice = await about('/v1/things', { authorization: basic('alice', 'alice-pw') });
+    expect(alice.status).toBe(200);
+    expect([alice.headers['x-authenticated-user'], alice.headers['x-authenticated-via']]).toEqual(['alice', 'basic']);
+    expect(payloadOf(alice.headers['x-identity-assertion'] as string)).not.toHaveProperty('cnf');
+    // A token bound to alice's certificate: the proxy's connection cannot prove it, even one with that certificate.
+    const created = await call('/v1/tokens/create', { as: 'alice', body: { appKey: 'alice', appSecret: 'alice-pw' } });
+    const bound = await about('/v1/things', { authorization: `Bearer ${(created.json as { accessToken: string }).accessToken}` }, 'alice');
+    expect(bound.status).toBe(401);
+    expect(bound.json.code).toBe('invalid_token');
   });
 
   it('a token pair created over certificate A is bound to it: accepted with A only; its refresh token too', async () => {
