@@ -26,7 +26,14 @@ export function apiKeyAuthenticator(keys: ApiKeys, config: ApiKeysConfig): Authe
     challenge: undefined,
     parse(req) {
       const value = req.headers[header];
-      if (value !== undefined) return parsed(typeof value === 'string' ? value : undefined);
+      if (value !== undefined) {
+        // One credential per request: an Authorization header beside the key would reach a route that
+        // forwards Authorization without the gateway having judged it.
+        if (req.headers.authorization !== undefined) {
+          throw new HttpProblem(400, 'invalid_request', `the request carries an API key (${config.header}) and an Authorization header: send one credential`);
+        }
+        return parsed(typeof value === 'string' ? value : undefined);
+      }
       const authorization = req.headers.authorization;
       if (authorization === undefined || !isBearer(authorization)) return undefined;
       const token = bearerToken(authorization);

@@ -3,6 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import type { PeerCertificate as NodePeerCertificate } from 'node:tls';
 import type { ClientUserFrom } from '../config/types.js';
 import type { Exchange } from '../core/exchange.js';
+import { isGroupName } from '../core/headers.js';
 import { HttpProblem } from '../core/problem.js';
 
 /**
@@ -139,7 +140,8 @@ function read(socket: PeerSocket, generation: number): ClientCertificate | null 
     reason: socket.authorized === true ? (id === undefined ? 'UNREADABLE_CERTIFICATE' : undefined) : typeof error === 'string' ? error : error?.message ?? 'NOT_VERIFIED',
     cn: values(peer.subject?.CN),
     // As the groups file gives them: sorted, once each.
-    ou: [...new Set(values(peer.subject?.OU))].sort(),
+    // OU values that cannot be group names (a comma would split into two groups in the groups header) are dropped.
+    ou: [...new Set(values(peer.subject?.OU).filter(isGroupName))].sort(),
     email: names.email,
     uri: names.uri,
     dns: names.dns,

@@ -1,4 +1,5 @@
 import type { IssuerAlg } from '../config/types.js';
+import { isGroupName, isUsableName } from '../core/headers.js';
 import type { Principal } from '../core/principal.js';
 import { HttpProblem } from '../core/problem.js';
 import { KeysUnavailable, type IssuerKeys, type ProviderKey } from '../identity/issuers.js';
@@ -155,6 +156,8 @@ function checkClaims({ payload }: DecodedToken, issuer: IssuerKeys): Claims {
   if (!auds.some((a) => typeof a === 'string' && audiences.includes(a))) throw invalid(`the token's aud is not one of this gateway's audiences for ${issuer.name}`);
   const user = claimAt(payload, userClaim);
   if (typeof user !== 'string' || user === '') throw invalid(`the token has no ${userClaim} to name the user`);
+  // A name with a control character or a lone surrogate names no one a header, a log or an allow rule can carry.
+  if (!isUsableName(user)) throw invalid(`the token's ${userClaim} is not a usable user name`);
   return { user, groups: groupsOf(payload, groupsClaim), exp };
 }
 
@@ -163,7 +166,7 @@ export function groupsOf(payload: Record<string, unknown>, path: string | undefi
   if (path === undefined) return [];
   const value = claimAt(payload, path);
   if (!Array.isArray(value)) return [];
-  return value.filter((g): g is string => typeof g === 'string' && g !== '' && !g.includes(','));
+  return value.filter(isGroupName);
 }
 
 function invalid(detail: string): HttpProblem {

@@ -19,6 +19,7 @@ export function readApiKeys(c: Checker, raw: unknown): ApiKeysConfig | undefined
   const keys = readScalars(c, 'apiKeys', a);
   const { header, prefix } = keys;
   if (!TOKEN.test(header)) c.problem('apiKeys.header', 'must be a header name');
+  else if (header.includes('_')) c.problem('apiKeys.header', 'must not contain _ (proxies and the gateway read _ and - alike in header names, so the _ spelling would slip past the removal)');
   else if (RESERVED.has(header.toLowerCase())) c.problem('apiKeys.header', `must not be ${header} (the gateway reads, sets or removes it for another purpose; a key in Authorization: Bearer is accepted anyway)`);
   if (!/^[a-z][a-z0-9]{1,15}$/.test(prefix)) c.problem('apiKeys.prefix', 'must be 2 to 16 lower-case letters and digits, starting with a letter (keys look like <prefix>_<id>_<secret>)');
   return keys;

@@ -57,6 +57,7 @@ export function readIdentity(c: Checker, raw: unknown, at: (p: string) => string
   const assertion: AssertionConfig = readScalars(c, 'identity.assertion', a, { at });
   const header = assertion.header;
   if (!TOKEN.test(header)) c.problem('identity.assertion.header', 'must be a header name');
+  else if (header.includes('_')) c.problem('identity.assertion.header', 'must not contain _ (proxies and the gateway read _ and - alike in header names, so the _ spelling would slip past the removal)');
   else if (RESERVED_HEADERS.has(header.toLowerCase())) c.problem('identity.assertion.header', `must not be ${header} (the gateway sets or removes it for another purpose)`);
   return { assertion, issuers };
 }

@@ -168,5 +168,28 @@ export function endToEndHeaders(h: IncomingHttpHeaders): IncomingHttpHeaders {
 
 /** User names are UTF-8; header values are not: anything outside visible ASCII (and %) is percent-encoded. */
 export function headerSafe(value: string): string {
-  return /^[\x21-\x24\x26-\x7e]+$/.test(value) ? value : encodeURIComponent(value);
+  // A lone surrogate (a claim of a signed token can hold one) has no UTF-8 and would make encodeURIComponent
+  // throw: it becomes U+FFFD, as a UTF-8 decoder reads it.
+  return /^[\x21-\x24\x26-\x7e]+$/.test(value) ? value : encodeURIComponent(value.replace(LONE_SURROGATE, '\uFFFD'));
+}
+
+const LONE_SURROGATE_SOURCE = '[\\uD800-\\uDBFF](?![\\uDC00-\\uDFFF])|(?<![\\uD800-\\uDBFF])[\\uDC00-\\uDFFF]';
+const LONE_SURROGATE = new RegExp(LONE_SURROGATE_SOURCE, 'g');
+/** Not global: `test` keeps no state between calls. */
+const HAS_LONE_SURROGATE = new RegExp(LONE_SURROGATE_SOURCE);
+
+/** A name a header, a log line and an allow rule can carry: at most 256 characters, no control character, no lone surrogate. */
+export function isUsableName(name: string): boolean {
+  // eslint-disable-next-line no-control-regex
+  return name.length <= 256 && !/[\u0000-\u001f\u007f]/.test(name) && !HAS_LONE_SURROGATE.test(name);
+}
+
+/**
+ * Whether a group name from a credential (a token's claim, a certificate's OU) can be one: not empty, at
+ * most 256 characters, no comma (the groups header lists them comma-separated), no control character,
+ * no lone surrogate. Others are dropped by the source, never passed on.
+ */
+export function isGroupName(name: unknown): name is string {
+  // eslint-disable-next-line no-control-regex
+  return typeof name === 'string' && name !== '' && name.length <= 256 && !/[,\u0000-\u001f\u007f]/.test(name) && !HAS_LONE_SURROGATE.test(name);
 }

@@ -21,6 +21,8 @@ beforeAll(() => {
   pki.client('nocn', '/O=Example/OU=ops', 'URI:spiffe://example/nocn', '21');
   pki.client('many', '/OU=ops/CN=many', 'URI:spiffe://example/one,URI:spiffe://example/two,DNS:one.example,DNS:two.example', '22');
   pki.client('tunnel', '/OU=ops/CN=tunnel', 'email:tunnel@example.com', '23');
+  // An OU value with a comma: as one group it would read as two in the groups header.
+  pki.client('comma', '/OU=staff,admins/OU=ops/CN=comma', 'email:comma@example.com', '25');
 });
 afterAll(() => pki.remove());
 
@@ -84,6 +86,22 @@ describe.each([
       expect(String(res.json.detail), as).toContain(`userFrom: ${userFrom}`);
     }
     expect(gw.echo.received.some((r) => r.url.includes('refused='))).toBe(false);
+  });
+});
+
+describe('OU values that cannot be group names', () => {
+  const gw = gatewayFixture({
+    config: (f) => ({
+      server: { host: '127.0.0.1', port: 0, tls: tlsSettings('cn') },
+      upstreams: { echo: { url: f.echo.url } },
+      routes: [{ path: '/v1/things', upstream: 'echo' }, { path: '/v1/admin', upstream: 'echo', allow: { groups: ['admins'] } }],
+    }),
+  });
+
+  it('an OU with a comma is dropped, never split into two groups', async () => {
+    expect((await call(gw.port, '/v1/things?as=comma', 'comma')).status).toBe(200);
+    expect(gw.echo.received.at(-1)!.headers['x-authenticated-groups']).toBe('ops');
+    expect((await call(gw.port, '/v1/admin', 'comma')).status).toBe(403);
   });
 });
 

@@ -89,6 +89,9 @@ describe('the api-key authenticator', () => {
     expect(auth.parse(request({ authorization: 'Bearer eyJhbGciOiJIUzI1NiJ9.e30.x' }))).toBeUndefined();
     expect(auth.parse(request({ authorization: 'Basic YTpi' }))).toBeUndefined();
     expect(() => auth.parse(request({ 'x-api-key': 'nonsense' }))).toThrow(HttpProblem);
+    // A key and an Authorization header: one credential per request (a forwarded Authorization would be unjudged).
+    expect(() => auth.parse(request({ 'x-api-key': key, authorization: 'Bearer eyJhbGciOiJub25lIn0.eyJzdWIiOiJhZG1pbiJ9.' })))
+      .toThrow(expect.objectContaining({ status: 400, code: 'invalid_request' }));
     // Verified without a promise (the memory table knows); the principal carries the key's groups and rules.
     const principal = auth.verify(parseKey(key, 'agk')!, exchange) as Principal;
     expect(principal).toMatchObject({ user: 'ci', via: 'api_key', groups: ['ops'], ambient: false, credential: { name: 'ci', methods: ['GET'], routes: [] } });
@@ -128,6 +131,9 @@ describe('configuration', () => {
     expect(testConfig('/dev/null', { apiKeys: true }).apiKeys).toEqual({ header: 'X-API-Key', prefix: 'agk' });
     expect(testConfig('/dev/null').apiKeys).toBeUndefined();
     expect(() => testConfig('/dev/null', { apiKeys: { header: 'Authorization', prefix: 'A_B' } })).toThrow(/apiKeys.header[\s\S]*apiKeys.prefix/);
+    // X_Api_Key would be removed as x_api_key while a client sends X-Api-Key's _ spelling past it.
+    expect(() => testConfig('/dev/null', { apiKeys: { header: 'X_Api_Key' } })).toThrow(/apiKeys.header must not contain _/);
+    expect(() => testConfig('/dev/null', { identity: { assertion: { keyFile: '/dev/null', header: 'X_Identity' } } })).toThrow(/identity.assertion.header must not contain _/);
   });
 
   it('users.store makes users.htpasswd optional; without another source it stays required', () => {
