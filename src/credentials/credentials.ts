@@ -54,6 +54,11 @@ export class Credentials {
     return this.fileUsers.keys();
   }
 
+  /** Whether the users file has this name (the file's user, whatever another source holds). */
+  inFile(user: string): boolean {
+    return this.fileUsers.has(user);
+  }
+
   private apply(): string[] {
     const merged = new Map(this.fileUsers);
     const both: string[] = [];

@@ -67,7 +67,7 @@ export class DirectoryUsers implements PasswordSource {
   /**
    * Binds as the user. An empty password is refused before any bind (an LDAP bind with a DN and no
    * password is an unauthenticated bind, which a directory may "accept"); so are names no header may
-   * carry and overlong input.
+   * carry, names not in their canonical spelling (see canonicalName) and overlong input.
    */
   async verify(user: string, password: string): Promise<boolean> {
     if (!acceptable(user, password)) return false;
@@ -187,7 +187,23 @@ export function directoryUnavailable(): DomainError {
  */
 const SPACED = /^\s|\s$|\s\s/u;
 
+/**
+ * The one spelling of a directory user's name the gateway takes: compatibility forms folded (NFKC:
+ * fullwidth `ａlice` is `alice`) and lower case. The directory matches names without regard to case and,
+ * for most attributes, to such forms (`ALICE` and `ａlice` bind as uid=alice); a principal must have one
+ * name per entry, or each spelling would be a user of its own (a lockout budget, rate limits, allow rules
+ * by name, the htpasswd file's precedence).
+ */
+export function canonicalName(user: string): string {
+  return user.normalize('NFKC').toLowerCase();
+}
+
+/** Whether the name is in its canonical spelling (see canonicalName): only those go to the directory. */
+export function isCanonicalName(user: string): boolean {
+  return user === canonicalName(user);
+}
+
 function acceptable(user: string, password: string): boolean {
   return password !== '' && !password.includes('\0') && Buffer.byteLength(password, 'utf8') <= MAX_DIRECTORY_PASSWORD_BYTES
-    && user !== '' && user.length <= MAX_NAME_LENGTH && !UNSAFE_NAME.test(user) && !SPACED.test(user);
+    && user !== '' && user.length <= MAX_NAME_LENGTH && !UNSAFE_NAME.test(user) && !SPACED.test(user) && isCanonicalName(user);
 }

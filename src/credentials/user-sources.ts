@@ -1,4 +1,4 @@
-import type { DirectoryUsers } from './directory-users.js';
+import { canonicalName, isCanonicalName, type DirectoryUsers } from './directory-users.js';
 import type { PasswordSource } from './password-check.js';
 import type { PasswordVerifier } from './password-verifier.js';
 
@@ -6,14 +6,29 @@ import type { PasswordVerifier } from './password-verifier.js';
  * The users of the htpasswd file and, when users.ldap is set, of the directory, as one password source.
  * A name in the file is the file's: it is verified against its hash and never bound in the directory (a
  * directory entry of the same name cannot take over a local account, and local accounts keep working
- * while the directory is down). Every other name is the directory's.
+ * while the directory is down). So is a name the directory would match as a file name (`DAVE` or
+ * `ｄａｖｅ` beside the file's `dave`: the same canonical spelling), and a name not in its canonical
+ * spelling (see canonicalName), which the file then refuses like any name it does not have (401,
+ * counted by the lockout, no bind). Every other name is the directory's.
  */
 export class UserSources implements PasswordSource {
+  /** The canonical spellings of the file's names, for the file's table they were made of. */
+  private fileSpellings: { table: ReadonlyMap<string, string>; names: ReadonlySet<string> } | undefined;
+
   constructor(private readonly file: PasswordVerifier, readonly directory: DirectoryUsers | undefined) {}
 
   /** Whether the directory, not the file, has this name (false without a directory). */
   inDirectory(user: string): boolean {
-    return this.directory !== undefined && !this.file.table.has(user);
+    return this.directory !== undefined && isCanonicalName(user) && !this.file.table.has(user) && !this.fileSpelling(user);
+  }
+
+  /** Whether a name of the file has this canonical spelling (worked out once per version of the file's table). */
+  private fileSpelling(canonical: string): boolean {
+    const table = this.file.table;
+    if (this.fileSpellings?.table !== table) {
+      this.fileSpellings = { table, names: new Set([...table.keys()].map(canonicalName)) };
+    }
+    return this.fileSpellings.names.has(canonical);
   }
 
   attemptKey(user: string, password: string): string {

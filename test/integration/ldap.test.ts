@@ -2,6 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkConnections } from '../../src/cli/connect.js';
 import { systemClock } from '../../src/clock.js';
 import { DirectoryUsers } from '../../src/credentials/directory-users.js';
+import { hashSync } from '../../src/credentials/bcrypt.js';
+import { PasswordVerifier } from '../../src/credentials/password-verifier.js';
+import { UserSources } from '../../src/credentials/user-sources.js';
 import { createLogger, silentLogger } from '../../src/log.js';
 import { MemorySessionStore } from '../../src/tokens/store/memory.js';
 import { basic, echoUpstream, htpasswd, postJson, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
@@ -159,6 +162,24 @@ describe('users from the directory (search with a service bind, groups)', () => 
     expect((await get(gw, '/v1/conversations', basic('dave', 'dave-directory-pw'), freshAddress())).status).toBe(401);
   });
 
+  it('other spellings of a directory name are refused (401): the directory takes names in their canonical spelling only', async () => {
+    // The directory matches ALICE and ａlice (fullwidth) as uid=alice: as principals of their own they
+    // would be alice with her groups under another name (allow rules, rate limits, lockout).
+    for (const name of ['ALICE', 'Alice', 'ａlice', 'ＡＬＩＣＥ']) {
+      const res = await get(gw, '/v1/admin', basic(name, 'alice-pw'), freshAddress());
+      expect({ name, ...(await problemOf(res)) }).toEqual({ name, status: 401, code: 'invalid_credentials' });
+      expect({ name, ...(await problemOf(await create(gw, name, 'alice-pw', freshAddress()))) }).toEqual({ name, status: 401, code: 'invalid_credentials' });
+    }
+    expect((await get(gw, '/v1/admin', basic('alice', 'alice-pw'), freshAddress())).status).toBe(200);
+  });
+
+  it('a spelling of a name in the htpasswd file never reaches the directory: the file decides', async () => {
+    for (const name of ['DAVE', 'Dave', 'ｄａｖｅ']) {
+      const res = await get(gw, '/v1/conversations', basic(name, 'dave-directory-pw'), freshAddress());
+      expect({ name, ...(await problemOf(res)) }).toEqual({ name, status: 401, code: 'invalid_credentials' });
+    }
+  });
+
   it('directory down: users verified within cacheSeconds pass, others get 503 directory_unavailable; back up: recovery without restart', async () => {
     const address = freshAddress();
     expect((await get(gw, '/v1/conversations', basic('alice', 'alice-pw'), address)).status).toBe(200);
@@ -190,6 +211,49 @@ describe('users from the directory (search with a service bind, groups)', () => 
     expect((await get(gw2, '/v1/conversations', `Bearer ${bobTokens.accessToken}`, freshAddress())).status).toBe(200);
     expect(logs.some((l) => l.includes('the directory answers again'))).toBe(true);
   }, 30_000);
+});
+
+describe('names in another spelling', () => {
+  it('share the lockout of the canonical name: once alice is locked, ALICE or ａlice with her password do not sign in', async () => {
+    const gw = await startGateway(gatewayConfig(searchMode(), { lockout: { maxFailuresPerAccount: 3 } }));
+    try {
+      for (let i = 0; i < 3; i++) expect((await get(gw, '/v1/conversations', basic('alice', `wrong-${i}`), freshAddress())).status).toBe(401);
+      expect(await problemOf(await get(gw, '/v1/conversations', basic('alice', 'alice-pw'), freshAddress()))).toEqual({ status: 429, code: 'too_many_attempts' });
+      // Each spelling is refused before its password is tried: no fresh budget of guesses per spelling.
+      for (const name of ['Alice', 'ALICE', 'ａlice']) {
+        const res = await get(gw, '/v1/conversations', basic(name, 'alice-pw'), freshAddress());
+        expect({ name, ...(await problemOf(res)) }).toEqual({ name, status: 401, code: 'invalid_credentials' });
+        expect({ name, status: (await create(gw, name, 'alice-pw', freshAddress())).status }).toEqual({ name, status: 401 });
+      }
+    } finally {
+      await gw.close();
+    }
+  });
+
+  it('are refused without a bind: with the directory unreachable they get 401, the canonical name 503', async () => {
+    const gw = await startGateway(gatewayConfig({ ...searchMode(), url: `ldap://127.0.0.1:${await closedPort()}` }, { file: fileUsers.file }));
+    try {
+      expect(await problemOf(await get(gw, '/v1/conversations', basic('alice', 'alice-pw'), freshAddress()))).toEqual({ status: 503, code: 'directory_unavailable' });
+      for (const name of ['ALICE', 'ａlice', 'DAVE', 'ｄａｖｅ']) {
+        const res = await get(gw, '/v1/conversations', basic(name, /dave/i.test(name.normalize('NFKC')) ? 'dave-directory-pw' : 'alice-pw'), freshAddress());
+        expect({ name, ...(await problemOf(res)) }).toEqual({ name, status: 401, code: 'invalid_credentials' });
+      }
+      expect((await get(gw, '/v1/conversations', basic('dave', 'dave-file-pw'), freshAddress())).status).toBe(200);
+    } finally {
+      await gw.close();
+    }
+  });
+
+  it('count like a wrong password toward their own lockout', async () => {
+    const gw = await startGateway(gatewayConfig(searchMode(), { lockout: { maxFailuresPerUser: 2 } }));
+    try {
+      const address = freshAddress();
+      for (let i = 0; i < 2; i++) expect((await get(gw, '/v1/conversations', basic('BOB', 'bob-pw'), address)).status).toBe(401);
+      expect(await problemOf(await get(gw, '/v1/conversations', basic('BOB', 'bob-pw'), address))).toEqual({ status: 429, code: 'too_many_attempts' });
+    } finally {
+      await gw.close();
+    }
+  });
 });
 
 describe('a user removed from the directory', () => {
@@ -316,9 +380,36 @@ describe('DirectoryUsers', () => {
       expect(await users.verify('carol', '')).toBe(false);
       expect(await users.verify('carol', 'a\0b')).toBe(false);
       expect(await users.verify('', 'x')).toBe(false);
+      // Names not in their canonical spelling (the directory would bind them as another name's entry).
+      for (const name of ['CAROL', 'Carol', 'ｃarol', 'ｃａｒｏｌ']) expect(await users.verify(name, 'carol-pw')).toBe(false);
       await expect(users.verify('carol', 'carol-pw')).rejects.toMatchObject({ code: 'directory_unavailable', retryAfterSeconds: 5 });
     } finally {
       users.close();
+    }
+  });
+});
+
+describe('UserSources', () => {
+  it('gives the directory only canonical names no name of the file spells, the file\'s table as it is now', async () => {
+    const directory = new DirectoryUsers({ ...directModeConfig(), url: `ldap://127.0.0.1:${await closedPort()}` }, systemClock, silentLogger);
+    const hash = hashSync('x-password', { cost: 4 });
+    const file = new PasswordVerifier(new Map([['Dave', hash]]), 0, systemClock);
+    const sources = new UserSources(file, directory);
+    try {
+      expect(sources.inDirectory('erin')).toBe(true);
+      // The file's Dave: the directory would bind dave as the same entry's name.
+      expect(sources.inDirectory('dave')).toBe(false);
+      expect(sources.inDirectory('Dave')).toBe(false);
+      // Not canonical: the file's (which does not have it: 401 like any unknown name).
+      expect(sources.inDirectory('Erin')).toBe(false);
+      expect(sources.inDirectory('ｅrin')).toBe(false);
+      expect(await sources.verify('Erin', 'x-password')).toBe(false);
+      // The file changes: its spellings are worked out again.
+      file.replaceUsers(new Map([['ERIN', hash]]));
+      expect(sources.inDirectory('dave')).toBe(true);
+      expect(sources.inDirectory('erin')).toBe(false);
+    } finally {
+      directory.close();
     }
   });
 });
