@@ -9,7 +9,7 @@ import { mtlsAuthenticator } from './auth/mtls.js';
 import { apiKeyAuthenticator } from './auth/api-key.js';
 import type { ApiKeys } from './stores/api-keys.js';
 import type { StoreUsers } from './stores/store-users.js';
-import { withStoreGroups } from './authz/store-groups.js';
+import { allowGroupsFor } from './authz/store-groups.js';
 import { allowRules } from './pipeline/steps/allow.js';
 import { answerForwardAuth, forwardAuthEntry } from './pipeline/steps/forward-auth.js';
 import { GroupsFile, noGroups, type Groups } from './authz/groups.js';
@@ -187,8 +187,8 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     ...(login ? [cookieSessionAuthenticator(login.cookieName, login.sealer, store, () => clock.now())] : []),
   ] as Authenticator[];
   const consumed = config.apiKeys ? { header: config.apiKeys.header.toLowerCase(), bearerPrefix: `${config.apiKeys.prefix}_` } : undefined;
-  // Store users' groups (users.store) come before the file's; allow rules and open tunnels read both.
-  const allowGroups = shared.storeUsers ? withStoreGroups(groups, shared.storeUsers) : groups;
+  // Store users' groups (users.store) for names not in the file; allow rules and open tunnels read them.
+  const allowGroups = allowGroupsFor(groups, shared.storeUsers, credentials);
   const steps = pipeline([
     authenticate(authenticators),
     route(routes),
