@@ -1,4 +1,4 @@
-import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import type { LdapConfig } from '../config/types.js';
 import { DomainError } from '../core/domain-error.js';
@@ -7,6 +7,7 @@ import { Directory, DirectoryUnavailable, type DirectoryEntry } from './director
 import { UNSAFE_NAME } from './htpasswd.js';
 import type { PasswordSource } from './password-check.js';
 import { DEFAULT_MAX_PENDING } from './password-verifier.js';
+import { sha256 } from './digest.js';
 
 /** A directory password may be longer than bcrypt's 72 bytes, not without end. */
 export const MAX_DIRECTORY_PASSWORD_BYTES = 1024;
@@ -29,7 +30,8 @@ export class DirectoryUsers implements PasswordSource {
   readonly directory: Directory;
   /** What tokens of directory users carry as their credential version (see credentialVersion). */
   readonly version: string;
-  private readonly hmacKey = randomBytes(32);
+  /** The secret the cache keys are made with (a new one per process). */
+  private readonly cacheSecret = randomBytes(32).toString('base64');
   private readonly cache = new Map<string, number>();
   private readonly inFlight = new Map<string, Promise<boolean>>();
   private readonly groups = new Map<string, { groups: readonly string[]; readAt: number }>();
@@ -45,15 +47,9 @@ export class DirectoryUsers implements PasswordSource {
     this.version = `ldap:${createHash('sha256').update(JSON.stringify([config.url, config.userDn, config.searchBase, config.searchFilter])).digest('base64url').slice(0, 16)}`;
   }
 
+  /** As PasswordVerifier's: a secret-prefix SHA-256 over the parts, each with its length (one call, no Buffers). */
   attemptKey(user: string, password: string): string {
-    const mac = createHmac('sha256', this.hmacKey);
-    for (const part of [user, password]) {
-      const bytes = Buffer.from(part, 'utf8');
-      const len = Buffer.alloc(4);
-      len.writeUInt32BE(bytes.length);
-      mac.update(len).update(bytes);
-    }
-    return mac.digest('base64url');
+    return sha256(`${this.cacheSecret}${user.length}:${user}${password.length}:${password}`);
   }
 
   isCachedKey(key: string): boolean {
