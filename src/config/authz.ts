@@ -26,7 +26,7 @@ export function readForwardAuth(c: Checker, raw: unknown): ForwardAuthConfig | u
   if (raw === undefined || raw === null || raw === false) return undefined;
   const f = c.obj('forwardAuth', raw);
   c.unknownKeys('forwardAuth', f, childrenOf('forwardAuth'));
-  const path = c.str('forwardAuth.path', f.path);
+  const { path } = readScalars(c, 'forwardAuth', f);
   if (path && !PLAIN_PATH.test(path)) c.problem('forwardAuth.path', 'must be an absolute path of plain segments without a trailing slash, e.g. /auth/verify');
   else if (/^\/v1\/tokens(?:\/|$)/i.test(path)) c.problem('forwardAuth.path', 'must not be under /v1/tokens (served by the gateway itself)');
   else if ([...OWN_PATHS, JWKS_PATH].includes(path)) c.problem('forwardAuth.path', `must not be ${path} (served by the gateway itself)`);

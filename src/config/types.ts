@@ -41,12 +41,11 @@ export type LoginConfig = Scalars<'login'> & {
 /** The header a key may come in (as written; any case matches; Authorization: Bearer works too) and the prefix keys start with. */
 export type ApiKeysConfig = Scalars<'apiKeys'>;
 
-export interface ForwardAuthConfig {
-  /** The exact path (any method) answered about the request the proxy describes. */
-  path: string;
+/** `path`: the exact path (any method) answered about the request the proxy describes. */
+export type ForwardAuthConfig = Scalars<'forwardAuth'> & {
   /** Addresses and CIDR blocks of the callers allowed to ask (the TCP peer); undefined: any caller. */
   trustedProxies: string[] | undefined;
-}
+};
 
 export interface IdentityConfig {
   /** Signed identity assertions to upstreams and in forward-auth answers; undefined: none. */
@@ -170,20 +169,15 @@ export type UpstreamConfig = Omit<Scalars<'upstreams.<name>'>, 'timeoutMs'> & {
 /** What each timeout measures, so a slow upload or a quiet stream is never mistaken for a dead upstream. */
 export type Timeouts = Scalars<'upstreams.<name>.timeouts'>;
 
-export interface RouteConfig {
-  path: string;
-  /** undefined only with forwardAuth: the route is then matched for its rules, never forwarded to. */
-  upstream: string | undefined;
+/**
+ * A route: `path`, `upstream` (undefined only with forwardAuth: matched for its rules, never forwarded to),
+ * `forwardAuthorization`, `stripPrefix` and `audience` typed from the settings table; the rest here.
+ */
+export type RouteConfig = Omit<Scalars<'routes[]'>, 'websocket' | 'login'> & {
   /** Who may use the route; undefined: every authenticated user. */
   allow?: AllowConfig;
-  /** The `aud` of identity assertions on this route; undefined: the upstream's name (else the route's path). */
-  audience?: string;
   /** Browser navigations without credentials are sent to sign in (`login`); undefined: no. */
   login?: boolean;
-  /** Pass the client's Authorization header on to the upstream. */
-  forwardAuthorization: boolean;
-  /** Remove the route's path from the request path and join the rest onto the upstream URL's path. */
-  stripPrefix: boolean;
   /** This route's own timeouts (each falls back to the upstream's). */
   timeouts: Timeouts;
   /** Request-target and method override headers the upstream may see on this route (lower case). */
@@ -195,7 +189,7 @@ export interface RouteConfig {
   websocket?: boolean;
   /** CORS of this route; undefined: none (the upstream's own CORS headers pass unchanged). */
   cors?: CorsPolicy;
-}
+};
 
 /** Which browser origins may call, and what they may send and read (the Fetch standard's CORS protocol). */
 export interface CorsPolicy {
@@ -224,8 +218,7 @@ export interface AllowConfig {
 /** Requests each principal may make per window (also the burst), and the window. */
 export type RateLimitRule = Scalars<'rateLimit'>;
 
-export interface PagingRules {
+export type PagingRules = Scalars<'routes[].paging'> & {
   sizes: number[];
-  defaultSize: number;
   sortable: string[];
-}
+};

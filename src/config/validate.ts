@@ -263,7 +263,9 @@ function readRoutes(c: Checker, raw: unknown, upstreams: Record<string, Upstream
     const key = `routes[${i}]`;
     const r = c.obj(key, value, true);
     c.unknownKeys(key, r, childrenOf('routes[]'));
-    const path = c.str(`${key}.path`, r.path);
+    // websocket and login are set only when written (undefined: the default, read where they are used).
+    const plain = readScalars(c, 'routes[]', r, { as: key, except: ['websocket', 'login'] });
+    const { path, upstream } = plain;
     if (path && !/^\/(?:[A-Za-z0-9._~-]+\/)*[A-Za-z0-9._~-]+$/.test(path)) {
       c.problem(`${key}.path`, 'must be an absolute path of plain segments without a trailing slash, e.g. /v1/conversations');
     } else if (path.toLowerCase().startsWith('/v1/tokens')) {
@@ -275,13 +277,11 @@ function readRoutes(c: Checker, raw: unknown, upstreams: Record<string, Upstream
     else if (earlier !== undefined) c.problem(`${key}.path`, `repeats ${earlier} (routes match without regard to case)`);
     seen.set(path.toLowerCase(), path);
     // Left out: a route matched only for its rules (forward-auth; checked with forwardAuth).
-    const upstream = r.upstream === undefined || r.upstream === null ? undefined : c.str(`${key}.upstream`, r.upstream);
     if (upstream && !upstreams[upstream]) c.problem(`${key}.upstream`, `names no upstream (known: ${Object.keys(upstreams).join(', ') || 'none'})`);
     const route: RouteConfig = {
-      path,
+      ...plain,
+      // Always present, undefined for a rules-only route: every route object has one shape.
       upstream,
-      forwardAuthorization: bool(c, 'routes[].forwardAuthorization', r.forwardAuthorization, `${key}.forwardAuthorization`),
-      stripPrefix: bool(c, 'routes[].stripPrefix', r.stripPrefix, `${key}.stripPrefix`),
       timeouts: readTimeouts(c, `${key}.timeouts`, c.obj(`${key}.timeouts`, r.timeouts), (upstream && upstreams[upstream]?.timeouts) || DEFAULT_TIMEOUTS),
       allowHeaders: c.list(`${key}.allowHeaders`, r.allowHeaders).map((h, j) => {
         const name = c.str(`${key}.allowHeaders[${j}]`, h).toLowerCase();
@@ -296,7 +296,6 @@ function readRoutes(c: Checker, raw: unknown, upstreams: Record<string, Upstream
     if (r.cors !== undefined && r.cors !== null && r.cors !== false) route.cors = readCors(c, `${key}.cors`, r.cors, DEFAULT_CORS_METHODS);
     const allow = readAllow(c, `${key}.allow`, r.allow, groupsFile);
     if (allow) route.allow = allow;
-    if (r.audience !== undefined && r.audience !== null) route.audience = c.str(`${key}.audience`, r.audience);
     if (r.login !== undefined && bool(c, 'routes[].login', r.login, `${key}.login`)) route.login = true;
     return route;
   });
@@ -305,7 +304,7 @@ function readRoutes(c: Checker, raw: unknown, upstreams: Record<string, Upstream
 function readPaging(c: Checker, key: string, p: Record<string, unknown>): PagingRules {
   c.unknownKeys(key, p, childrenOf('routes[].paging'));
   const sizes = p.sizes === undefined ? DEFAULT_PAGE_SIZES : c.list(`${key}.sizes`, p.sizes).map((s, i) => c.int(`${key}.sizes[${i}]`, s, 0));
-  const defaultSize = int(c, 'routes[].paging.defaultSize', p.defaultSize, undefined, `${key}.defaultSize`);
+  const { defaultSize } = readScalars(c, 'routes[].paging', p, { as: key });
   if (!sizes.includes(defaultSize)) c.problem(`${key}.defaultSize`, `must be one of ${key}.sizes (${sizes.join(', ')})`);
   const sortable = c.list(`${key}.sortable`, p.sortable).map((s, i) => {
     const prop = c.str(`${key}.sortable[${i}]`, s);
