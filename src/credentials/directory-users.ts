@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import type { LdapConfig } from '../config/types.js';
 import { DomainError } from '../core/domain-error.js';
@@ -7,13 +7,13 @@ import { Directory, DirectoryUnavailable, type DirectoryEntry } from './director
 import { UNSAFE_NAME } from './htpasswd.js';
 import type { PasswordSource } from './password-check.js';
 import { DEFAULT_MAX_PENDING } from './password-verifier.js';
-import { sha256 } from './digest.js';
+import { VerifiedPasswords } from './verified-passwords.js';
 
 /** A directory password may be longer than bcrypt's 72 bytes, not without end. */
 export const MAX_DIRECTORY_PASSWORD_BYTES = 1024;
 /** A user name longer than this is never looked up. */
 const MAX_NAME_LENGTH = 256;
-const MAX_CACHE_ENTRIES = 10_000;
+const MAX_GROUP_ENTRIES = 10_000;
 /** With cacheSeconds 0 the groups read with a bind still serve the request that made it. */
 const MIN_GROUPS_FRESH_MS = 1000;
 
@@ -30,34 +30,26 @@ export class DirectoryUsers implements PasswordSource {
   readonly directory: Directory;
   /** What tokens of directory users carry as their credential version (see credentialVersion). */
   readonly version: string;
-  /** The secret the cache keys are made with (a new one per process). */
-  private readonly cacheSecret = randomBytes(32).toString('base64');
-  private readonly cache = new Map<string, number>();
-  private readonly inFlight = new Map<string, Promise<boolean>>();
+  private readonly memory: VerifiedPasswords;
   private readonly groups = new Map<string, { groups: readonly string[]; readAt: number }>();
   private readonly lookups = new Map<string, Promise<readonly string[]>>();
   private readonly cacheTtlMs: number;
-  private pending = 0;
   private down = false;
 
-  constructor(config: LdapConfig, private readonly clock: Clock, private readonly log: Logger, private readonly maxPending = DEFAULT_MAX_PENDING) {
+  constructor(config: LdapConfig, private readonly clock: Clock, private readonly log: Logger, maxPending = DEFAULT_MAX_PENDING) {
     this.directory = new Directory(config, log);
     this.cacheTtlMs = config.cacheSeconds * 1000;
+    this.memory = new VerifiedPasswords(clock, this.cacheTtlMs, maxPending);
     // Another directory, or another way to find users in it, is another set of users: their tokens end.
     this.version = `ldap:${createHash('sha256').update(JSON.stringify([config.url, config.userDn, config.searchBase, config.searchFilter])).digest('base64url').slice(0, 16)}`;
   }
 
-  /** As PasswordVerifier's: a secret-prefix SHA-256 over the parts, each with its length (one call, no Buffers). */
   attemptKey(user: string, password: string): string {
-    return sha256(`${this.cacheSecret}${user.length}:${user}${password.length}:${password}`);
+    return this.memory.key(user, password);
   }
 
   isCachedKey(key: string): boolean {
-    const expiresAt = this.cache.get(key);
-    if (expiresAt === undefined) return false;
-    if (expiresAt > this.clock.now()) return true;
-    this.cache.delete(key);
-    return false;
+    return this.memory.has(key);
   }
 
   /**
@@ -67,19 +59,12 @@ export class DirectoryUsers implements PasswordSource {
    */
   async verify(user: string, password: string): Promise<boolean> {
     if (!acceptable(user, password)) return false;
-    const key = this.attemptKey(user, password);
-    if (this.isCachedKey(key)) return true;
-    let pending = this.inFlight.get(key);
-    if (!pending) {
-      pending = this.bind(key, user, password).finally(() => this.inFlight.delete(key));
-      this.inFlight.set(key, pending);
-    }
-    return pending;
+    return this.memory.verify(this.memory.key(user, password), () => this.bind(user, password));
   }
 
   /** Binds and lookups waiting for the directory (a metric). */
   get pendingVerifications(): number {
-    return this.pending;
+    return this.memory.pendingChecks;
   }
 
   /** The groups read with the user's last bind or lookup, however old; undefined: none read on this instance. */
@@ -127,11 +112,8 @@ export class DirectoryUsers implements PasswordSource {
     return entry.groups;
   }
 
-  private async bind(key: string, user: string, password: string): Promise<boolean> {
-    if (this.pending >= this.maxPending) {
-      throw new DomainError('verifications_busy', 'too many sign-in checks in progress; retry shortly', { retryAfterSeconds: 1 });
-    }
-    this.pending++;
+  /** One bind (bounded, with the other checks in progress, by VerifiedPasswords). */
+  private async bind(user: string, password: string): Promise<boolean> {
     let entry: DirectoryEntry | undefined;
     try {
       entry = await this.directory.authenticate(user, password);
@@ -140,21 +122,15 @@ export class DirectoryUsers implements PasswordSource {
       if (!(err instanceof DirectoryUnavailable)) throw err;
       this.outage(err);
       throw directoryUnavailable();
-    } finally {
-      this.pending--;
     }
     if (!entry) return false;
     this.noteGroups(user, entry.groups);
-    if (this.cacheTtlMs > 0) {
-      if (this.cache.size >= MAX_CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
-      this.cache.set(key, this.clock.now() + this.cacheTtlMs);
-    }
     return true;
   }
 
   private noteGroups(user: string, groups: readonly string[]): void {
     this.groups.delete(user);
-    if (this.groups.size >= MAX_CACHE_ENTRIES) this.groups.delete(this.groups.keys().next().value!);
+    if (this.groups.size >= MAX_GROUP_ENTRIES) this.groups.delete(this.groups.keys().next().value!);
     this.groups.set(user, { groups, readAt: this.clock.now() });
   }
 

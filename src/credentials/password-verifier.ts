@@ -1,37 +1,27 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { sha256 } from './digest.js';
 import type { Clock } from '../clock.js';
-import { DomainError } from '../core/domain-error.js';
 import { costOf as hashCost, hashSync, verify } from './bcrypt.js';
+import { VerifiedPasswords } from './verified-passwords.js';
 
 /** bcrypt reads only the first 72 bytes: a longer password is refused, never silently truncated. */
 export const MAX_PASSWORD_BYTES = 72;
-const MAX_CACHE_ENTRIES = 10_000;
 export const DEFAULT_MAX_PENDING = 64;
 
 /**
  * Checks user:password against bcrypt hashes off the event loop (the native thread pool), and keeps
- * successes for a short time so steady Basic traffic costs no bcrypt. The cache key is an HMAC under a
- * per-process random key over the user, the password and the stored hash, so a changed password
- * invalidates its entry by itself and the cache never holds a password.
+ * successes for a short time so steady Basic traffic costs no bcrypt (VerifiedPasswords). The key of a
+ * success covers the stored hash, so a changed password invalidates its entry by itself, and it never
+ * holds a password.
  */
 export class PasswordVerifier {
-  /** The secret the cache keys are made with (a new one per process: a cache never outlives it). */
-  private readonly cacheSecret = randomBytes(32).toString('base64');
-  private readonly cache = new Map<string, number>();
-  private readonly inFlight = new Map<string, Promise<boolean>>();
+  private readonly memory: VerifiedPasswords;
   private users: Map<string, string>;
   /** user -> a fingerprint of its current hash: tokens carry it, so they die with a changed password. */
   private versions: Map<string, string>;
   private dummyHash: string;
-  private pending = 0;
 
-  constructor(
-    users: Map<string, string>,
-    private readonly cacheTtlMs: number,
-    private readonly clock: Clock,
-    private readonly maxPending = DEFAULT_MAX_PENDING,
-  ) {
+  constructor(users: Map<string, string>, cacheTtlMs: number, clock: Clock, maxPending = DEFAULT_MAX_PENDING) {
+    this.memory = new VerifiedPasswords(clock, cacheTtlMs, maxPending);
     this.users = users;
     this.versions = versionsOf(users);
     this.dummyHash = dummyHashFor(users);
@@ -43,7 +33,7 @@ export class PasswordVerifier {
     this.users = users;
     this.versions = versionsOf(users);
     if (costOfUsers(users) !== hashCost(this.dummyHash)) this.dummyHash = dummyHashFor(users);
-    this.cache.clear();
+    this.memory.clear();
     return ended;
   }
 
@@ -59,34 +49,30 @@ export class PasswordVerifier {
 
   /** bcrypt checks waiting for or running on the thread pool (a metric). */
   get pendingVerifications(): number {
-    return this.pending;
+    return this.memory.pendingChecks;
   }
 
   get userCount(): number {
     return this.users.size;
   }
 
-  /** True when this exact user:password was verified within the cache TTL; costs one HMAC. */
+  /** True when this exact user:password was verified within the cache TTL; costs one SHA-256. */
   isCached(user: string, password: string): boolean {
     return this.users.has(user) && this.isCachedKey(this.attemptKey(user, password));
   }
 
   /**
-   * What identifies this user:password against the file in force: the cache's HMAC over the user, the
-   * password and the stored hash (an unknown user's over the dummy hash). Identical attempts have the
-   * same key, so they can wait for one check; the key holds no password.
+   * What identifies this user:password against the file in force: the key over the user, the password
+   * and the stored hash (an unknown user's over the dummy hash). Identical attempts have the same key, so
+   * they can wait for one check; the key holds no password.
    */
   attemptKey(user: string, password: string): string {
-    return this.cacheKey(user, password, this.users.get(user) ?? this.dummyHash);
+    return this.memory.key(user, password, this.users.get(user) ?? this.dummyHash);
   }
 
   /** True when the attempt with this key (see attemptKey) was verified within the cache TTL. */
   isCachedKey(key: string): boolean {
-    const expiresAt = this.cache.get(key);
-    if (expiresAt === undefined) return false;
-    if (expiresAt > this.clock.now()) return true;
-    this.cache.delete(key);
-    return false;
+    return this.memory.has(key);
   }
 
   /**
@@ -98,48 +84,11 @@ export class PasswordVerifier {
     if (!acceptablePassword(password)) return false;
     const hash = this.users.get(user);
     if (hash === undefined) {
-      await this.bcrypt(password, this.dummyHash);
+      const dummy = this.dummyHash;
+      await this.memory.bounded(() => verify(password, dummy));
       return false;
     }
-    const key = this.cacheKey(user, password, hash);
-    if (this.isCachedKey(key)) return true;
-    let pending = this.inFlight.get(key);
-    if (!pending) {
-      pending = this.verifyAndCache(key, password, hash).finally(() => this.inFlight.delete(key));
-      this.inFlight.set(key, pending);
-    }
-    return pending;
-  }
-
-  private async bcrypt(password: string, hash: string): Promise<boolean> {
-    if (this.pending >= this.maxPending) {
-      throw new DomainError('verifications_busy', 'too many sign-in checks in progress; retry shortly', { retryAfterSeconds: 1 });
-    }
-    this.pending++;
-    try {
-      return await verify(password, hash);
-    } finally {
-      this.pending--;
-    }
-  }
-
-  private async verifyAndCache(key: string, password: string, hash: string): Promise<boolean> {
-    const ok = await this.bcrypt(password, hash);
-    if (ok && this.cacheTtlMs > 0) {
-      if (this.cache.size >= MAX_CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
-      this.cache.set(key, this.clock.now() + this.cacheTtlMs);
-    }
-    return ok;
-  }
-
-  /**
-   * SHA-256 over the secret, then each part with its length before it (so no two attempts share a
-   * string): a secret-prefix MAC, safe here because only equality of keys is ever used and nobody sees
-   * one (length extension needs a key to extend). One call, no Buffers: a third of an HMAC's cost on the
-   * cached Basic path.
-   */
-  private cacheKey(user: string, password: string, hash: string): string {
-    return sha256(`${this.cacheSecret}${user.length}:${user}${password.length}:${password}${hash}`);
+    return this.memory.verify(this.memory.key(user, password, hash), () => verify(password, hash));
   }
 }
 
