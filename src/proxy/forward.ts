@@ -90,15 +90,30 @@ export type UpstreamErrorListener = (upstream: string, kind: UpstreamErrorKind) 
  * after the response began cuts the stream; a client that leaves tears the upstream request down.
  */
 export class Forwarder {
-  private readonly proxy = httpProxy.createProxyServer({ xfwd: false, ws: false, selfHandleResponse: true });
   private readonly upstreams = new Map<string, Upstream>();
-  private readonly webOptions = new WeakMap<Target, httpProxy.ServerOptions>();
+  /**
+   * One http-proxy server per target, made with that target's options (its parsed URL and agent): called
+   * with no options of its own per request, http-proxy copies none.
+   */
+  private readonly proxies = new Map<Target, httpProxy>();
   /** Exchanges not finished yet, so a retired Forwarder knows when its connections may go. */
   private inFlight = 0;
   private retired = false;
   private closed = false;
 
   constructor(upstreams: Record<string, UpstreamConfig>, private readonly log: Logger, private readonly onUpstreamError: UpstreamErrorListener = () => {}) {
+    for (const [name, u] of Object.entries(upstreams)) {
+      const upstream: Upstream = { name, pool: new UpstreamPool(name, u, log), preserveHost: u.preserveHost };
+      this.upstreams.set(name, upstream);
+      for (const target of upstream.pool.targets) this.proxies.set(target, this.proxyFor(target, upstream));
+    }
+  }
+
+  /** The http-proxy server of one target. */
+  private proxyFor(target: Target, upstream: Upstream): httpProxy {
+    const proxy = httpProxy.createProxyServer({
+      target: target.parsed, agent: target.agent, changeOrigin: !upstream.preserveHost, xfwd: false, ws: false, selfHandleResponse: true,
+    });
     // Of http-proxy's incoming passes only `stream` (open the upstream request, pipe the body) runs.
     // The others rewrite what the gateway decides itself, and `deleteLength` did it wrongly: for a
     // DELETE or OPTIONS without Content-Length it declared `content-length: 0` and dropped
@@ -106,20 +121,18 @@ export class Forwarder {
     // request on the pooled connection (request smuggling past authentication). Framing is left as
     // Node's parser read it: chunked stays chunked, a length stays that length, none means no body.
     // Its outgoing passes do not run either (selfHandleResponse): see onResponse.
-    const passes = (this.proxy as unknown as { webPasses: Array<{ name: string }> }).webPasses;
+    const passes = (proxy as unknown as { webPasses: Array<{ name: string }> }).webPasses;
     passes.splice(0, passes.length, ...passes.filter((pass) => pass.name === 'stream'));
-    for (const [name, u] of Object.entries(upstreams)) {
-      this.upstreams.set(name, { name, pool: new UpstreamPool(name, u, log), preserveHost: u.preserveHost });
-    }
-    this.proxy.on('proxyReq', (proxyReq, req) => this.onRequest(proxyReq, req as Tagged));
-    this.proxy.on('proxyRes', (proxyRes, req) => this.onResponse(proxyRes, req as Tagged));
+    proxy.on('proxyReq', (proxyReq, req) => this.onRequest(proxyReq, req as Tagged));
+    proxy.on('proxyRes', (proxyRes, req) => this.onResponse(proxyRes, req as Tagged));
     // Without an 'error' listener http-proxy throws and kills the process.
-    this.proxy.on('error', (err, req) => {
+    proxy.on('error', (err, req) => {
       const exchange = (req as Tagged)[EXCHANGE];
       if (exchange) this.onError(err, req, exchange);
       else this.log.warn('proxy error', { error: err.message });
     });
-    this.proxy.on('econnreset', () => {});
+    proxy.on('econnreset', () => {});
+    return proxy;
   }
 
   /**
@@ -173,7 +186,7 @@ export class Forwarder {
     if (this.closed) return;
     this.closed = true;
     for (const u of this.upstreams.values()) u.pool.close();
-    this.proxy.close();
+    for (const proxy of this.proxies.values()) proxy.close();
   }
 
   /** A reload replaced this Forwarder: it closes its pools once the exchanges it still carries are done. */
@@ -183,11 +196,8 @@ export class Forwarder {
   }
 
   private send(req: IncomingMessage, exchange: Exchange): void {
-    const { target, upstream } = exchange;
-    // http-proxy's options for this target, made once; its errors come back through the 'error' listener.
-    let options = this.webOptions.get(target);
-    if (!options) this.webOptions.set(target, (options = { target: target.parsed, agent: target.agent, changeOrigin: !upstream.preserveHost }));
-    this.proxy.web(req, exchange.res, options);
+    // Its errors come back through the 'error' listener.
+    this.proxies.get(exchange.target)!.web(req, exchange.res);
   }
 
   /**
