@@ -73,7 +73,7 @@ export class RequestLanes {
   private run(lane: Lane, handle: RequestListener, req: IncomingMessage, res: ServerResponse): void {
     lane.current = res;
     // 'close' comes once the response is done (after 'finish') or its connection is gone.
-    res.once('close', () => {
+    res.on('close', () => {
       // An answer that ended its connection (Connection: close, or the client is gone): Node gives the
       // requests it parsed behind it no connection to answer on, so none of them may run.
       if (lane.ended || !res.shouldKeepAlive || lane.socket.destroyed || !lane.socket.writable) {

@@ -174,10 +174,10 @@ export class Forwarder {
       (req as Tagged)[EXCHANGE] = exchange;
       target.inFlight++;
       this.inFlight++;
-      res.once('close', gone);
+      res.on('close', gone);
       // A response Node never gave the connection (an earlier answer on it closed it) never closes
       // itself: the connection's end settles the exchange, so no admission slot is held for ever.
-      socket.once('close', gone);
+      socket.on('close', gone);
       this.send(req, exchange);
     });
   }
@@ -349,7 +349,7 @@ export class Forwarder {
       });
     }
     // An upstream that dies (or is cut) mid-body must not leave the client waiting for the rest.
-    proxyRes.once('close', () => {
+    proxyRes.on('close', () => {
       if (proxyRes.complete) return;
       if (exchange.outcome.cut === undefined) this.onUpstreamError(exchange.upstream.name, 'reset');
       exchange.outcome.cut ??= 'upstream_closed';
