@@ -160,6 +160,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
     onKeyFetch: (issuer, result) => metrics.providerKeyFetches.inc({ issuer, result }),
     serveOwn: (ex, handler) => {
       ex.own = true;
+      ex.stampId();
       ownRequests.set(ex.req, { ex, handler });
       return koa(ex.req, ex.res);
     },

@@ -1,7 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as legacyParse } from 'node:url';
 import type { Principal } from './principal.js';
+import { newRequestId } from './request-id.js';
 
 /**
  * How a request that went through the pipeline is finished: forwarded to the upstream, (a WebSocket
@@ -33,7 +33,13 @@ export class Exchange<R extends RouteRef = RouteRef> {
   readonly started: number;
   /** socket.bytesWritten when the request arrived, with the access log on (its byte count starts there); else -1. */
   bytesBefore = -1;
-  /** The request's id: a well-formed X-Request-Id it carried, else a new one; echoed on the response. */
+  /**
+   * The request's id: a well-formed X-Request-Id it carried, else a new one; echoed on the response. Each
+   * writer of an answer puts it there: `stampId` before a head of the gateway's own (problem bodies, own
+   * endpoints, forward-auth answers, handshakes), the Forwarder in the header object it writes the
+   * upstream's head with (one writeHead with an object and no header set before it: Node takes that
+   * object as it is, instead of a setHeader per header).
+   */
   readonly requestId: string;
   /** The method the pipeline judges: the request's own, or the one a forward-auth call describes. */
   method: string;
@@ -80,8 +86,7 @@ export class Exchange<R extends RouteRef = RouteRef> {
   ) {
     this.started = performance.now();
     const offered = req.headers['x-request-id'];
-    this.requestId = typeof offered === 'string' && WELL_FORMED_ID.test(offered) ? offered : randomUUID();
-    res.setHeader('X-Request-Id', this.requestId);
+    this.requestId = typeof offered === 'string' && WELL_FORMED_ID.test(offered) ? offered : newRequestId();
     this.method = req.method ?? 'GET';
     const target = splitTarget(req.url ?? '');
     this.path = target.path;
@@ -104,6 +109,11 @@ export class Exchange<R extends RouteRef = RouteRef> {
       this.ip = ip || this.req.socket.remoteAddress || '';
     }
     return this.ip;
+  }
+
+  /** Puts X-Request-Id on the response the gateway is about to write itself (see requestId). */
+  stampId(): void {
+    if (!this.res.headersSent) this.res.setHeader('X-Request-Id', this.requestId);
   }
 
   /** The path and query the pipeline judges, as one request target. */

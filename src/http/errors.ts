@@ -23,6 +23,7 @@ export function answerError(ex: Exchange, err: unknown, log: Logger): void {
     return;
   }
   ex.problem = problem.code;
+  ex.stampId();
   writeProblem(res, problem);
 }
 

@@ -37,6 +37,8 @@ export function forward(forwarder: Forwarder): Step {
 export function tunnel(forwarder: Forwarder, tunnels: Tunnels, maxTunnels: (upstream: string) => number): Step {
   return async function tunnelHandshake(ex) {
     if (tunnels.closing) throw shuttingDown();
+    // The 101 is written from the response's headers (switchClient), any other answer through the Forwarder.
+    ex.stampId();
     const route = ex.route!;
     const name = route.upstream!;
     const max = maxTunnels(name);

@@ -31,6 +31,8 @@ interface Upstream {
 
 /** How a forwarded exchange ended, for the access log and metrics (the request's exchange). */
 export interface ForwardOutcome {
+  /** The request's X-Request-Id, put on the response (the upstream's own does not replace it). */
+  readonly requestId: string;
   /** The problem code when the gateway answered in the upstream's place. */
   problem: string | undefined;
   /** Why the response was cut after it began (it was logged as started, never as complete). */
@@ -324,6 +326,7 @@ export class Forwarder {
     exchange.proxyReq?.socket?.setTimeout(exchange.options.timeouts.idleMs);
     const headers = endToEndHeaders(proxyRes.headers);
     if (headers.location !== undefined || headers['content-location'] !== undefined) this.rewriteLocations(headers, exchange);
+    headers['x-request-id'] = exchange.outcome.requestId;
     try {
       res.writeHead(status, proxyRes.statusMessage, headers);
     } catch {
@@ -420,6 +423,7 @@ export class Forwarder {
       return;
     }
     exchange.outcome.problem = failure.code;
+    res.setHeader('X-Request-Id', exchange.outcome.requestId);
     writeProblem(res, new HttpProblem(failure.status, failure.code, failure.detail));
   }
 }

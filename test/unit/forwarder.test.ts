@@ -35,7 +35,7 @@ async function front(up: UpstreamConfig): Promise<{ url: string; outcomes: Forwa
   const outcomes: ForwardOutcome[] = [];
   const settled: Promise<void>[] = [];
   const { url } = await listen((req, res) => {
-    const outcome: ForwardOutcome = { problem: undefined, cut: undefined };
+    const outcome: ForwardOutcome = { requestId: 'request-under-test', problem: undefined, cut: undefined };
     outcomes.push(outcome);
     settled.push(forwarder.forward(req, res, { upstream: 'up', timeouts: up.timeouts, strippedPrefix: undefined }, outcome));
   });
@@ -64,7 +64,21 @@ describe('Forwarder', () => {
     expect(answer.status).toBe(200);
     expect(JSON.parse(answer.body)).toEqual({ path: '/items?size=10' });
     expect(answer.headers['x-hop']).toBeUndefined();
-    expect(f.outcomes[0]).toEqual({ problem: undefined, cut: undefined });
+    expect(f.outcomes[0]).toEqual({ requestId: 'request-under-test', problem: undefined, cut: undefined });
+  });
+
+  it('the answer carries the request\'s X-Request-Id, also over an upstream\'s own, and a problem body carries it too', async () => {
+    const { url: upUrl } = await listen((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain', 'x-request-id': 'the-upstream-s-own' });
+      res.end('ok');
+    });
+    const f = await front(upstreamConfig(upUrl));
+    const answer = await get(`${f.url}/items`);
+    expect(answer.headers['x-request-id']).toBe('request-under-test');
+    const refused = await front(upstreamConfig(`http://127.0.0.1:${await closedPort()}`));
+    const problem = await get(`${refused.url}/x`);
+    expect(problem.status).toBe(502);
+    expect(problem.headers['x-request-id']).toBe('request-under-test');
   });
 
   it('a refused connection is a 502 problem body; the outcome names it', async () => {

@@ -54,6 +54,7 @@ export function asForwardAuthCall(ex: GatewayExchange): void {
 export function answerForwardAuth(signed: Assertions | undefined): (ex: GatewayExchange) => void {
   return function answer(ex) {
     const res = ex.res;
+    ex.stampId();
     const identity = identityHeaders(ex.principal!, ex.route!.audience, signed, ex.certificate);
     for (const name in identity) res.setHeader(name, identity[name]!);
     res.setHeader('Cache-Control', 'no-store');
