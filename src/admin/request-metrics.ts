@@ -17,6 +17,7 @@ const OWN_PATHS: Record<string, string> = { '/healthz': 'health', '/readyz': 'he
  * children are kept per label set: a request costs a Map lookup, not prom-client's hashing of a label object.
  */
 export function requestCounter(metrics: Metrics, routeOf: (path: string) => string | undefined): (ex: Exchange) => void {
+  const durationKeys = new SeriesKeys('');
   return (ex) => {
     const path = ex.path;
     const route = routeLabel(ex, path, routeOf);
@@ -25,8 +26,9 @@ export function requestCounter(metrics: Metrics, routeOf: (path: string) => stri
     const statusClass = STATUS_CLASSES[Math.floor(status / 100)] ?? 'other';
     const auth = ex.principal?.via ?? 'none';
     const protocol = protocolOf(ex);
-    const durationKey = `${route}\0${method}`;
-    const countKey = `${durationKey}\0${statusClass}\0${auth}\0${protocol}`;
+    const byMethod = durationKeys.at(route, method);
+    const durationKey = byMethod.key;
+    const countKey = byMethod.at(statusClass, auth).at(protocol, '').key;
     if (!metrics.requests.inc(countKey)) metrics.requests.add(countKey, { route, method, status_class: statusClass, auth, protocol });
     const seconds = (performance.now() - ex.started) / 1000;
     if (!metrics.requestDuration.observe(durationKey, seconds)) metrics.requestDuration.add(durationKey, { route, method }, seconds);
@@ -64,4 +66,27 @@ function countOutcome(metrics: Metrics, ex: Exchange, path: string, route: strin
     metrics.forbidden.inc({ route });
   }
   // Upstream errors are counted by the Forwarder, which knows refused from reset and sees retried attempts.
+}
+
+/**
+ * The series key of a set of label values, found label by label (one Map lookup each, by strings whose
+ * hashes are known: the route's path, method names, constants) instead of building a new string per
+ * request and hashing it. Each node is the key of the values on the way to it; `at(a, b)` goes two
+ * labels further.
+ */
+class SeriesKeys {
+  private readonly next = new Map<string, Map<string, SeriesKeys>>();
+
+  constructor(readonly key: string) {}
+
+  at(a: string, b: string): SeriesKeys {
+    let byA = this.next.get(a);
+    if (byA === undefined) this.next.set(a, (byA = new Map()));
+    let node = byA.get(b);
+    if (node === undefined) {
+      const prefix = this.key === '' ? a : `${this.key}\0${a}`;
+      byA.set(b, (node = new SeriesKeys(b === '' ? prefix : `${prefix}\0${b}`)));
+    }
+    return node;
+  }
 }
