@@ -49,6 +49,14 @@ export function schemeMatcher(scheme: string): (header: string) => boolean {
   const capitalised = scheme[0]!.toUpperCase() + scheme.slice(1);
   return (header) => {
     if (header.length > n && header.charCodeAt(n) === 0x20 && (header.startsWith(capitalised) || header.startsWith(scheme))) return true;
-    return header.trimStart().split(/[ \t]/, 1)[0]!.toLowerCase() === scheme;
+    // Any other spelling: the first word (after leading whitespace, up to a space or tab), in any case.
+    // A word of another length is another scheme, known without splitting or lower-casing anything.
+    const t = header.trimStart();
+    if (t.length < n) return false;
+    if (t.length > n) {
+      const after = t.charCodeAt(n);
+      if (after !== 0x20 && after !== 0x09) return false;
+    }
+    return t.slice(0, n).toLowerCase() === scheme;
   };
 }
