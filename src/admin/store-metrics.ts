@@ -1,47 +1,55 @@
 import type { Metrics } from './metrics.js';
 
-/** Methods that answer at once from memory: not store commands. */
-const UNTIMED = new Set(['isLiveNow']);
+/** Methods that are not store commands (answered at once from memory, or the end of the store): called untimed. */
+const UNTIMED = new Set(['isLiveNow', 'close']);
 
 /**
- * The store as the gateway sees it, each call timed by command name. A Proxy rather than a class that
- * re-implements the store's interface, so methods added to the interface are timed without an edit here, and
- * `instanceof` still sees the real store. Methods run on the real store (`this` is never the Proxy).
+ * The store as the gateway sees it, each call timed by command name: an object whose prototype is the
+ * store, with one own wrapper per method the store has when it is made (its class's and its own), so
+ * methods added to the interface are timed without an edit here, and `instanceof` still sees the real
+ * store. Methods run on the real store (`this` is never the wrapper object). A plain object rather than
+ * a Proxy: a call is a property read and a call, with no trap in between (the liveness check of every
+ * Bearer request is one).
  */
 export function instrumentStore<S extends object>(store: S, metrics: Metrics): S {
-  const timed = new Map<PropertyKey, unknown>();
-  return new Proxy(store, {
-    get(target, property, receiver) {
-      const value: unknown = Reflect.get(target, property, receiver);
-      if (typeof value !== 'function' || typeof property !== 'string' || property === 'close' || property === 'constructor') return value;
-      let wrapper = timed.get(property);
-      if (!wrapper && UNTIMED.has(property)) {
-        // Answers without waiting (a cache): nothing to time, and the hot path pays no clock reads.
-        wrapper = (value as (...a: unknown[]) => unknown).bind(target);
-        timed.set(property, wrapper);
-      } else if (!wrapper) {
-        const command = property;
-        // The labelled children, looked up once: a call costs two clock reads and one observe.
-        const ok = metrics.storeCommandDuration.labels({ command, result: 'ok' });
-        const failed = metrics.storeCommandDuration.labels({ command, result: 'error' });
-        const method = value as (...a: unknown[]) => unknown;
-        wrapper = function timedCall(...args: unknown[]): unknown {
-          const started = performance.now();
-          const out: unknown = method.apply(target, args);
-          if (out instanceof Promise) {
-            return out.then((v: unknown) => {
-              ok.observe((performance.now() - started) / 1000);
-              return v;
-            }, (err: unknown) => {
-              failed.observe((performance.now() - started) / 1000);
-              throw err;
-            });
-          }
-          return out;
-        };
-        timed.set(property, wrapper);
+  const instrumented = Object.create(store) as Record<string, unknown>;
+  for (const name of methodNames(store)) {
+    const method = (store as Record<string, unknown>)[name] as (...a: unknown[]) => unknown;
+    if (UNTIMED.has(name)) {
+      // Nothing to time, and the hot path pays no clock reads.
+      instrumented[name] = method.bind(store);
+      continue;
+    }
+    // The labelled children, looked up once: a call costs two clock reads and one observe.
+    const ok = metrics.storeCommandDuration.labels({ command: name, result: 'ok' });
+    const failed = metrics.storeCommandDuration.labels({ command: name, result: 'error' });
+    instrumented[name] = function timedCall(...args: unknown[]): unknown {
+      const started = performance.now();
+      const out: unknown = method.apply(store, args);
+      if (out instanceof Promise) {
+        return out.then((v: unknown) => {
+          ok.observe((performance.now() - started) / 1000);
+          return v;
+        }, (err: unknown) => {
+          failed.observe((performance.now() - started) / 1000);
+          throw err;
+        });
       }
-      return wrapper;
-    },
-  });
+      return out;
+    };
+  }
+  return instrumented as S;
+}
+
+/** The names of the functions an object has, its own and its prototypes' (up to Object's), but not the constructor. */
+function methodNames(object: object): Set<string> {
+  const names = new Set<string>();
+  for (let o: object | null = object; o !== null && o !== Object.prototype; o = Object.getPrototypeOf(o) as object | null) {
+    for (const name of Object.getOwnPropertyNames(o)) {
+      if (name === 'constructor' || names.has(name)) continue;
+      const descriptor = Object.getOwnPropertyDescriptor(o, name);
+      if (descriptor && typeof descriptor.value === 'function') names.add(name);
+    }
+  }
+  return names;
 }
