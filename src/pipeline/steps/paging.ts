@@ -1,4 +1,5 @@
 import type { GatewayExchange } from '../../http/state.js';
+import type { Route } from '../../routes/route-table.js';
 import type { PagingRules } from '../../config/types.js';
 import { canonicalQuery, refusePagingVariants } from '../../paging/normalize.js';
 
@@ -40,8 +41,35 @@ export function paging(ex: GatewayExchange): void {
     if (route.paging && PAGED_METHODS.has(ex.method)) refusePagingVariants(ex.query);
     return;
   }
-  let search = ex.query;
-  if (route.paging && PAGED_METHODS.has(ex.method)) search = canonical(search, route.paging);
+  const paged = route.paging !== undefined && PAGED_METHODS.has(ex.method);
+  if (ex.path === route.path && ex.query.length <= CACHED_QUERY_LENGTH) {
+    ex.req.url = routeTarget(route, ex.query, paged);
+    return;
+  }
+  const search = paged ? canonical(ex.query, route.paging!) : ex.query;
   const path = route.stripPrefix ? ex.path.slice(route.path.length) || '/' : ex.path;
   ex.req.url = search ? `${path}?${search}` : path;
+}
+
+/** Per route: the upstream's request target for the route's own path, by query (paged, unpaged). */
+const targetsOf = new WeakMap<Route, [Map<string, string>, Map<string, string>]>();
+
+/**
+ * The target the upstream gets for a request to the route's own path (a list endpoint: the common
+ * case), kept per query string: one string, reused, rather than a new one per request (which http-proxy
+ * then parses again).
+ */
+function routeTarget(route: Route, query: string, paged: boolean): string {
+  let both = targetsOf.get(route);
+  if (!both) targetsOf.set(route, (both = [new Map(), new Map()]));
+  const known = both[paged ? 0 : 1];
+  let target = known.get(query);
+  if (target === undefined) {
+    const search = paged ? canonical(query, route.paging!) : query;
+    const path = route.stripPrefix ? '/' : route.path;
+    target = search ? `${path}?${search}` : path;
+    if (known.size >= CACHED_QUERIES) known.clear();
+    known.set(query, target);
+  }
+  return target;
 }
