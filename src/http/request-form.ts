@@ -98,8 +98,13 @@ function checkHost(count: number, host: string | undefined, http10: boolean): vo
     if (!http10) throw new HttpProblem(400, 'invalid_request', 'an HTTP/1.1 request needs a Host header');
     return;
   }
+  // A connection's requests name the same host again and again: the last one found valid is not checked again.
+  if (host === lastValidHost) return;
   if (!isValidHost(host)) throw new HttpProblem(400, 'invalid_request', 'the Host header is not a valid host[:port]');
+  lastValidHost = host;
 }
+
+let lastValidHost: string | undefined;
 
 /** `/v1/tokens` as its own segment, in any case, each of the two segments with optional `;` parameters (also `%3B`). */
 const TOKEN_PATH = /^\/v1(?:(?:;|%3b)[^/]*)?\/tokens(?:(?:;|%3b)[^/]*)?(?:\/|$)/i;
