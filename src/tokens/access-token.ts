@@ -68,6 +68,11 @@ export class AccessTokenCodec {
     return claims;
   }
 
+  /** Whether this exact token was verified before (and is still kept): its spelling is known to be sound. */
+  knows(token: string): boolean {
+    return this.verified.has(token);
+  }
+
   /**
    * Byte-identical tokens verified before skip the signature check until their exp: the same
    * string cannot carry other claims. Bounded, oldest first out.

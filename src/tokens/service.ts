@@ -102,6 +102,11 @@ export class TokenService {
     return { user: claims.sub, sid: claims.sid, exp: claims.exp };
   }
 
+  /** Whether this exact access token was verified before (see AccessTokenCodec.knows). */
+  knowsAccessToken(token: string): boolean {
+    return this.codec.knows(token);
+  }
+
   /**
    * verifyAccessToken without waiting where nothing must be waited for: the claims at once when the
    * store knows the session live right now (its liveness cache), else a promise of them (one round trip).
