@@ -85,8 +85,8 @@ export class Exchange<R extends RouteRef = RouteRef> {
     private readonly trustProxy: number,
   ) {
     this.started = performance.now();
-    const offered = req.headers['x-request-id'];
-    this.requestId = typeof offered === 'string' && WELL_FORMED_ID.test(offered) ? offered : newRequestId();
+    const offered = offeredId(req.rawHeaders);
+    this.requestId = offered !== undefined && WELL_FORMED_ID.test(offered) ? offered : newRequestId();
     this.method = req.method ?? 'GET';
     const target = splitTarget(req.url ?? '');
     this.path = target.path;
@@ -140,6 +140,23 @@ export function splitTarget(url: string): { path: string; query: string } {
     }
   }
   return q < 0 ? { path: url, query: '' } : { path: url.slice(0, q), query: url.slice(q + 1) };
+}
+
+/**
+ * The X-Request-Id a request carries, read from its raw header lines: the headers object Node builds has
+ * a shape of its own for every set and order of header names, so reading a name it usually lacks from it
+ * is a generic lookup on every request. Two of them are as bad as one malformed (Node would join them
+ * with a comma): undefined, and the request gets a new id.
+ */
+function offeredId(raw: string[]): string | undefined {
+  let id: string | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (name.length !== 12 || name.toLowerCase() !== 'x-request-id') continue;
+    if (id !== undefined) return undefined;
+    id = raw[i + 1];
+  }
+  return id;
 }
 
 /**
