@@ -51,6 +51,16 @@ export function paging(ex: GatewayExchange): void {
   ex.req.url = search ? `${path}?${search}` : path;
 }
 
+/**
+ * The same characters as one plain string, like the request targets Node's parser makes (not a string
+ * joined from pieces): http-proxy parses the target of every request it forwards, and its parser then
+ * sees one kind of string only. Targets are Latin-1 (the parser's); anything else is left as it is.
+ */
+function sequential(s: string): string {
+  // eslint-disable-next-line no-control-regex
+  return /^[\x00-\xff]*$/.test(s) ? Buffer.from(s, 'latin1').toString('latin1') : s;
+}
+
 /** Per route: the upstream's request target for the route's own path, by query (paged, unpaged). */
 const targetsOf = new WeakMap<Route, [Map<string, string>, Map<string, string>]>();
 
@@ -67,7 +77,7 @@ function routeTarget(route: Route, query: string, paged: boolean): string {
   if (target === undefined) {
     const search = paged ? canonical(query, route.paging!) : query;
     const path = route.stripPrefix ? '/' : route.path;
-    target = search ? `${path}?${search}` : path;
+    target = sequential(search ? `${path}?${search}` : path);
     if (known.size >= CACHED_QUERIES) known.clear();
     known.set(query, target);
   }
