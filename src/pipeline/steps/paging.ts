@@ -75,7 +75,8 @@ function routeTarget(route: Route, query: string, paged: boolean): string {
   const known = both[paged ? 0 : 1];
   let target = known.get(query);
   if (target === undefined) {
-    const search = paged ? canonical(query, route.paging!) : query;
+    // Kept here whole, so not also in canonical()'s cache.
+    const search = paged ? canonicalQuery(query, route.paging!) : query;
     const path = route.stripPrefix ? '/' : route.path;
     target = sequential(search ? `${path}?${search}` : path);
     if (known.size >= CACHED_QUERIES) known.clear();
