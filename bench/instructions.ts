@@ -4,8 +4,8 @@
 // gateway each run under callgrind, get `--warm` requests (JIT and caches settle), have their counters
 // zeroed (callgrind_control -z), get `--requests` more and dump. Unlike CPU time, the count does not move
 // with what else the machine runs (a 2-core machine shared with a load generator, other suites): a
-// change's cost can be measured on a busy machine, to about ±5% between runs of the same code (the JIT
-// and the garbage collector are not fully deterministic). It counts instructions, not cycles: cache
+// change's cost can be measured on a busy machine, to about ±10% between runs of the same code (the JIT
+// and the garbage collector are not fully deterministic: count two builds at the same time to compare them). It counts instructions, not cycles: cache
 // misses and syscalls cost more than their count says, so `npm run bench` stays the measure of CPU time
 // and throughput. The load generator (a small keep-alive client) runs outside valgrind.
 // The gateway uses the memory store: on the warm path (cached token and session, cached Basic password)
