@@ -7,7 +7,8 @@
 // change's cost can be measured on a busy machine, to about ±10% between runs of the same code (the JIT
 // and the garbage collector are not fully deterministic: count two builds at the same time to compare
 // them). It counts instructions, not cycles: cache misses and syscalls cost more than their count says,
-// so `npm run bench` stays the measure of CPU time and throughput. The load generator (a small keep-alive client) runs outside valgrind.
+// so `npm run bench` stays the measure of CPU time and throughput. The load generator (a small
+// keep-alive client) runs outside valgrind.
 // The gateway uses the memory store: on the warm path (cached token and session, cached Basic password)
 // neither store is asked, and this counts what a request costs, not a store.
 import { execFileSync, type ChildProcess } from 'node:child_process';
