@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs';
 import type { TLSSocket } from 'node:tls';
 import { describe, expect, it } from 'vitest';
 import { makePki, type Pki } from '../support/client-pki.js';
-import { basic, gatewayFixture } from '../support/fixtures.js';
+import { until } from '../support/authz.js';
+import { basic, gatewayFixture, jwtPayload } from '../support/fixtures.js';
 
 /**
  * Client certificates over HTTP/2: the streams of one h2 connection share its certificate (the
@@ -57,19 +58,8 @@ function close(s: ClientHttp2Session): Promise<void> {
   return new Promise((resolve) => s.close(() => resolve()));
 }
 
-function payloadOf(jwt: string): Record<string, unknown> {
-  return JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString('utf8')) as Record<string, unknown>;
-}
-
-/** Retries `probe` until it holds (a file change is polled by the gateway), for at most `ms`. */
-async function eventually(probe: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const until = Date.now() + ms;
-  for (;;) {
-    if (await probe()) return;
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+/** Waits until `probe` holds (a file change is polled by the gateway), for at most 10 s. */
+const eventually = async (probe: () => Promise<boolean>) => expect(await until(probe, 10_000)).toBe(true);
 
 describe('client certificates over HTTP/2', () => {
   let pki: Pki;
@@ -147,7 +137,7 @@ describe('client certificates over HTTP/2', () => {
       const created = await call(a, '/v1/tokens/create', {}, { appKey: 'alice', appSecret: 'alice-pw' });
       expect(created.status).toBe(200);
       const { accessToken, refreshToken } = created.json as { accessToken: string; refreshToken: string };
-      expect(payloadOf(accessToken).cnf).toEqual({ 'x5t#S256': pki.thumbprint('alice') });
+      expect(jwtPayload(accessToken).cnf).toEqual({ 'x5t#S256': pki.thumbprint('alice') });
       const bearer = { authorization: `Bearer ${accessToken}` };
 
       expect((await call(a, '/v1/things', bearer)).status).toBe(200);
@@ -162,7 +152,7 @@ describe('client certificates over HTTP/2', () => {
       const refreshed = await call(a, '/v1/tokens/refresh', {}, { refreshToken });
       expect(refreshed.status).toBe(200);
       const next = (refreshed.json as { accessToken: string }).accessToken;
-      expect(payloadOf(next).cnf).toEqual({ 'x5t#S256': pki.thumbprint('alice') });
+      expect(jwtPayload(next).cnf).toEqual({ 'x5t#S256': pki.thumbprint('alice') });
       expect((await call(a, '/v1/things', { authorization: `Bearer ${next}` })).status).toBe(200);
       expect((await call(b, '/v1/things', { authorization: `Bearer ${next}` })).status).toBe(401);
     } finally {

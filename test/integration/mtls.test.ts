@@ -6,7 +6,8 @@ import type { TLSSocket } from 'node:tls';
 import { describe, expect, it } from 'vitest';
 import { newKeyPem } from '../support/assertion-keys.js';
 import { makePki, type Pki } from '../support/client-pki.js';
-import { basic, gatewayFixture } from '../support/fixtures.js';
+import { until } from '../support/authz.js';
+import { basic, gatewayFixture, jwtPayload } from '../support/fixtures.js';
 
 interface Answer {
   status: number;
@@ -48,19 +49,8 @@ function httpsCall(pki: Pki, port: number, path: string, { as, body, ...options 
   });
 }
 
-function payloadOf(jwt: string): Record<string, unknown> {
-  return JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString('utf8')) as Record<string, unknown>;
-}
-
-/** Retries `probe` until it holds (a file change is polled by the gateway), for at most `ms`. */
-async function eventually(probe: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const until = Date.now() + ms;
-  for (;;) {
-    if (await probe()) return;
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+/** Waits until `probe` holds (a file change is polled by the gateway), for at most 10 s. */
+const eventually = async (probe: () => Promise<boolean>) => expect(await until(probe, 10_000)).toBe(true);
 
 describe('client certificates, server.tls.clientCerts: request', () => {
   let pki: Pki;
@@ -107,7 +97,7 @@ describe('client certificates, server.tls.clientCerts: request', () => {
     expect(seen['x-authenticated-user']).toBe('alice');
     expect(seen['x-authenticated-via']).toBe('mtls');
     expect(seen['x-authenticated-groups']).toBe('dev,ops');
-    const assertion = payloadOf(seen['x-identity-assertion'] as string);
+    const assertion = jwtPayload(seen['x-identity-assertion'] as string);
     expect(assertion).toMatchObject({ sub: 'alice', via: 'mtls', groups: ['dev', 'ops'], cnf: { 'x5t#S256': pki.thumbprint('alice') } });
     expect(await accessLine(res.headers['x-request-id'])).toMatchObject({ user: 'alice', via: 'mtls', certificate: pki.thumbprint('alice'), status: 200 });
   });
@@ -126,7 +116,7 @@ describe('client certificates, server.tls.clientCerts: request', () => {
     const withBasic = await call('/v1/things', { headers: { authorization: basic('alice', 'alice-pw') } });
     expect(withBasic.status).toBe(200);
     expect(lastReceived().headers['x-authenticated-via']).toBe('basic');
-    expect(payloadOf(lastReceived().headers['x-identity-assertion'] as string)).not.toHaveProperty('cnf');
+    expect(jwtPayload(lastReceived().headers['x-identity-assertion'] as string)).not.toHaveProperty('cnf');
   });
 
   it('a certificate of an unknown CA is never an identity: 401 on every request of its connection, credentials or not', async () => {
@@ -153,7 +143,7 @@ describe('client certificates, server.tls.clientCerts: request', () => {
     const seen = lastReceived().headers;
     expect(seen['x-authenticated-user']).toBe('alice');
     expect(seen['x-authenticated-via']).toBe('basic');
-    expect(payloadOf(seen['x-identity-assertion'] as string)).toMatchObject({ sub: 'alice', cnf: { 'x5t#S256': pki.thumbprint('bob') } });
+    expect(jwtPayload(seen['x-identity-assertion'] as string)).toMatchObject({ sub: 'alice', cnf: { 'x5t#S256': pki.thumbprint('bob') } });
     expect(await accessLine(res.headers['x-request-id'])).toMatchObject({ user: 'alice', via: 'basic', certificate: pki.thumbprint('bob') });
   });
 
@@ -168,7 +158,7 @@ describe('client certificates, server.tls.clientCerts: request', () => {
     const alice = await about('/v1/things', { authorization: basic('alice', 'alice-pw') });
     expect(alice.status).toBe(200);
     expect([alice.headers['x-authenticated-user'], alice.headers['x-authenticated-via']]).toEqual(['alice', 'basic']);
-    expect(payloadOf(alice.headers['x-identity-assertion'] as string)).not.toHaveProperty('cnf');
+    expect(jwtPayload(alice.headers['x-identity-assertion'] as string)).not.toHaveProperty('cnf');
     // A token bound to alice's certificate: the proxy's connection cannot prove it, even one with that certificate.
     const created = await call('/v1/tokens/create', { as: 'alice', body: { appKey: 'alice', appSecret: 'alice-pw' } });
     const bound = await about('/v1/things', { authorization: `Bearer ${(created.json as { accessToken: string }).accessToken}` }, 'alice');
@@ -180,7 +170,7 @@ describe('client certificates, server.tls.clientCerts: request', () => {
     const created = await call('/v1/tokens/create', { as: 'alice', body: { appKey: 'alice', appSecret: 'alice-pw' } });
     expect(created.status).toBe(200);
     const { accessToken, refreshToken } = created.json as { accessToken: string; refreshToken: string };
-    expect(payloadOf(accessToken).cnf).toEqual({ 'x5t#S256': pki.thumbprint('alice') });
+    expect(jwtPayload(accessToken).cnf).toEqual({ 'x5t#S256': pki.thumbprint('alice') });
     const bearer = { authorization: `Bearer ${accessToken}` };
 
     const withA = await call('/v1/things', { as: 'alice', headers: bearer });
@@ -202,7 +192,7 @@ describe('client certificates, server.tls.clientCerts: request', () => {
     const refreshed = await call('/v1/tokens/refresh', { as: 'alice', body: { refreshToken } });
     expect(refreshed.status).toBe(200);
     const next = refreshed.json as { accessToken: string; refreshToken: string };
-    expect(payloadOf(next.accessToken).cnf).toEqual({ 'x5t#S256': pki.thumbprint('alice') });
+    expect(jwtPayload(next.accessToken).cnf).toEqual({ 'x5t#S256': pki.thumbprint('alice') });
     expect((await call('/v1/things', { as: 'alice', headers: { authorization: `Bearer ${next.accessToken}` } })).status).toBe(200);
     expect((await call('/v1/things', { as: 'bob', headers: { authorization: `Bearer ${next.accessToken}` } })).status).toBe(401);
     // The successor refresh token is bound too.
@@ -216,13 +206,13 @@ describe('client certificates, server.tls.clientCerts: request', () => {
     const created = await call('/v1/tokens/create', { body: { appKey: 'alice', appSecret: 'alice-pw' } });
     expect(created.status).toBe(200);
     const { accessToken, refreshToken } = created.json as { accessToken: string; refreshToken: string };
-    expect(payloadOf(accessToken)).not.toHaveProperty('cnf');
+    expect(jwtPayload(accessToken)).not.toHaveProperty('cnf');
     for (const as of ['bob', 'alice', undefined]) {
       expect((await call('/v1/things', { as, headers: { authorization: `Bearer ${accessToken}` } })).status, String(as)).toBe(200);
     }
     const refreshed = await call('/v1/tokens/refresh', { as: 'bob', body: { refreshToken } });
     expect(refreshed.status).toBe(200);
-    expect(payloadOf((refreshed.json as { accessToken: string }).accessToken)).not.toHaveProperty('cnf');
+    expect(jwtPayload((refreshed.json as { accessToken: string }).accessToken)).not.toHaveProperty('cnf');
   });
 
   it('a CRL change applies without a restart: to new connections, and to an open keep-alive connection at its next request', async () => {

@@ -94,6 +94,11 @@ export async function echoUpstream(): Promise<EchoUpstream> {
   return echo;
 }
 
+/** The claims of a JWT (its middle part), read without checking anything: what a test inspects. */
+export function jwtPayload(jwt: string): Record<string, unknown> {
+  return JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString('utf8')) as Record<string, unknown>;
+}
+
 export function basic(user: string, password: string): string {
   return `Basic ${Buffer.from(`${user}:${password}`, 'utf8').toString('base64')}`;
 }
