@@ -147,7 +147,6 @@ export class Forwarder {
     if (!target) throw upstream.pool.busy();
     return new Promise((resolve) => {
       let over = false;
-      const socket = req.socket;
       const gone = () => {
         if (over) return;
         // The client left (or was cut) before the response finished: stop the upstream working for nobody.
@@ -167,7 +166,6 @@ export class Forwarder {
         done: () => {
           if (over) return;
           over = true;
-          socket.off('close', gone);
           exchange.target.inFlight--;
           if (--this.inFlight === 0 && this.retired) this.close();
           resolve();
@@ -176,10 +174,9 @@ export class Forwarder {
       (req as Tagged)[EXCHANGE] = exchange;
       target.inFlight++;
       this.inFlight++;
+      // A response has its connection whenever it is handled (RequestLanes runs one request at a time
+      // per connection, and none parsed behind an answer that ended it): its 'close' always comes.
       res.on('close', gone);
-      // A response Node never gave the connection (an earlier answer on it closed it) never closes
-      // itself: the connection's end settles the exchange, so no admission slot is held for ever.
-      socket.on('close', gone);
       this.send(req, exchange);
     });
   }
