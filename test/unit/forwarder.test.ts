@@ -100,6 +100,71 @@ describe('Forwarder', () => {
     expect(f.outcomes[0]!.problem).toBe('gateway_timeout');
   });
 
+  it('a 504 comes once the upstream has been quiet for responseMs, never before; a response that keeps moving lives past idleMs', async () => {
+    const { url: silentUrl } = await listen(() => {});
+    const silent = await front(upstreamConfig(silentUrl, 300));
+    const started = performance.now();
+    expect((await get(`${silent.url}/slow`)).status).toBe(504);
+    const elapsed = performance.now() - started;
+    expect(elapsed).toBeGreaterThanOrEqual(300);
+    expect(elapsed).toBeLessThan(1500);
+    // idleMs is 2000: ten parts 300 ms apart take longer than that, but the connection is never quiet for it.
+    const { url: tricklingUrl } = await listen((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      let parts = 0;
+      const timer = setInterval(() => {
+        res.write(`part ${parts}\n`);
+        if (++parts === 10) {
+          clearInterval(timer);
+          res.end();
+        }
+      }, 300);
+    });
+    const trickling = await front(upstreamConfig(tricklingUrl, 1000));
+    const answer = await get(`${trickling.url}/stream`);
+    await Promise.all(trickling.settled);
+    expect(answer.status).toBe(200);
+    expect(answer.body.split('\n').filter(Boolean)).toHaveLength(10);
+    expect(trickling.outcomes[0]!.cut).toBeUndefined();
+  });
+
+  it('gives upstream connections no timer of their own: a pooled connection carries none after any number of exchanges', async () => {
+    const { url: upUrl } = await listen((_req, res) => res.end('ok'));
+    const up = upstreamConfig(upUrl);
+    const forwarder = new Forwarder({ up }, silentLogger);
+    open.push({ close: () => forwarder.close() });
+    const { url } = await listen((req, res) => {
+      void forwarder.forward(req, res, { upstream: 'up', timeouts: up.timeouts, strippedPrefix: undefined }, { requestId: 'r', problem: undefined, cut: undefined });
+    });
+    const agent = (forwarder as unknown as { upstreams: Map<string, { pool: { targets: Array<{ agent: { freeSockets: Record<string, object[]> } }> } }> })
+      .upstreams.get('up')!.pool.targets[0]!.agent;
+    // Node keeps a socket's timer under a symbol of its own (each setTimeout() on the socket replaces it).
+    const timer = (socket: object) => {
+      const key = Object.getOwnPropertySymbols(socket).find((k) => k.description === 'timeout')!;
+      return (socket as Record<symbol, unknown>)[key];
+    };
+    for (let i = 0; i < 4; i++) expect((await get(`${url}/x`)).status).toBe(200);
+    const pooled = Object.values(agent.freeSockets).flat();
+    expect(pooled).toHaveLength(1);
+    expect(timer(pooled[0]!)).toBeFalsy();
+  });
+
+  it('closes an idle pooled connection a second before the upstream\'s announced Keep-Alive timeout', async () => {
+    let closedAfter: Promise<number> | undefined;
+    let answered = 0;
+    const { server, url: upUrl } = await listen((req, res) => {
+      closedAfter ??= new Promise((resolve) => req.socket.once('end', () => resolve(performance.now() - answered)));
+      res.end('ok', () => (answered = performance.now()));
+    });
+    // Node's server says `Keep-Alive: timeout=2` and closes idle connections after 2 s itself.
+    server.keepAliveTimeout = 2000;
+    const f = await front(upstreamConfig(upUrl));
+    expect((await get(`${f.url}/x`)).status).toBe(200);
+    const idleFor = await closedAfter!;
+    expect(idleFor).toBeGreaterThanOrEqual(950);
+    expect(idleFor).toBeLessThan(1900);
+  });
+
   it('a client that leaves mid-response ends the upstream\'s work and is recorded as cut', async () => {
     let upstreamClosed!: () => void;
     const closed = new Promise<void>((r) => (upstreamClosed = r));
