@@ -38,7 +38,7 @@ function parseParams(argv: string[]): Params {
     options: {
       duration: { type: 'string', default: '4' },
       connections: { type: 'string', default: '32' },
-      rounds: { type: 'string', default: '3' },
+      rounds: { type: 'string', default: '5' },
       scenarios: { type: 'string', default: SCENARIOS.join(',') },
       'soak-requests': { type: 'string', default: '400000' },
       profile: { type: 'boolean', default: false },
@@ -104,7 +104,7 @@ async function main(): Promise<void> {
 
     // Warm-up, not recorded: JIT, connection pools, the Lua scripts.
     await warmUp(b, 'floor', b.bearer);
-    await warmUp(b, 'gateway', b.bearer);
+    await warmUp(b, 'gateway', b.bearer, b.basic);
 
     const rows: Row[] = [];
     // RSS of the gateway and the machine's 1-minute load average after each step (others' work skews results).
