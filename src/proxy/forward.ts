@@ -20,10 +20,6 @@ function hasBody(req: IncomingMessage): boolean {
   const h = req.headers;
   return h['transfer-encoding'] !== undefined || (h['content-length'] !== undefined && h['content-length'] !== '0');
 }
-/** Bytes read and written so far on an upstream connection (a destroyed one counts none written). */
-function transferred(socket: Socket | undefined): number {
-  return socket === undefined ? 0 : socket.bytesRead + (socket.bytesWritten ?? 0);
-}
 /** Errors that mean the target did not take the connection. */
 const NOT_CONNECTED = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
 
@@ -61,16 +57,10 @@ export interface ForwardOptions {
 }
 
 /**
- * Where the exchange is: the quiet the upstream connection may keep means something else in each phase,
- * so a slow upload, a slow backend and a quiet stream are each judged by their own limit.
+ * Where the exchange is: the one socket timeout on the upstream connection means something else in each
+ * phase, so a slow upload, a slow backend and a quiet stream are each judged by their own limit.
  */
 const enum Phase { Sending, Waiting, Streaming }
-
-/** How often the exchanges in flight are looked at for a timeout, at most and at least (ms); see Forwarder.sweep. */
-const MAX_TICK_MS = 250;
-const MIN_TICK_MS = 5;
-/** A limit is looked at this many times over its length (so a timeout comes at most a tenth late, or 250 ms). */
-const TICKS_PER_LIMIT = 10;
 
 interface Exchange {
   upstream: Upstream;
@@ -85,14 +75,6 @@ interface Exchange {
   proxyRes?: IncomingMessage;
   /** Set when the gateway gave up on the upstream, before it destroys the request. */
   failure?: { status: 408 | 504; code: ProblemCode; detail: string };
-  /** The upstream connection, once the request has one. */
-  socket: Socket | undefined;
-  /** How long (ms) the upstream connection may stay quiet in the current phase: connectMs, responseMs or idleMs. */
-  limit: number;
-  /** performance.now() when the upstream connection was last seen busy, or the current phase began. */
-  quietSince: number;
-  /** Bytes read and written on the upstream connection when it was last looked at. */
-  bytes: number;
   outcome: ForwardOutcome;
   /** Ends the exchange's bookkeeping and settles forward()'s promise (once). */
   done: () => void;
@@ -118,10 +100,6 @@ export class Forwarder {
   private readonly proxies = new Map<Target, httpProxy>();
   /** Exchanges not finished yet, so a retired Forwarder knows when its connections may go. */
   private inFlight = 0;
-  /** Exchanges whose upstream connection is timed (see sweep). */
-  private readonly timed = new Set<Exchange>();
-  private sweeper: NodeJS.Timeout | undefined;
-  private tickMs = MAX_TICK_MS;
   private retired = false;
   private closed = false;
 
@@ -185,11 +163,9 @@ export class Forwarder {
       };
       const exchange: Exchange = {
         upstream, target, options, res, phase: Phase.Sending, connected: false, retried: false, outcome,
-        socket: undefined, limit: 0, quietSince: 0, bytes: 0,
         done: () => {
           if (over) return;
           over = true;
-          this.timed.delete(exchange);
           exchange.target.inFlight--;
           if (--this.inFlight === 0 && this.retired) this.close();
           resolve();
@@ -208,7 +184,6 @@ export class Forwarder {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    this.stopSweeping();
     for (const u of this.upstreams.values()) u.pool.close();
     for (const proxy of this.proxies.values()) proxy.close();
   }
@@ -248,39 +223,34 @@ export class Forwarder {
     exchange.connected = false;
     exchange.failure = undefined;
     exchange.proxyReq = undefined;
-    exchange.socket = undefined;
-    this.timed.delete(exchange);
     this.send(req, exchange);
     return true;
   }
 
-  /**
-   * The upstream request has its socket: from now on its quiet is timed, by the limit of each phase in
-   * turn (see sweep).
-   */
+  /** The upstream request has its socket: from now on the socket's inactivity timer is the only timer. */
   private onRequest(proxyReq: ClientRequest, req: Tagged): void {
     const exchange = req[EXCHANGE];
     if (!exchange) return;
     exchange.proxyReq = proxyReq;
     const socket = proxyReq.socket as Socket;
-    exchange.socket = socket;
     const { timeouts } = exchange.options;
     // A request without a body is sent as soon as it has its socket: the upstream's time to answer runs
     // from now on (no 'finish' to wait for).
     const bodiless = !hasBody(req);
     if (bodiless) exchange.phase = Phase.Waiting;
     if (socket.connecting) {
-      this.time(exchange, timeouts.connectMs);
+      socket.setTimeout(timeouts.connectMs);
       // To an https target the connection is ready once the TLS handshake is done, not at TCP connect:
       // a target that accepts TCP and never answers the handshake is one that cannot be reached.
       socket.once((socket as TLSSocket).encrypted ? 'secureConnect' : 'connect', () => {
         exchange.connected = true;
-        if (exchange.socket === socket) this.time(exchange, exchange.phase === Phase.Waiting ? timeouts.responseMs : timeouts.idleMs);
+        socket.setTimeout(exchange.phase === Phase.Waiting ? timeouts.responseMs : timeouts.idleMs);
       });
     } else {
       exchange.connected = true;
-      this.time(exchange, bodiless ? timeouts.responseMs : timeouts.idleMs);
+      socket.setTimeout(bodiless ? timeouts.responseMs : timeouts.idleMs);
     }
+    proxyReq.on('timeout', () => this.onTimeout(exchange));
     // With a listener Node hands a 101 over instead of dropping the connection without a word.
     proxyReq.on('upgrade', (proxyRes: IncomingMessage, upstream: Socket, head: Buffer) => this.onSwitch(exchange, proxyRes, upstream, head));
     if (bodiless) return;
@@ -288,64 +258,8 @@ export class Forwarder {
       // The whole request body is sent: now the upstream's own time to answer runs.
       if (exchange.phase !== Phase.Sending) return;
       exchange.phase = Phase.Waiting;
-      if (!socket.connecting && exchange.socket === socket) this.time(exchange, timeouts.responseMs);
+      if (!socket.connecting) socket.setTimeout(timeouts.responseMs);
     });
-  }
-
-  /**
-   * From now on the exchange's upstream connection may stay quiet `limitMs` (a new phase starts the count
-   * again, as a socket's own timeout would). Upstream connections carry no timer of their own (nor does
-   * the agent give them one, see UpstreamPool): setting a socket's timeout takes a timer out of its list and
-   * puts it in another, four times per exchange with the phases and the agent's idle limit, and a socket
-   * with a timer moves it again on every read and write. One interval looks at the exchanges in flight and
-   * the pooled connections instead (sweep).
-   */
-  private time(exchange: Exchange, limitMs: number): void {
-    exchange.limit = limitMs;
-    exchange.quietSince = performance.now();
-    // Not read now (a socket's byte counts are calls into Node, one of them copies its write buffer): the
-    // next look counts the connection busy, so the count starts at most a tick later, never earlier.
-    exchange.bytes = -1;
-    this.timed.add(exchange);
-    const tick = Math.min(MAX_TICK_MS, Math.max(MIN_TICK_MS, Math.floor(limitMs / TICKS_PER_LIMIT)));
-    if (this.sweeper !== undefined && tick >= this.tickMs) return;
-    clearInterval(this.sweeper);
-    this.tickMs = tick;
-    this.sweeper = setInterval(() => this.sweep(), tick);
-    this.sweeper.unref();
-  }
-
-  private stopSweeping(): void {
-    clearInterval(this.sweeper);
-    this.sweeper = undefined;
-    this.tickMs = MAX_TICK_MS;
-  }
-
-  /**
-   * Every tick: idle pooled connections are closed (UpstreamPool.closeIdle); an exchange whose upstream
-   * connection moved bytes since the last look was busy just now; one that stayed quiet for its phase's
-   * limit has timed out (see onTimeout). A timeout so comes at most two ticks after the limit, never before
-   * it. With nothing in flight or pooled the interval stops.
-   */
-  private sweep(): void {
-    const now = performance.now();
-    let pooled = false;
-    for (const upstream of this.upstreams.values()) if (upstream.pool.closeIdle(now)) pooled = true;
-    if (this.timed.size === 0 && !pooled) {
-      this.stopSweeping();
-      return;
-    }
-    for (const exchange of this.timed) {
-      const bytes = transferred(exchange.socket);
-      if (bytes !== exchange.bytes) {
-        exchange.bytes = bytes;
-        exchange.quietSince = now;
-      } else if (now - exchange.quietSince >= exchange.limit) {
-        // Once, as a socket's timeout fires once: the next phase (a retry) times it again.
-        this.timed.delete(exchange);
-        this.onTimeout(exchange);
-      }
-    }
   }
 
   private onTimeout(exchange: Exchange): void {
@@ -406,8 +320,7 @@ export class Forwarder {
     }
     exchange.phase = Phase.Streaming;
     exchange.proxyRes = proxyRes;
-    this.time(exchange, exchange.options.timeouts.idleMs);
-    if (exchange.socket) exchange.upstream.pool.keepAlive(exchange.socket, proxyRes.headers['keep-alive'] as string | undefined);
+    exchange.proxyReq?.socket?.setTimeout(exchange.options.timeouts.idleMs);
     const headers = endToEndHeaders(proxyRes.headers);
     if (headers.location !== undefined || headers['content-location'] !== undefined) this.rewriteLocations(headers, exchange);
     headers['x-request-id'] = exchange.outcome.requestId;

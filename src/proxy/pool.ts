@@ -1,20 +1,12 @@
 import { Agent, request as httpRequest } from 'node:http';
-import type { Socket } from 'node:net';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { parse as parseUrl, type Url } from 'node:url';
 import type { UpstreamConfig } from '../config/types.js';
 import { DomainError } from '../core/domain-error.js';
 import type { Logger } from '../log.js';
 
-/**
- * How long a pooled connection may stay idle: below Node's default server keep-alive timeout (5 s), so a
- * pooled connection is never reused as the upstream closes it. An upstream that announces a shorter one
- * (`Keep-Alive: timeout=N`) has its connections closed a second before that, as Node's agent would.
- */
-const POOLED_IDLE_MS = 4000;
-/** Node's agent: `Keep-Alive: timeout=N` means idle for at most N seconds less this (ms). */
-const KEEP_ALIVE_HINT_MARGIN_MS = 1000;
-const KEEP_ALIVE_HINT = /^timeout=(\d+)/;
+/** Below Node's default server keep-alive timeout (5 s), so a pooled socket is never reused as the upstream closes it. */
+const AGENT_IDLE_MS = 4000;
 
 /** One server of an upstream. */
 export interface Target {
@@ -50,21 +42,11 @@ export class UpstreamPool {
   /** Requests a target may hold: in use plus waiting for a connection. */
   private readonly limit: number;
   private readonly checker: NodeJS.Timeout | undefined;
-  /** Each pooled connection as last seen by closeIdle: its byte count, and since when it has had that count. */
-  private readonly idle = new WeakMap<Socket, { bytes: number; since: number }>();
-  /** The idle limit of connections whose upstream announced a shorter one than POOLED_IDLE_MS. */
-  private readonly hinted = new WeakMap<Socket, number>();
-  private hints = false;
-  /** The last Keep-Alive header read and the limit it gives (an upstream sends the same one every time). */
-  private lastHint: { header: string | undefined; limit: number } = { header: undefined, limit: POOLED_IDLE_MS };
 
   constructor(readonly name: string, private readonly config: UpstreamConfig, private readonly log: Logger) {
     this.limit = config.maxConnections + config.maxQueued;
     this.targets = config.targets.map((url) => {
-      // No `timeout`: with one, Node sets a timer on the connection after every exchange (and clears it
-      // as a response ends) and moves it on every read and write. Idle connections are closed by
-      // closeIdle, swept by the Forwarder, instead.
-      const options = { keepAlive: true, scheduling: 'lifo' as const, maxSockets: config.maxConnections };
+      const options = { keepAlive: true, timeout: AGENT_IDLE_MS, scheduling: 'lifo' as const, maxSockets: config.maxConnections };
       const u = new URL(url);
       return {
         url,
@@ -140,51 +122,6 @@ export class UpstreamPool {
       this.log.warn('upstream target down; skipping it for the cool-down', { upstream: this.name, target: target.origin, cooldownMs: this.config.cooldownMs });
     }
     target.downUntil = now + this.config.cooldownMs;
-  }
-
-  /**
-   * What an upstream response's Keep-Alive header says of its connection: idle for at most N seconds. A
-   * limit shorter than POOLED_IDLE_MS is kept for the connection; none (or a longer one) forgets it.
-   */
-  keepAlive(socket: Socket, header: string | undefined): void {
-    if (header !== this.lastHint.header) {
-      const n = header === undefined ? undefined : KEEP_ALIVE_HINT.exec(header)?.[1];
-      this.lastHint = { header, limit: n === undefined ? POOLED_IDLE_MS : Number(n) * 1000 - KEEP_ALIVE_HINT_MARGIN_MS };
-    }
-    const limit = this.lastHint.limit;
-    if (limit < POOLED_IDLE_MS) {
-      this.hints = true;
-      this.hinted.set(socket, limit);
-    } else if (this.hints) {
-      this.hinted.delete(socket);
-    }
-  }
-
-  /**
-   * Closes the pooled connections idle for their limit (a connection whose bytes did not move since it
-   * was first seen pooled with them); `now` is performance.now(). Answers whether any connection is still
-   * pooled, to be looked at again.
-   */
-  closeIdle(now: number): boolean {
-    let pooled = false;
-    for (const target of this.targets) {
-      for (const sockets of Object.values(target.agent.freeSockets)) {
-        for (const socket of sockets ?? []) {
-          const bytes = socket.bytesRead + (socket.bytesWritten ?? 0);
-          const seen = this.idle.get(socket);
-          if (seen === undefined || seen.bytes !== bytes) {
-            this.idle.set(socket, { bytes, since: now });
-            pooled = true;
-          } else if (now - seen.since >= (this.hinted.get(socket) ?? POOLED_IDLE_MS)) {
-            // The agent takes a closed connection out of its pool itself.
-            socket.destroy();
-          } else {
-            pooled = true;
-          }
-        }
-      }
-    }
-    return pooled;
   }
 
   close(): void {
