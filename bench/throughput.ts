@@ -29,7 +29,10 @@ const WARM_SETTLED = 0.1;
  * request in its last two windows agree within 10 % (at least three windows each, at most twelve in all).
  * V8 keeps optimizing a process for as long as new code paths get hot: the gateway runs far more code than
  * the floor and took 10 to 15 s of load to stop (`--trace-opt`); a 2 s warm-up left the first rounds
- * measuring a half-optimized gateway.
+ * measuring a half-optimized gateway. A process left idle for a while (another scenario's rounds) cools
+ * again: V8 drops the bytecode, and with it the optimized code, of functions not run for some collections
+ * (40 s idle: 41 functions optimized again once the load returned, 15 with `--no-flush-bytecode`), so each
+ * scenario of the gateway warms it up again.
  */
 export async function warmUp(b: Bench, target: Target, ...authorizations: string[]): Promise<void> {
   const windows: number[][] = authorizations.map(() => []);
