@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { RedisSessionStore } from '../../src/tokens/store/redis.js';
-import { createTokens, gatewayFixture, postJson, startGateway, testConfig, type RunningGateway } from '../support/fixtures.js';
+import { createTokens, gatewayFixture, jwtPayload, postJson, startGateway, testConfig, type RunningGateway } from '../support/fixtures.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 
 const gw = gatewayFixture({
@@ -46,7 +46,7 @@ describe('tokens follow the users file', () => {
 });
 
 describe('the uv claim', () => {
-  const uvOf = (token: string) => (JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as { uv: string }).uv;
+  const uvOf = (token: string) => (jwtPayload(token) as { uv: string }).uv;
 
   it('is keyed: not a plain digest of the htpasswd line; the same for every instance of one deployment, another for another deployment', async () => {
     const line = readFileSync(gw.users.file, 'utf8').split('\n').find((l) => l.startsWith('alice:'))!;

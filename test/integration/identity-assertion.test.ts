@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
 import type { Config } from '../../src/config/types.js';
 import { JWKS_PATH } from '../../src/identity/jwks.js';
-import { basic, createTokens, gatewayFixture, testConfig } from '../support/fixtures.js';
+import { basic, createTokens, gatewayFixture, jwtPayload, testConfig } from '../support/fixtures.js';
 import { newKeyPem } from '../support/assertion-keys.js';
 import { assertionUpstream, type AssertionUpstream } from '../support/assertion-upstream.js';
 import { writeGroups } from '../support/authz.js';
@@ -88,7 +88,7 @@ describe('identity assertions', () => {
     const res = await fetch(`${gw.base}/v1/other`, { headers: { authorization: basic('bob', 'bob-pw') } });
     expect(res.status).toBe(401);
     expect(upstream.seen.at(-1)!.error).toMatch(/aud/);
-    const claims = JSON.parse(Buffer.from(upstream.seen.at(-1)!.token!.split('.')[1]!, 'base64url').toString());
+    const claims = jwtPayload(upstream.seen.at(-1)!.token!);
     expect(claims).toMatchObject({ aud: 'other-api', sub: 'bob', groups: [] });
   });
 

@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
 import type { RedisSessionStore } from '../../src/tokens/store/redis.js';
 import { BEARER_PROTOCOL_PREFIX } from '../../src/proxy/websocket-protocol.js';
-import { basic, createTokens, gatewayFixture, postJson, startGateway, testConfig, type RunningGateway } from '../support/fixtures.js';
+import { basic, createTokens, gatewayFixture, jwtPayload, postJson, startGateway, testConfig, type RunningGateway } from '../support/fixtures.js';
 import { exchangeUntilClosed, openRaw } from '../support/raw-client.js';
 
 /**
@@ -233,7 +233,7 @@ describe('WebSocket on the memory store', () => {
 
   it('closes the tunnel when its access token expires', async () => {
     const { accessToken } = await createTokens(gw.base, 'alice', 'alice-pw');
-    const exp = (JSON.parse(Buffer.from(accessToken.split('.')[1]!, 'base64url').toString()) as { exp: number }).exp;
+    const exp = (jwtPayload(accessToken) as { exp: number }).exp;
     const client = track(await open(`${ws}/v1/live`, { protocols: [bearerEntry(accessToken), 'chat'] }));
     await closed(client);
     const lateBy = Date.now() - exp * 1000;
