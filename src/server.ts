@@ -37,6 +37,7 @@ import type { StoreUsers } from './stores/store-users.js';
 import { refusedWrites } from './tokens/store/replication.js';
 import type { SessionStore } from './tokens/store/types.js';
 import type { CounterStore } from './counters/types.js';
+import { holdTickShape } from './core/tick-shape.js';
 
 export interface GatewayDeps {
   clock?: Clock;
@@ -96,6 +97,8 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   // Client certificates (server.tls.clientCa): read once per connection, judged again after a CRL change.
   const clientCertificates = tls?.clientCa !== undefined ? new ClientCertificates(tls.userFrom) : undefined;
   clientCertificates?.useCrl(tlsOptions.crl as Buffer | undefined);
+  // Node's nextTick entries keep their fast shape after the process idles (see holdTickShape).
+  void holdTickShape();
   const clock = deps.clock ?? systemClock;
   const log = deps.log ?? silentLogger;
   const store = deps.store ?? createStore(config.store, clock, log);
