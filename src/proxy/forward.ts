@@ -115,6 +115,12 @@ export class Forwarder {
   private proxyFor(target: Target, upstream: Upstream): httpProxy {
     const proxy = httpProxy.createProxyServer({
       target: target.parsed, agent: target.agent, changeOrigin: !upstream.preserveHost, xfwd: false, ws: false, selfHandleResponse: true,
+      // The request target goes out as the pipeline built it (req.url, joined to the target's base path).
+      // Without this http-proxy runs it through url.parse on every request, a second reading of a target
+      // the gateway has already read, normalized and rebuilt (it would turn a backslash in the path into
+      // a slash; the request form refuses those). The option's name is http-proxy's: it means "use
+      // req.url as it is".
+      toProxy: true,
     });
     // Of http-proxy's incoming passes only `stream` (open the upstream request, pipe the body) runs.
     // The others rewrite what the gateway decides itself, and `deleteLength` did it wrongly: for a
