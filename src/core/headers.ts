@@ -74,8 +74,8 @@ export interface ForwardContext {
 const HOP_BY_HOP_SET = new Set(HOP_BY_HOP);
 
 /**
- * The headers the upstream receives, as a new object (the request's own is left as Node parsed it, and
- * http-proxy copies a plain object of a stable shape): every header of the request but the hop-by-hop
+ * The headers the upstream receives, as a new object (the request's own is left as Node parsed it; the
+ * Forwarder sends this one as it is, with the target's Host): every header of the request but the hop-by-hop
  * ones (and those its Connection header names), identity, forwarding and override headers (unless the
  * route lets an override through), Expect (the gateway answers it itself, after authentication) and,
  * unless the route forwards it, Authorization; then the gateway's own: X-Authenticated-User/-Via,

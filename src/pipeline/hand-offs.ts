@@ -22,7 +22,7 @@ function forwardOptions(route: Route): ForwardOptions {
   return options;
 }
 
-/** forward: the request to the route's upstream, the answer back (http-proxy, see Forwarder). */
+/** forward: the request to the route's upstream, the answer back (node:http, see Forwarder). */
 export function forward(forwarder: Forwarder): Step {
   return function forwardRequest(ex) {
     return forwarder.forward(ex.req, ex.res, forwardOptions(ex.route!), ex);

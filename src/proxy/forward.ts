@@ -1,7 +1,6 @@
 import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import httpProxy from 'http-proxy';
 import type { Timeouts, UpstreamConfig } from '../config/types.js';
 import { HttpProblem, type ProblemCode } from '../core/problem.js';
 import { writeProblem } from '../core/problem-writer.js';
@@ -11,7 +10,6 @@ import { endToEndHeaders } from '../core/headers.js';
 import { rewriteLocation, type LocationMap } from './location.js';
 import { UpstreamPool, type Target } from './pool.js';
 
-const EXCHANGE = Symbol('exchange');
 /** Methods a request may be sent again for, once it may have reached an upstream (RFC 9110 section 9.2.2). */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
 
@@ -80,24 +78,17 @@ interface Exchange {
   done: () => void;
 }
 
-type Tagged = IncomingMessage & { [EXCHANGE]?: Exchange };
-
 /** Why an exchange with an upstream failed, for the metrics: every failed attempt, retried ones included. */
 export type UpstreamErrorKind = 'refused' | 'reset' | 'timeout';
 export type UpstreamErrorListener = (upstream: string, kind: UpstreamErrorKind) => void;
 
 /**
- * Streams requests to upstreams with http-proxy over one keep-alive agent per upstream, and writes the
+ * Streams requests to upstreams with node:http over one keep-alive agent per target, and writes the
  * responses itself. Refused/reset before a response → 502, timed out → 504 (problem bodies); a failure
  * after the response began cuts the stream; a client that leaves tears the upstream request down.
  */
 export class Forwarder {
   private readonly upstreams = new Map<string, Upstream>();
-  /**
-   * One http-proxy server per target, made with that target's options (its parsed URL and agent): called
-   * with no options of its own per request, http-proxy copies none.
-   */
-  private readonly proxies = new Map<Target, httpProxy>();
   /** Exchanges not finished yet, so a retired Forwarder knows when its connections may go. */
   private inFlight = 0;
   private retired = false;
@@ -105,42 +96,8 @@ export class Forwarder {
 
   constructor(upstreams: Record<string, UpstreamConfig>, private readonly log: Logger, private readonly onUpstreamError: UpstreamErrorListener = () => {}) {
     for (const [name, u] of Object.entries(upstreams)) {
-      const upstream: Upstream = { name, pool: new UpstreamPool(name, u, log), preserveHost: u.preserveHost };
-      this.upstreams.set(name, upstream);
-      for (const target of upstream.pool.targets) this.proxies.set(target, this.proxyFor(target, upstream));
+      this.upstreams.set(name, { name, pool: new UpstreamPool(name, u, log), preserveHost: u.preserveHost });
     }
-  }
-
-  /** The http-proxy server of one target. */
-  private proxyFor(target: Target, upstream: Upstream): httpProxy {
-    const proxy = httpProxy.createProxyServer({
-      target: target.parsed, agent: target.agent, changeOrigin: !upstream.preserveHost, xfwd: false, ws: false, selfHandleResponse: true,
-      // The request target goes out as the pipeline built it (req.url, joined to the target's base path).
-      // Without this http-proxy runs it through url.parse on every request, a second reading of a target
-      // the gateway has already read, normalized and rebuilt (it would turn a backslash in the path into
-      // a slash; the request form refuses those). The option's name is http-proxy's: it means "use
-      // req.url as it is".
-      toProxy: true,
-    });
-    // Of http-proxy's incoming passes only `stream` (open the upstream request, pipe the body) runs.
-    // The others rewrite what the gateway decides itself, and `deleteLength` did it wrongly: for a
-    // DELETE or OPTIONS without Content-Length it declared `content-length: 0` and dropped
-    // Transfer-Encoding, yet still piped the de-chunked body, which the upstream then read as a second
-    // request on the pooled connection (request smuggling past authentication). Framing is left as
-    // Node's parser read it: chunked stays chunked, a length stays that length, none means no body.
-    // Its outgoing passes do not run either (selfHandleResponse): see onResponse.
-    const passes = (proxy as unknown as { webPasses: Array<{ name: string }> }).webPasses;
-    passes.splice(0, passes.length, ...passes.filter((pass) => pass.name === 'stream'));
-    proxy.on('proxyReq', (proxyReq, req) => this.onRequest(proxyReq, req as Tagged));
-    proxy.on('proxyRes', (proxyRes, req) => this.onResponse(proxyRes, req as Tagged));
-    // Without an 'error' listener http-proxy throws and kills the process.
-    proxy.on('error', (err, req) => {
-      const exchange = (req as Tagged)[EXCHANGE];
-      if (exchange) this.onError(err, req, exchange);
-      else this.log.warn('proxy error', { error: err.message });
-    });
-    proxy.on('econnreset', () => {});
-    return proxy;
   }
 
   /**
@@ -161,8 +118,8 @@ export class Forwarder {
           exchange.proxyReq?.destroy();
           exchange.proxyRes?.destroy();
         } else if (exchange.proxyReq && !exchange.proxyReq.writableFinished) {
-          // The upstream answered before the body was all sent: the rest is for nobody (Node no longer
-          // passes a client's abort on to http-proxy, so this is the only place it ends).
+          // The upstream answered before the body was all sent: the rest is for nobody (Node does not pass
+          // a client's abort on to the upstream request, so this is the only place it ends).
           exchange.proxyReq.destroy();
         }
         exchange.done();
@@ -177,7 +134,6 @@ export class Forwarder {
           resolve();
         },
       };
-      (req as Tagged)[EXCHANGE] = exchange;
       target.inFlight++;
       this.inFlight++;
       // A response has its connection whenever it is handled (RequestLanes runs one request at a time
@@ -191,7 +147,6 @@ export class Forwarder {
     if (this.closed) return;
     this.closed = true;
     for (const u of this.upstreams.values()) u.pool.close();
-    for (const proxy of this.proxies.values()) proxy.close();
   }
 
   /** A reload replaced this Forwarder: it closes its pools once the exchanges it still carries are done. */
@@ -200,9 +155,37 @@ export class Forwarder {
     if (this.inFlight === 0) this.close();
   }
 
+  /**
+   * One attempt on exchange.target: what the pipeline left on req goes out as it is, the method, req.url
+   * (after the target's base path) and the header object the header policy built, with the target's Host
+   * unless the upstream preserves the client's. The body is streamed as Node's parser framed it: chunked
+   * stays chunked, a length stays that length, none means no body. Nothing else rewrites the request.
+   */
   private send(req: IncomingMessage, exchange: Exchange): void {
-    // Its errors come back through the 'error' listener.
-    this.proxies.get(exchange.target)!.web(req, exchange.res);
+    const target = exchange.target;
+    const to = target.request;
+    const headers = req.headers;
+    if (!exchange.upstream.preserveHost) headers.host = to.host;
+    const proxyReq = to.send({ hostname: to.hostname, port: to.port, agent: target.agent, method: req.method, path: target.basePath + req.url, headers });
+    // Known at once, not only once it has a connection: a client that leaves while it waits for one
+    // (every connection of the target in use) withdraws it.
+    exchange.proxyReq = proxyReq;
+    proxyReq.once('socket', () => this.onRequest(proxyReq, req, exchange));
+    proxyReq.on('response', (proxyRes: IncomingMessage) => this.onResponse(proxyRes, exchange));
+    // Without an 'error' listener a failed request would take the process down.
+    proxyReq.on('error', (err) => this.onAttemptError(err, req, exchange, proxyReq));
+    // The client's request failing (its connection reset mid-body) ends the attempt the same way; once.
+    if (!exchange.retried) req.on('error', (err) => this.onAttemptError(err, req, exchange, exchange.proxyReq));
+    req.pipe(proxyReq);
+  }
+
+  /** An attempt failed: the client is gone (nothing to answer), or it is the upstream's failure (onError). */
+  private onAttemptError(err: Error, req: IncomingMessage, exchange: Exchange, proxyReq: ClientRequest | undefined): void {
+    if (req.socket.destroyed && (err as NodeJS.ErrnoException).code === 'ECONNRESET') {
+      proxyReq?.destroy();
+      return;
+    }
+    this.onError(err, req, exchange);
   }
 
   /**
@@ -234,9 +217,7 @@ export class Forwarder {
   }
 
   /** The upstream request has its socket: from now on the socket's inactivity timer is the only timer. */
-  private onRequest(proxyReq: ClientRequest, req: Tagged): void {
-    const exchange = req[EXCHANGE];
-    if (!exchange) return;
+  private onRequest(proxyReq: ClientRequest, req: IncomingMessage, exchange: Exchange): void {
     exchange.proxyReq = proxyReq;
     const socket = proxyReq.socket as Socket;
     const { timeouts } = exchange.options;
@@ -304,15 +285,13 @@ export class Forwarder {
   }
 
   /**
-   * Writes the upstream's response. http-proxy's outgoing passes would have written `connection` after
-   * any listener of ours (HTTP/1.0 clients lost keep-alive) and passed redirects to the upstream's own
-   * address through: here Node frames the client's response by the client's protocol, and Location
-   * headers that point at the upstream point at the gateway.
+   * Writes the upstream's response: its end-to-end headers in one writeHead (Node frames the client's
+   * response by the client's protocol: chunked, a length, or for HTTP/1.0 the connection's end), the
+   * request id, and Location headers that point at the upstream made to point at the gateway.
    */
-  private onResponse(proxyRes: IncomingMessage, req: Tagged): void {
-    const exchange = req[EXCHANGE];
-    const res = exchange?.res;
-    if (!exchange || !res || res.headersSent || res.destroyed) {
+  private onResponse(proxyRes: IncomingMessage, exchange: Exchange): void {
+    const res = exchange.res;
+    if (res.headersSent || res.destroyed) {
       proxyRes.destroy();
       return;
     }

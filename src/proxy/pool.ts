@@ -8,11 +8,28 @@ import type { Logger } from '../log.js';
 /** Below Node's default server keep-alive timeout (5 s), so a pooled socket is never reused as the upstream closes it. */
 const AGENT_IDLE_MS = 4000;
 
+/** What each request to a target is sent with, worked out once per target. */
+export interface TargetRequest {
+  /** node:http's or node:https's `request`. */
+  readonly send: typeof httpRequest;
+  /** The name or address to connect to (an IPv6 address without brackets). */
+  readonly hostname: string;
+  readonly port: number;
+  /** The Host header the target gets unless its upstream preserves the client's: `host[:port]` as the URL spells it. */
+  readonly host: string;
+}
+
+function targetRequest(url: string): TargetRequest {
+  const u: Url = parseUrl(url);
+  const https = u.protocol === 'https:';
+  return { send: https ? httpsRequest : httpRequest, hostname: u.hostname!, port: Number(u.port) || (https ? 443 : 80), host: u.host! };
+}
+
 /** One server of an upstream. */
 export interface Target {
   url: string;
-  /** Parsed once (legacy Url: http-proxy reads its `path`), or http-proxy parses the string per request. */
-  parsed: Url;
+  /** How every request to it is sent, worked out once (see TargetRequest). */
+  request: TargetRequest;
   /** `scheme://host:port`, as it would appear in the target's own absolute redirects. */
   origin: string;
   /** The URL's own path, without a trailing slash. */
@@ -50,7 +67,7 @@ export class UpstreamPool {
       const u = new URL(url);
       return {
         url,
-        parsed: parseUrl(url),
+        request: targetRequest(url),
         origin: u.origin,
         basePath: u.pathname.replace(/\/+$/, ''),
         agent: url.startsWith('https:') ? new HttpsAgent(options) : new Agent(options),

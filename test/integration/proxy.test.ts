@@ -393,7 +393,7 @@ describe('path traversal: every spelling passes the checks of the path the upstr
   });
 });
 
-describe('headers the upstream receives (DESIGN "Forwarding", PITFALLS http-proxy)', () => {
+describe('headers the upstream receives', () => {
   it('client-sent identity headers are replaced by the gateway\'s (basic)', async () => {
     const r = await send(gw.port, '/v1/contacts', {
       headers: ['Authorization', ALICE, 'X-Authenticated-User', 'admin', 'x-authenticated-user', 'root', 'X-Authenticated-Via', 'bearer'],

@@ -1,6 +1,6 @@
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { UpstreamConfig } from '../../src/config/types.js';
 import { silentLogger } from '../../src/log.js';
 import { Forwarder, type ForwardOutcome } from '../../src/proxy/forward.js';
@@ -21,10 +21,10 @@ function listen(handler: (req: IncomingMessage, res: ServerResponse) => void): P
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` })));
 }
 
-function upstreamConfig(url: string, responseMs = 2000): UpstreamConfig {
+function upstreamConfig(url: string, responseMs = 2000, maxConnections = 8): UpstreamConfig {
   return {
     url, targets: [url], balance: 'round-robin', cooldownMs: 1000, timeouts: { connectMs: 500, responseMs, idleMs: 2000 },
-    preserveHost: false, maxConnections: 8, maxQueued: 8, maxTunnels: 8,
+    preserveHost: false, maxConnections, maxQueued: 8, maxTunnels: 8,
   };
 }
 
@@ -70,7 +70,7 @@ describe('Forwarder', () => {
   it('sends the request target exactly as the pipeline left it in req.url, after the target\'s base path', async () => {
     const { url: upUrl } = await listen((req, res) => res.end(req.url));
     const f = await front(upstreamConfig(`${upUrl}/base`));
-    // A backslash the gateway's request form refuses in paths: http-proxy's url.parse would have made it a slash.
+    // A backslash the gateway's request form refuses in paths: url.parse (http-proxy's reading) would have made it a slash.
     const port = new URL(f.url).port;
     const target = await new Promise<string>((resolve, reject) => {
       request({ host: '127.0.0.1', port, path: '/a\\b?q=x\\y' }, (res) => {
@@ -113,6 +113,32 @@ describe('Forwarder', () => {
     await Promise.all(f.settled);
     expect(answer.status).toBe(504);
     expect(f.outcomes[0]!.problem).toBe('gateway_timeout');
+  });
+
+  it('a client that leaves while its request waits for a connection withdraws it: the upstream never gets it', async () => {
+    const seen: string[] = [];
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const { url: upUrl } = await listen((req, res) => {
+      seen.push(req.url!);
+      if (req.url === '/first') void held.then(() => res.end('first'));
+      else res.end('other');
+    });
+    // One connection: /first holds it, /waiting queues behind it on the agent.
+    const f = await front(upstreamConfig(upUrl, 2000, 1));
+    const first = get(`${f.url}/first`);
+    await vi.waitFor(() => expect(seen).toEqual(['/first']));
+    const waiting = request(`${f.url}/waiting`);
+    waiting.on('error', () => {});
+    waiting.end();
+    await vi.waitFor(() => expect(f.outcomes).toHaveLength(2));
+    waiting.destroy();
+    await vi.waitFor(() => expect(f.outcomes[1]!.cut).toBe('client_closed'));
+    release();
+    expect((await first).body).toBe('first');
+    // The connection is free again and the next request is served on it; /waiting never went out.
+    expect((await get(`${f.url}/after`)).body).toBe('other');
+    expect(seen).toEqual(['/first', '/after']);
   });
 
   it('a client that leaves mid-response ends the upstream\'s work and is recorded as cut', async () => {

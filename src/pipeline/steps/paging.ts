@@ -53,8 +53,9 @@ export function paging(ex: GatewayExchange): void {
 
 /**
  * The same characters as one plain string, like the request targets Node's parser makes (not a string
- * joined from pieces): http-proxy parses the target of every request it forwards, and its parser then
- * sees one kind of string only. Targets are Latin-1 (the parser's); anything else is left as it is.
+ * joined from pieces): Node's client checks the path of every request it sends with a regular
+ * expression, which first copies a joined string into one. Targets are Latin-1 (the parser's); anything
+ * else is left as it is.
  */
 function sequential(s: string): string {
   // eslint-disable-next-line no-control-regex
@@ -66,8 +67,8 @@ const targetsOf = new WeakMap<Route, [Map<string, string>, Map<string, string>]>
 
 /**
  * The target the upstream gets for a request to the route's own path (a list endpoint: the common
- * case), kept per query string: one string, reused, rather than a new one per request (which http-proxy
- * then parses again).
+ * case), kept per query string: one string, reused, rather than a new one per request (which Node's
+ * client then checks again).
  */
 function routeTarget(route: Route, query: string, paged: boolean): string {
   let both = targetsOf.get(route);
