@@ -69,6 +69,7 @@ interface Exchange {
   /** The upstream socket was connected (bytes may have reached the target). */
   connected: boolean;
   retried: boolean;
+  /** The current attempt's upstream request, from the moment it is made (send). */
   proxyReq?: ClientRequest;
   proxyRes?: IncomingMessage;
   /** Set when the gateway gave up on the upstream, before it destroys the request. */
@@ -218,7 +219,6 @@ export class Forwarder {
 
   /** The upstream request has its socket: from now on the socket's inactivity timer is the only timer. */
   private onRequest(proxyReq: ClientRequest, req: IncomingMessage, exchange: Exchange): void {
-    exchange.proxyReq = proxyReq;
     const socket = proxyReq.socket as Socket;
     const { timeouts } = exchange.options;
     // A request without a body is sent as soon as it has its socket: the upstream's time to answer runs
