@@ -1,5 +1,5 @@
 import type { Exchange } from '../core/exchange.js';
-import type { Logger } from '../log.js';
+import { logPlain, type Logger } from '../log.js';
 import { streamBodyBytes } from './http2.js';
 
 const PROBES = new Set(['/healthz', '/readyz']);
@@ -41,8 +41,7 @@ export function accessLine(log: Logger): (ex: Exchange) => void {
         bytes: ex.req.httpVersionMajor >= 2 ? streamBodyBytes(res) : ex.bytesBefore < 0 ? undefined : ex.req.socket.bytesWritten - ex.bytesBefore,
         ms: performance.now() - ex.started,
       };
-      if (PROBES.has(line.path)) log.debug('request', line);
-      else log.info('request', line);
+      logPlain(log, PROBES.has(line.path) ? 'debug' : 'info', 'request', line);
     };
     // A proxied, tunnelled or refused request's answer is out by now; an own endpoint's may still be writing.
     if (!ex.own || res.writableFinished || res.destroyed) write();

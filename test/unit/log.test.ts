@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { createLogger, REDACTED } from '../../src/log.js';
+import { createLogger, logPlain, REDACTED, type Logger } from '../../src/log.js';
 
 function capture(level: Parameters<typeof createLogger>[0]) {
   const lines: Array<{ line: string; isError: boolean }> = [];
@@ -50,6 +50,41 @@ describe('logger (pino)', () => {
     expect(fields.body.password).toBe('pw');
   });
 
+  it('writes a plain line (the access log\'s) as pino writes the same fields, byte for byte but the time', () => {
+    const { log, lines } = capture('debug');
+    const fields = {
+      requestId: 'r1', path: '/v1/a "quoted"\\ \u00e9\u2028\n\u0001', status: 200, code: undefined, user: 'alice',
+      forwardAuth: true, cut: false, bytes: 0, ms: 1.25, nan: Number.NaN, inf: Number.POSITIVE_INFINITY,
+    };
+    log.plain!('info', 'request', fields);
+    log.info('request', fields);
+    log.plain!('debug', 'probe "x"', { n: -0 });
+    log.debug('probe "x"', { n: -0 });
+    const [plain, pinos, plainDebug, pinoDebug] = lines.map((l) => l.line.replace(/"time":"[^"]+"/, '"time":"T"'));
+    expect(plain).toBe(pinos);
+    expect(plainDebug).toBe(pinoDebug);
+    expect(JSON.parse(lines[0]!.line)).toMatchObject({ level: 'info', path: fields.path, nan: null, inf: null, msg: 'request' });
+    expect(JSON.parse(lines[0]!.line)).not.toHaveProperty('code');
+  });
+
+  it('never writes a credential-named field of a plain line, and leaves out plain lines below the level', () => {
+    const { log, parsed } = capture('info');
+    log.plain!('info', 'request', { user: 'alice', apiKey: 'k', accessToken: 'eyJ', status: 200 });
+    log.plain!('debug', 'request', { user: 'bob' });
+    expect(parsed()).toEqual([{ level: 'info', time: expect.any(String), user: 'alice', apiKey: REDACTED, accessToken: REDACTED, status: 200, msg: 'request' }]);
+  });
+
+  it('hands a plain line to a logger without `plain` as an ordinary line', () => {
+    const seen: Array<[string, string, unknown]> = [];
+    const log: Logger = {
+      debug: (msg, fields) => seen.push(['debug', msg, fields]), info: (msg, fields) => seen.push(['info', msg, fields]),
+      warn: () => {}, error: () => {},
+    };
+    logPlain(log, 'debug', 'request', { path: '/healthz' });
+    logPlain(log, 'info', 'request', { path: '/v1/a' });
+    expect(seen).toEqual([['debug', 'request', { path: '/healthz' }], ['info', 'request', { path: '/v1/a' }]]);
+  });
+
   it('writes nothing at silent', () => {
     const { log, lines } = capture('silent');
     log.error('x');
@@ -62,15 +97,40 @@ describe('logger (pino)', () => {
       import { createLogger, exitAfterFlush } from ${JSON.stringify(logModule)};
       const log = createLogger('info');
       const pad = 'x'.repeat(200);
-      for (let i = 0; i < 20000; i++) log.info('line', { i, pad });
+      for (let i = 0; i < 20000; i++) {
+        if (i % 2) log.info('line', { i, pad });
+        else log.plain('info', 'line', { i, pad });
+      }
       log.info('last');
       ${'${EXIT}'}`;
-    for (const exit of ['await exitAfterFlush(log, 3);', 'process.exit(3);']) {
+    const exits: Array<[string, number]> = [['await exitAfterFlush(log, 3);', 3], ['process.exit(3);', 3], ["throw new Error('boom');", 1]];
+    for (const [exit, status] of exits) {
       const r = spawnSync(process.execPath, ['--input-type=module', '-e', script.replace('${EXIT}', exit)], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, timeout: 15_000 });
-      expect(r.status).toBe(3);
+      expect(r.status).toBe(status);
       const lines = r.stdout.trimEnd().split('\n');
       expect(lines).toHaveLength(20001);
+      // In the order they were logged, batched or not.
+      expect(lines.slice(0, -1).every((l, i) => (JSON.parse(l) as { i: number }).i === i)).toBe(true);
       expect(JSON.parse(lines.at(-1)!)).toMatchObject({ level: 'info', msg: 'last' });
     }
+  });
+
+  it('writes a line within moments when nothing else is logged (a batch waits for no more lines)', () => {
+    const logModule = pathToFileURL(join(import.meta.dirname, '../../dist/src/log.js')).href;
+    // A line logged, then 300 ms of nothing, then a mark written straight to stdout: the line comes first.
+    const script = `
+      import { writeSync } from 'node:fs';
+      import { createLogger } from ${JSON.stringify(logModule)};
+      const log = createLogger('info');
+      log.warn('alone');
+      log.plain('info', 'request', { status: 200 });
+      setTimeout(() => { writeSync(1, 'MARK\\n'); process.exit(0); }, 300);`;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 15_000 });
+    expect(r.status).toBe(0);
+    const lines = r.stdout.trimEnd().split('\n');
+    expect(lines).toHaveLength(3);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ level: 'warn', msg: 'alone' });
+    expect(JSON.parse(lines[1]!)).toMatchObject({ level: 'info', msg: 'request', status: 200 });
+    expect(lines[2]).toBe('MARK');
   });
 });
