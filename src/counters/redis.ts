@@ -66,26 +66,33 @@ export class RedisCounters implements CounterStore {
   }
 
   take(key: string, limit: number, windowSeconds: number): Promise<RateDecision> {
-    return this.guard(async () => {
-      const [allowed, remaining, resetMs, retryMs] = await this.client.takeRate(`r:{${key}}`, limit, windowSeconds * 1000);
-      return { allowed: allowed === 1, remaining, resetSeconds: Math.ceil(resetMs / 1000), retryAfterSeconds: Math.ceil(retryMs / 1000) };
-    });
+    // Every rate-limited request: the command's own promise, no async wrapper around it.
+    return this.guard(() => this.client.takeRate(`r:{${key}}`, limit, windowSeconds * 1000).then(toDecision));
   }
 
   async close(): Promise<void> {
     await closeClient(this.client);
   }
 
-  private async guard<T>(op: () => Promise<T>): Promise<T> {
+  private guard<T>(op: () => Promise<T>): Promise<T> {
+    let sent: Promise<T>;
     try {
-      const result = await withDeadline(op(), 2 * this.options.commandTimeoutMs);
+      sent = op();
+    } catch (err) {
+      sent = Promise.reject(err);
+    }
+    return withDeadline(sent, 2 * this.options.commandTimeoutMs).then((result) => {
       this.outage.answered();
       return result;
-    } catch (err) {
+    }, (err: unknown) => {
       this.outage.commandFailed(err);
       throw new StoreUnavailableError(err);
-    }
+    });
   }
+}
+
+function toDecision([allowed, remaining, resetMs, retryMs]: [number, number, number, number]): RateDecision {
+  return { allowed: allowed === 1, remaining, resetSeconds: Math.ceil(resetMs / 1000), retryAfterSeconds: Math.ceil(retryMs / 1000) };
 }
 
 /** The counter and its group's marker, under one hash tag (one Cluster slot). */

@@ -27,6 +27,14 @@ describe('withDeadline', () => {
   it('rejects a promise that does not settle in time, and passes one that does', async () => {
     await expect(withDeadline(new Promise(() => {}), 20)).rejects.toBeInstanceOf(DeadlineError);
     await expect(withDeadline(Promise.resolve(7), 20)).resolves.toBe(7);
+    const failure = new Error('refused');
+    await expect(withDeadline(Promise.reject(failure), 20)).rejects.toBe(failure);
+  });
+
+  it('leaves no timer behind once the promise settled', async () => {
+    const before = process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    await Promise.all(Array.from({ length: 50 }, (_, i) => withDeadline(i % 2 ? Promise.resolve(i) : Promise.reject(new Error('x')), 60_000).catch(() => undefined)));
+    expect(process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length).toBe(before);
   });
 });
 

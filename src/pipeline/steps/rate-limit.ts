@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
 import type { RateLimitRule } from '../../config/types.js';
+import { sha256 } from '../../credentials/digest.js';
 import { HttpProblem } from '../../core/problem.js';
 import type { GatewayExchange } from '../../http/state.js';
 import type { RateBuckets } from '../../counters/types.js';
@@ -23,7 +23,7 @@ export function rateLimit(store: RateBuckets): (ex: GatewayExchange) => void | P
   async function limited(ex: GatewayExchange, rule: RateLimitRule, key: string, then?: () => Promise<void>): Promise<void> {
     let decision;
     try {
-      decision = await store.take(createHash('sha256').update(key).digest('base64url'), rule.requests, rule.windowSeconds);
+      decision = await store.take(sha256(key), rule.requests, rule.windowSeconds);
     } catch {
       return then?.();
     }
