@@ -154,6 +154,7 @@ export class Lockout {
 /** How old a note of a clear pair may be before a cached Basic password reads the pair's lock again. */
 export const PAIR_RECHECK_MS = 1000;
 const MAX_PAIR_NOTES = 10_000;
+const PLAIN_NOTE_MAX = 128;
 const PAIR_LOCKED = 'too many failed sign-in attempts for this user from this address';
 
 function tooMany(retryAfter: number, why: string): DomainError {
@@ -174,8 +175,13 @@ function pairKey(user: string, address: string): { group: string; key: string } 
   return { group: userGroup(user), key: `p:${digest(address)}` };
 }
 
+/**
+ * The in-memory note of a pair (never a store key): the user and address themselves for the user names
+ * people have (no SHA-256 on every cached Basic request), a digest for a long one, so the notes stay
+ * small. A digest has no colon, the plain form always has one: the two never meet.
+ */
 function pairNote(user: string, address: string): string {
-  return digest(user, address);
+  return user.length <= PLAIN_NOTE_MAX ? `${user.length}:${user}${address}` : digest(user, address);
 }
 
 function userGroup(user: string): string {

@@ -225,4 +225,28 @@ describe('PasswordCheck and the lockout on the hot path', () => {
     await lockout.checkPair('alice', '198.51.100.7');
     await close();
   });
+
+  it('keeps the note of each pair apart: user names that run into the address, and names too long to note as they are', async () => {
+    const clock = new ManualClock();
+    const { counters, seen, close } = countedCounters(clock);
+    const lockout = new Lockout(counters, policy, silentLogger, () => clock.now());
+    const long = 'u'.repeat(500);
+    for (const [user, address] of [['a1', '2.3.4.5'], ['a', '12.3.4.5'], [long, '198.51.100.7'], [`${long}x`, '198.51.100.7']] as const) {
+      const before = seen.peeks;
+      await lockout.checkPair(user, address);
+      // A pair not noted yet is read from the store; then it is noted, and not read again.
+      expect(seen.peeks).toBe(before + 1);
+      await lockout.checkPair(user, address);
+      expect(seen.peeks).toBe(before + 1);
+    }
+    // A failure of one pair is that pair's: the others stay noted.
+    await lockout.fail('a1', '2.3.4.5');
+    const before = seen.peeks;
+    await lockout.checkPair('a', '12.3.4.5');
+    await lockout.checkPair(long, '198.51.100.7');
+    expect(seen.peeks).toBe(before);
+    await lockout.checkPair('a1', '2.3.4.5');
+    expect(seen.peeks).toBe(before + 1);
+    await close();
+  });
 });
