@@ -1,5 +1,5 @@
 import { Duplex } from 'node:stream';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Principal } from '../../src/core/principal.js';
 import { HttpProblem } from '../../src/core/problem.js';
 import { silentLogger } from '../../src/log.js';
@@ -18,6 +18,8 @@ const socket = () => new Duplex({
     cb();
   },
 });
+const realSetTimeout = setTimeout;
+const realClearTimeout = clearTimeout;
 const closed = (s: Duplex) => new Promise<void>((resolve) => (s.destroyed ? resolve() : s.once('close', () => resolve())));
 
 function harness(recheckMs = 20) {
@@ -118,6 +120,42 @@ describe('Tunnels', () => {
     expect(c2.destroyed && u2.destroyed).toBe(true);
     h.tunnels.stop();
     expect(h.listeners.size).toBe(0);
+  });
+
+  it('a tunnel that ended holds no timer: the side that stayed closes and takes its grace timer with it', async () => {
+    const h = harness(60_000);
+    stop = () => h.tunnels.stop();
+    const pairs = Array.from({ length: 20 }, () => [socket(), socket()] as const);
+    for (const [c, u] of pairs) h.tunnels.add(c, u, basic('alice'), { requestId: 'r', path: '/p', upstream: 'up' });
+    const made: unknown[] = [];
+    const cleared = new Set<unknown>();
+    const set = vi.spyOn(globalThis, 'setTimeout').mockImplementation(((fn: () => void, ms?: number) => {
+      const timer = realSetTimeout(fn, ms);
+      made.push(timer);
+      return timer;
+    }) as typeof setTimeout);
+    const clear = vi.spyOn(globalThis, 'clearTimeout').mockImplementation(((timer?: NodeJS.Timeout) => {
+      cleared.add(timer);
+      realClearTimeout(timer);
+    }) as typeof clearTimeout);
+    try {
+      for (const [c] of pairs) c.destroy();
+      await Promise.all(pairs.map(([, u]) => closed(u)));
+    } finally {
+      set.mockRestore();
+      clear.mockRestore();
+    }
+    expect(h.tunnels.size).toBe(0);
+    // Left to run, each grace timer would hold both sockets, and all they reach, for a second.
+    expect(made.length).toBeGreaterThan(0);
+    expect(made.filter((t) => !cleared.has(t))).toEqual([]);
+
+    // A side that never closes is destroyed when its grace is over.
+    const stuck = new Duplex({ read() {}, write(_c, _e, cb) { cb(); } });
+    const c = socket();
+    h.tunnels.add(c, stuck, basic('alice'), { requestId: 'r', path: '/p', upstream: 'up' });
+    c.destroy();
+    await closed(stuck);
   });
 
   it('admits up to max tunnels open or opening per upstream; an ended tunnel or a settled handshake frees its place', async () => {
