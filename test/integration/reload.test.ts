@@ -137,7 +137,8 @@ describe('SIGHUP and --watch on the running gateway', () => {
       expect(await get(port, '/v1/c/x')).toBe(404);
       writeFileSync(file, yaml(['/v1/a', '/v1/c'], 'log: { level: debug }'));
       await expect.poll(() => get(port, '/v1/c/x'), { timeout: 3000 }).toBe(200);
-      expect(logLines(child).find((l) => l.msg === 'these settings changed but take effect only after a restart')).toMatchObject({ settings: ['log.level'] });
+      // Logged with the reload; the process writes its lines to stdout in batches of up to 20 ms.
+      await expect.poll(() => logLines(child).find((l) => l.msg === 'these settings changed but take effect only after a restart'), { timeout: 3000 }).toMatchObject({ settings: ['log.level'] });
     } finally {
       await child.stop();
     }
