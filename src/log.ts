@@ -32,9 +32,13 @@ const SECRET_NAME = /authorization|password|passwd|secret|token|cookie|api[-_]?k
 export const REDACTED = '[redacted]';
 /** How long an exit waits for the log to drain before it goes anyway. */
 const FLUSH_TIMEOUT_MS = 2000;
-/** How long a line may wait for others to go out with it, and how many characters make a batch go at once. */
+/**
+ * How long a line may wait for others to go out with it, and the most characters a batch holds (a line
+ * that would take it past goes in the next): SonicBoom's largest write (its maxWrite), so writes are no
+ * larger than before the batches. Workers share stdout, and a pipe keeps only small writes whole.
+ */
 const BATCH_MS = 20;
-const BATCH_BYTES = 64 * 1024;
+const BATCH_BYTES = 16 * 1024;
 
 /**
  * pino, one JSON object a line: `{"level":"info","time":"<ISO>",...fields,"msg":"..."}`, every level on
@@ -127,11 +131,10 @@ function flush(logger: pino.Logger): Promise<void> {
 }
 
 /**
- * Lines reach stdout's SonicBoom in batches: what was logged within BATCH_MS, or BATCH_BYTES of it,
- * whichever comes first. SonicBoom starts an asynchronous write (a hop to libuv's thread pool and
- * back) as soon as the previous one is done, and measures the UTF-8 length of its whole pending
- * buffer on every line; at some thousand lines a second those writes cost more than the lines
- * themselves. The order of lines is kept (every line of the process goes through here), and so are
+ * Lines reach stdout's SonicBoom in batches: what was logged within BATCH_MS, up to BATCH_BYTES.
+ * SonicBoom starts an asynchronous write (a hop to libuv's thread pool and back) as soon as the
+ * previous one is done, and measures the UTF-8 length of its whole pending buffer on every line; at
+ * some thousand lines a second those writes cost more than the lines themselves. The order of lines is kept (every line of the process goes through here), and so are
  * the last of them: `flush` and the process's exit hand over what is pending first.
  */
 function batched(sonic: ReturnType<typeof pino.destination>): DestinationStream & { flush(cb: (err?: Error) => void): void } {
@@ -156,9 +159,9 @@ function batched(sonic: ReturnType<typeof pino.destination>): DestinationStream 
   });
   return {
     write(line: string) {
+      if (pending.length + line.length > BATCH_BYTES) handOver();
       pending += line;
-      if (pending.length >= BATCH_BYTES) handOver();
-      else if (!timer) timer = setTimeout(handOver, BATCH_MS).unref();
+      timer ??= setTimeout(handOver, BATCH_MS).unref();
     },
     flush(cb) {
       handOver();

@@ -115,6 +115,37 @@ describe('logger (pino)', () => {
     }
   });
 
+  it('writes stdout in batches of at most 16 KiB, whole lines each, in order', () => {
+    const logModule = pathToFileURL(join(import.meta.dirname, '../../dist/src/log.js')).href;
+    // Every write SonicBoom makes to stdout, recorded by size (stderr is the report).
+    const script = `
+      import fs from 'node:fs';
+      const sizes = [];
+      for (const name of ['write', 'writeSync']) {
+        const original = fs[name];
+        fs[name] = function (fd, data, ...rest) {
+          if (fd === 1) sizes.push(Buffer.byteLength(data));
+          return original.call(this, fd, data, ...rest);
+        };
+      }
+      const { createLogger } = await import(${JSON.stringify(logModule)});
+      const log = createLogger('info');
+      const pad = 'x'.repeat(250);
+      for (let i = 0; i < 2000; i++) log.plain('info', 'request', { i, pad });
+      setTimeout(() => {}, 200);
+      process.on('exit', () => process.stderr.write(JSON.stringify(sizes)));`;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, timeout: 15_000 });
+    expect(r.status).toBe(0);
+    const sizes = JSON.parse(r.stderr) as number[];
+    const lines = r.stdout.split('\n').slice(0, -1);
+    expect(lines.map((l) => (JSON.parse(l) as { i: number }).i)).toEqual(Array.from({ length: 2000 }, (_, i) => i));
+    // Every byte went through a recorded write (a partial write of a full pipe would be recorded twice).
+    expect(sizes.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(Buffer.byteLength(r.stdout));
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(16 * 1024);
+    // Batches, not a write per line: about 600 KB in some forty writes.
+    expect(sizes.length).toBeLessThan(100);
+  });
+
   it('writes a line within moments when nothing else is logged (a batch waits for no more lines)', () => {
     const logModule = pathToFileURL(join(import.meta.dirname, '../../dist/src/log.js')).href;
     // A line logged, then 300 ms of nothing, then a mark written straight to stdout: the line comes first.
