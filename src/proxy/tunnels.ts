@@ -1,5 +1,6 @@
 import type { Duplex } from 'node:stream';
 import type { Principal } from '../core/principal.js';
+import { destroySoon } from '../core/problem-writer.js';
 import type { Logger } from '../log.js';
 import { CloseFrameWatch } from './close-frame.js';
 
@@ -246,9 +247,14 @@ export class Tunnels {
       if (set?.size === 0) this.bySid.delete(t.owner.sid);
     }
     for (const s of [t.client, t.upstream]) {
-      if (force || s.destroyed) s.destroy();
-      // One side left: the other gets what is in flight, then its end; never more than a second.
-      else endWithin(s, END_GRACE_MS);
+      if (force || s.destroyed) {
+        s.destroy();
+      } else {
+        // One side left: the other gets what is in flight, then its end; never more than a second (the
+        // timer goes with the close: left to run, it would hold both sockets for that second).
+        s.end();
+        destroySoon(s);
+      }
     }
     // The access line of a tunnel, written when it ends (as a request's is after its response).
     const line = { requestId: t.requestId, path: t.path, user: t.owner.user, via: t.owner.via, reason, ms: Date.now() - t.openedAt };
@@ -256,19 +262,4 @@ export class Tunnels {
     else this.log.debug('websocket closed', line);
     if (this.open.size === 0) this.emptied?.();
   }
-}
-
-/** How long the side that stayed may take to finish once the other side left. */
-const END_GRACE_MS = 1000;
-
-/**
- * Ends `socket` and destroys it if it has not closed within `ms`. The timer goes with the close: a
- * timer left to run would hold the socket, and all it reaches, for the full `ms` after every tunnel
- * (at some thousand handshakes a second, enough to fill the old generation between collections).
- */
-function endWithin(socket: Duplex, ms: number): void {
-  socket.end();
-  const timer = setTimeout(() => socket.destroy(), ms);
-  timer.unref();
-  socket.once('close', () => clearTimeout(timer));
 }
