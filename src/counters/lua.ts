@@ -44,22 +44,39 @@ return 1
 `;
 
 /**
- * GCRA. KEYS[1] = bucket (holds the theoretical arrival time, ms). ARGV: limit, windowMs.
- * Time is Redis's own (TIME), so instances with skewed clocks agree.
- * Returns {allowed 0|1, remaining, resetMs, retryAfterMs}.
+ * GCRA. KEYS[1] = bucket (holds the theoretical arrival time, ms). ARGV: limit, windowMs, n (takes decided
+ * in order at one instant; a busy bucket's requests come in one command). Time is Redis's own (TIME), so
+ * instances with skewed clocks agree. Returns {allowed 1, remaining, resetMs, 0} for each take allowed,
+ * then, when one is refused, {0, 0, resetMs, retryAfterMs} once: every take after it is refused alike
+ * (the bucket does not change at one instant).
  */
-export const TAKE_RATE = `
+export const TAKE_RATES = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local limit = tonumber(ARGV[1])
 local period = tonumber(ARGV[2])
+local n = tonumber(ARGV[3])
 local interval = period / limit
 local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
 if tat < now then tat = now end
-local nextTat = tat + interval
-if nextTat - now > period then
-  return {0, 0, math.ceil(tat - now), math.ceil(nextTat - period - now)}
+local out = {}
+local taken = 0
+for i = 1, n do
+  local nextTat = tat + interval
+  if nextTat - now > period then
+    out[#out + 1] = 0
+    out[#out + 1] = 0
+    out[#out + 1] = math.ceil(tat - now)
+    out[#out + 1] = math.ceil(nextTat - period - now)
+    break
+  end
+  tat = nextTat
+  taken = taken + 1
+  out[#out + 1] = 1
+  out[#out + 1] = math.floor((period - (tat - now)) / interval)
+  out[#out + 1] = math.ceil(tat - now)
+  out[#out + 1] = 0
 end
-redis.call('SET', KEYS[1], string.format('%.3f', nextTat), 'PX', math.ceil(nextTat - now))
-return {1, math.floor((period - (nextTat - now)) / interval), math.ceil(nextTat - now), 0}
+if taken > 0 then redis.call('SET', KEYS[1], string.format('%.3f', tat), 'PX', math.ceil(tat - now)) end
+return out
 `;

@@ -6,14 +6,15 @@ import { readyWithin, type RedisStoreOptions } from '../tokens/store/redis.js';
 import { closeClient } from '../tokens/store/clients.js';
 import { connect } from '../tokens/store/topology.js';
 import { StoreUnavailableError } from '../tokens/store/types.js';
-import { CLEAR_GROUP, HIT_COUNTER, PEEK_COUNTER, TAKE_RATE } from './lua.js';
+import { CLEAR_GROUP, HIT_COUNTER, PEEK_COUNTER, TAKE_RATES } from './lua.js';
+import { RateLanes } from './rate-lanes.js';
 import type { Counter, CounterKey, CounterStore, RateDecision } from './types.js';
 
 interface Scripts {
   hitCounter(key: string, marker: string, windowSeconds: number): Promise<[number, number]>;
   peekCounter(key: string, marker: string): Promise<[number, number]>;
   clearGroup(marker: string, windowSeconds: number): Promise<number>;
-  takeRate(key: string, limit: number, windowMs: number): Promise<[number, number, number, number]>;
+  takeRates(key: string, limit: number, windowMs: number, n: number): Promise<number[]>;
 }
 
 /**
@@ -24,13 +25,16 @@ export class RedisCounters implements CounterStore {
   readonly kind = 'redis';
   readonly client: (Redis | Cluster) & Scripts;
   private readonly outage: OutageLog;
+  /** One GCRA command in flight per bucket; the takes that arrive meanwhile go together in the next. */
+  private readonly lanes = new RateLanes((key, limit, windowSeconds, n) =>
+    this.guard(() => this.client.takeRates(`r:{${key}}`, limit, windowSeconds * 1000, n).then((reply) => toDecisions(reply, n))));
 
   constructor(private readonly options: RedisStoreOptions, log: Logger) {
     const client = connect(options.topology, options).client;
     client.defineCommand('hitCounter', { numberOfKeys: 2, lua: HIT_COUNTER });
     client.defineCommand('peekCounter', { numberOfKeys: 2, lua: PEEK_COUNTER });
     client.defineCommand('clearGroup', { numberOfKeys: 1, lua: CLEAR_GROUP });
-    client.defineCommand('takeRate', { numberOfKeys: 1, lua: TAKE_RATE });
+    client.defineCommand('takeRates', { numberOfKeys: 1, lua: TAKE_RATES });
     this.client = client as (Redis | Cluster) & Scripts;
     enforceDeadlines(this.client, options.commandTimeoutMs);
     this.outage = new OutageLog(log, 'redis (lockout and rate-limit counters)', 'lockout and rate limits let requests through until it returns');
@@ -66,8 +70,7 @@ export class RedisCounters implements CounterStore {
   }
 
   take(key: string, limit: number, windowSeconds: number): Promise<RateDecision> {
-    // Every rate-limited request: the command's own promise, no async wrapper around it.
-    return this.guard(() => this.client.takeRate(`r:{${key}}`, limit, windowSeconds * 1000).then(toDecision));
+    return this.lanes.take(key, limit, windowSeconds);
   }
 
   async close(): Promise<void> {
@@ -91,8 +94,20 @@ export class RedisCounters implements CounterStore {
   }
 }
 
-function toDecision([allowed, remaining, resetMs, retryMs]: [number, number, number, number]): RateDecision {
-  return { allowed: allowed === 1, remaining, resetSeconds: Math.ceil(resetMs / 1000), retryAfterSeconds: Math.ceil(retryMs / 1000) };
+/** TAKE_RATES's reply, four numbers a take allowed, then four once for the refusal of all the rest. */
+function toDecisions(reply: number[], n: number): RateDecision[] {
+  const decisions: RateDecision[] = [];
+  const last = reply.length - 4;
+  for (let i = 0; i < n; i++) {
+    const at = Math.min(4 * i, last);
+    decisions.push({
+      allowed: reply[at] === 1,
+      remaining: reply[at + 1]!,
+      resetSeconds: Math.ceil(reply[at + 2]! / 1000),
+      retryAfterSeconds: Math.ceil(reply[at + 3]! / 1000),
+    });
+  }
+  return decisions;
 }
 
 /** The counter and its group's marker, under one hash tag (one Cluster slot). */

@@ -77,5 +77,20 @@ export function counterStoreContract(name: string, h: StoreHarness<CounterStore>
       const decisions = await Promise.all(Array.from({ length: 12 }, () => h.store().take(key, 5, 60)));
       expect(decisions.filter((d) => d.allowed)).toHaveLength(5);
     });
+
+    it('answers concurrent takes as it would one at a time, in the order they were asked', async () => {
+      const key = `r:${id()}`;
+      const decisions = await Promise.all(Array.from({ length: 9 }, () => h.store().take(key, 6, 60)));
+      expect(decisions.map((d) => d.allowed)).toEqual([true, true, true, true, true, true, false, false, false]);
+      expect(decisions.map((d) => d.remaining)).toEqual([5, 4, 3, 2, 1, 0, 0, 0, 0]);
+      expect(decisions.slice(0, 6).map((d) => d.retryAfterSeconds)).toEqual([0, 0, 0, 0, 0, 0]);
+      for (const refused of decisions.slice(6)) {
+        expect(refused.retryAfterSeconds).toBeGreaterThanOrEqual(9);
+        expect(refused.retryAfterSeconds).toBeLessThanOrEqual(10);
+        expect(refused.resetSeconds).toBe(60);
+      }
+      // The bucket stays as the sixth take left it.
+      expect((await h.store().take(key, 6, 60)).allowed).toBe(false);
+    });
   });
 }

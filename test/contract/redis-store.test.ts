@@ -148,3 +148,60 @@ describe('RedisSessionStore keys', () => {
     }
   });
 });
+
+describe('RedisCounters rate buckets', () => {
+  const commands = async (raw: Redis): Promise<number> => {
+    const stats = await raw.info('commandstats');
+    return Number(/cmdstat_evalsha:calls=(\d+)/.exec(stats)?.[1] ?? 0) + Number(/cmdstat_eval:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+  };
+
+  it('sends the takes of one bucket that arrive while its command is out as one command, and each bucket its own', async () => {
+    const raw = new Redis(redis.url);
+    try {
+      await counters.take('warm-up', 10, 60);
+      const before = await commands(raw);
+      const [a, b] = await Promise.all([
+        Promise.all(Array.from({ length: 40 }, () => counters.take('lanes-a', 30, 60))),
+        Promise.all(Array.from({ length: 5 }, () => counters.take('lanes-b', 30, 60))),
+      ]);
+      // Per bucket: the first take on its own, the rest together once it answered.
+      expect(await commands(raw) - before).toBe(4);
+      expect(a.filter((d) => d.allowed)).toHaveLength(30);
+      expect(a.map((d) => d.remaining).slice(0, 30)).toEqual(Array.from({ length: 30 }, (_, i) => 29 - i));
+      expect(b.map((d) => d.remaining)).toEqual([29, 28, 27, 26, 25]);
+      // A quiet bucket: one command per take, nothing waits.
+      const quiet = await commands(raw);
+      for (let i = 0; i < 3; i++) expect((await counters.take('lanes-c', 30, 60)).remaining).toBe(29 - i);
+      expect(await commands(raw) - quiet).toBe(3);
+    } finally {
+      await raw.quit();
+    }
+  });
+
+  it('fails the takes waiting behind a command that failed at once, and serves the bucket again when Redis is back', async () => {
+    const options: RedisStoreOptions = {
+      topology: { mode: 'single', url: redis.url }, keyPrefix: 'gwtest:', commandTimeoutMs: 200, connectTimeoutMs: 1000, livenessCacheMs: 2000, waitForReplicas: 0, durability: 'available' as const,
+    };
+    const own = new RedisCounters(options, silentLogger);
+    const raw = new Redis(redis.url);
+    try {
+      expect(await own.waitUntilReady(5000)).toBe(true);
+      const before = await commands(raw);
+      // Redis holds every command for a second: the first take's command runs past its deadline.
+      await raw.client('PAUSE', 1000, 'ALL');
+      const started = Date.now();
+      const settled = await Promise.allSettled(Array.from({ length: 6 }, () => own.take('lanes-outage', 10, 60)));
+      const took = Date.now() - started;
+      expect(settled.map((s) => s.status)).toEqual(Array(6).fill('rejected'));
+      for (const s of settled) expect((s as PromiseRejectedResult).reason.name).toBe('StoreUnavailableError');
+      expect(took).toBeLessThan(900);
+      await new Promise((r) => setTimeout(r, 1100 - took));
+      expect((await own.take('lanes-outage', 10, 60)).allowed).toBe(true);
+      // The five that waited were never sent: the outage cost one command, and the take after it one.
+      expect(await commands(raw) - before).toBe(2);
+    } finally {
+      await raw.quit();
+      await own.close();
+    }
+  });
+});
