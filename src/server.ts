@@ -137,7 +137,6 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
     // A tunnel rides its connection: a client certificate revoked since ends it, whoever's credential opened it.
     connectionRefused: (client) => clientCertificates?.refusedConnection(client),
     stillAllowed: (owner, path) => stillAllowed(current.routes, current.allowGroups, owner, path),
-    counted: (upstream, delta) => metrics.webSocketTunnels.inc({ upstream }, delta),
   }, log, config.log.access);
   // The gateway's own endpoints (tokens, health, /openapi.json, the JWK Set, preflights) are a Koa
   // application; its context's state is the request's exchange. Everything else never meets Koa.
@@ -219,7 +218,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   }) : () => {};
   server.on('clientError', clientErrorResponder(log));
   handleExpectations(server as Server, handle);
-  metrics.watch({ storePing: ping, bcryptPending: () => current.credentials.verifier.pendingVerifications, storeReplication: () => store.replication() });
+  metrics.watch({ openTunnels: () => tunnels.openByUpstream(), storePing: ping, bcryptPending: () => current.credentials.verifier.pendingVerifications, storeReplication: () => store.replication() });
   const adminToken = config.admin === false ? undefined : config.admin.apiToken;
   const api = adminToken === undefined ? undefined : {
     on: true,

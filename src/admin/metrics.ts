@@ -18,6 +18,8 @@ export interface MetricSources {
   bcryptPending?: () => number;
   /** The store's replication (store.waitForReplicas); undefined when it does not wait for replicas. */
   storeReplication?: () => ReplicationStats | undefined;
+  /** Open WebSocket tunnels per upstream (the upstreams with any open or opening). */
+  openTunnels?: () => Iterable<[string, number]>;
 }
 
 /**
@@ -52,8 +54,6 @@ export interface Metrics {
   readonly pipeliningOverflows: Counter;
   /** HTTP/2 connections closed with GOAWAY for flooding, by reason (see src/http/http2.ts). */
   readonly http2Floods: Counter<'reason'>;
-  /** Open WebSocket tunnels by upstream: whoever opens one increments, and decrements when it closes. */
-  readonly webSocketTunnels: Gauge<'upstream'>;
   /** Sets what the store and bcrypt gauges read when scraped. */
   watch(sources: MetricSources): void;
   /** Adds Node's default process metrics (CPU, memory, event loop, GC) once; the admin listener calls it. */
@@ -110,6 +110,19 @@ export function createMetrics(): Metrics {
       if (!stats) return;
       this.reset();
       for (const [replication, n] of Object.entries(stats.outcomes)) this.inc({ replication }, n);
+    },
+  });
+  // Read when scraped, not counted per tunnel: an upstream once seen stays in the output, at 0 when none is open.
+  const tunnelUpstreams = new Set<string>();
+  new Gauge({
+    name: `${METRIC_PREFIX}websocket_tunnels`,
+    help: 'open WebSocket tunnels, by upstream',
+    labelNames: ['upstream'] as const,
+    registers,
+    collect() {
+      const open = new Map(sources.openTunnels?.() ?? []);
+      for (const upstream of open.keys()) tunnelUpstreams.add(upstream);
+      for (const upstream of tunnelUpstreams) this.set({ upstream }, open.get(upstream) ?? 0);
     },
   });
   new Gauge({
@@ -183,12 +196,6 @@ export function createMetrics(): Metrics {
       name: `${METRIC_PREFIX}http2_floods_total`,
       help: 'HTTP/2 connections closed with GOAWAY for flooding: rapid_reset, continuation, settings_flood, ping_flood, invalid_frames, header_list',
       labelNames: ['reason'] as const,
-      registers,
-    }),
-    webSocketTunnels: new Gauge({
-      name: `${METRIC_PREFIX}websocket_tunnels`,
-      help: 'open WebSocket tunnels, by upstream',
-      labelNames: ['upstream'] as const,
       registers,
     }),
     watch(next) {

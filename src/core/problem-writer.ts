@@ -37,17 +37,36 @@ export function writeRawProblem(socket: Duplex, problem: HttpProblem, extra: Out
 }
 
 /** A raw HTTP/1.1 response head. Values with CR or LF, and names that are not tokens, are dropped. */
-export function headerBlock(status: number, headers: OutgoingHttpHeaders | Array<[string, string]>): string {
-  let out = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Unknown'}\r\n`;
-  const pairs: Array<[string, unknown]> = Array.isArray(headers) ? headers : Object.entries(headers);
-  for (const [name, value] of pairs) {
+export function headerBlock(status: number, headers: OutgoingHttpHeaders): string {
+  return `${statusLine(status)}${headerLines(headers)}\r\n`;
+}
+
+/** `HTTP/1.1 <status> <reason>` and its CRLF, the first line of a raw head. */
+export function statusLine(status: number): string {
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Unknown'}\r\n`;
+}
+
+/** Header lines of a raw head from [name, value, name, value, …] (Node's rawHeaders), checked as headerLines does. */
+export function rawHeaderLines(raw: readonly string[]): string {
+  let out = '';
+  for (let i = 0; i + 1 < raw.length; i += 2) out += headerLine(raw[i]!, raw[i + 1]!);
+  return out;
+}
+
+/** Header lines of a raw head from a header object (a value list is a line each). */
+export function headerLines(headers: OutgoingHttpHeaders): string {
+  let out = '';
+  for (const name in headers) {
+    const value = headers[name];
     if (value === undefined) continue;
-    for (const v of Array.isArray(value) ? value : [value]) {
-      const text = String(v);
-      if (!/[\r\n]/.test(text) && /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) out += `${name}: ${text}\r\n`;
-    }
+    if (Array.isArray(value)) for (const v of value) out += headerLine(name, String(v));
+    else out += headerLine(name, String(value));
   }
-  return `${out}\r\n`;
+  return out;
+}
+
+function headerLine(name: string, value: string): string {
+  return !/[\r\n]/.test(value) && /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name) ? `${name}: ${value}\r\n` : '';
 }
 
 /**

@@ -16,8 +16,6 @@ export interface TunnelChecks {
   connectionRefused?(client: Duplex): string | undefined;
   /** Whether the owner may still use the route of `path` (its allow rule, the groups in force); absent: yes. */
   stillAllowed?(owner: Principal, path: string): boolean;
-  /** Told each time a tunnel to `upstream` opens (+1) or ends (-1): the open-tunnels gauge. */
-  counted?(upstream: string, delta: 1 | -1): void;
 }
 
 interface Tunnel {
@@ -89,6 +87,11 @@ export class Tunnels {
     return this.open.size;
   }
 
+  /** Open tunnels per upstream that has any open or opening (the open-tunnels gauge reads it when scraped). */
+  openByUpstream(): Array<[string, number]> {
+    return [...this.perUpstream].map(([upstream, n]) => [upstream, n.open]);
+  }
+
   /**
    * Takes a place for a handshake to `upstream`: false when `max` tunnels are open or opening there
    * already (the caller answers 503). A place taken is given back by settled(), once the handshake has
@@ -130,7 +133,6 @@ export class Tunnels {
     const t: Tunnel = { client, upstream, owner, requestId: info.requestId, path: info.path, upstreamName: info.upstream, openedAt: Date.now(), ended: false };
     this.open.add(t);
     this.countOf(t.upstreamName).open++;
-    this.checks.counted?.(t.upstreamName, 1);
     if (owner.sid !== undefined) {
       let set = this.bySid.get(owner.sid);
       if (!set) this.bySid.set(owner.sid, (set = new Set()));
@@ -240,7 +242,6 @@ export class Tunnels {
     const n = this.perUpstream.get(t.upstreamName);
     if (n) n.open--;
     this.forgetIdle(t.upstreamName, n);
-    this.checks.counted?.(t.upstreamName, -1);
     if (t.owner.sid !== undefined) {
       const set = this.bySid.get(t.owner.sid);
       set?.delete(t);

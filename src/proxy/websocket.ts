@@ -1,9 +1,9 @@
-import { createHash } from 'node:crypto';
-import { ServerResponse, type IncomingMessage, type OutgoingHttpHeaders, type Server } from 'node:http';
+import { ServerResponse, type IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { destroySoon, headerBlock } from '../core/problem-writer.js';
+import { destroySoon, headerLines, rawHeaderLines, statusLine } from '../core/problem-writer.js';
 import { setPendingBytes } from './websocket-protocol.js';
+import { sha1Base64 } from '../credentials/digest.js';
 
 /** RFC 6455 section 1.3. */
 const GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
@@ -59,7 +59,7 @@ export function switchProblem(res: IncomingMessage, sentKey: string | undefined,
   if (typeof h.upgrade !== 'string' || h.upgrade.trim().toLowerCase() !== 'websocket') return `the upstream switched to ${JSON.stringify(h.upgrade ?? '')}, not websocket`;
   const connection = typeof h.connection === 'string' ? h.connection.toLowerCase().split(',').map((t) => t.trim()) : [];
   if (!connection.includes('upgrade')) return 'the upstream\'s 101 lacks Connection: Upgrade';
-  const expected = sentKey === undefined ? undefined : createHash('sha1').update(sentKey + GUID).digest('base64');
+  const expected = sentKey === undefined ? undefined : sha1Base64(sentKey + GUID);
   if (expected === undefined || h['sec-websocket-accept'] !== expected) return 'the upstream\'s 101 carries a wrong or no Sec-WebSocket-Accept';
   const protocol = h['sec-websocket-protocol'];
   if (protocol !== undefined && !offered.includes(protocol.trim())) return 'the upstream selected a subprotocol the client did not offer';
@@ -83,23 +83,9 @@ export function switchClient(res: ServerResponse, upstreamRes: IncomingMessage, 
   socket[TUNNELLED] = true;
   res.detachSocket(socket as Socket);
   res.statusCode = 101;
-  socket.write(headerBlock(101, [...pairs(upstreamRes.rawHeaders), ...pairs(flatten(res.getHeaders()))]));
+  // The upstream's header lines as it sent them, then the gateway's own.
+  socket.write(`${statusLine(101)}${rawHeaderLines(upstreamRes.rawHeaders)}${headerLines(res.getHeaders())}\r\n`);
   if (upstreamHead.length > 0) socket.write(upstreamHead);
   (socket as Socket).setNoDelay?.(true);
   return socket;
-}
-
-function pairs(raw: string[]): Array<[string, string]> {
-  const out: Array<[string, string]> = [];
-  for (let i = 0; i + 1 < raw.length; i += 2) out.push([raw[i]!, raw[i + 1]!]);
-  return out;
-}
-
-function flatten(headers: OutgoingHttpHeaders): string[] {
-  const out: string[] = [];
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined) continue;
-    for (const v of Array.isArray(value) ? value : [value]) out.push(name, String(v));
-  }
-  return out;
 }

@@ -82,6 +82,12 @@ const closed = (ws: WebSocket) => new Promise<number>((resolve) => {
 });
 const bearerEntry = (token: string) => `${BEARER_PROTOCOL_PREFIX}${Buffer.from(token).toString('base64url')}`;
 
+/** The open-tunnels gauge of one upstream, as a scrape reads it (its value is read at collection). */
+async function openTunnels(gateway: RunningGateway['gateway'], upstream: string): Promise<number | undefined> {
+  const metric = await gateway.metrics.registry.getSingleMetric('auth_gateway_websocket_tunnels')!.get();
+  return metric.values.find((v) => v.labels.upstream === upstream)?.value;
+}
+
 async function until(check: () => boolean, ms = 2000): Promise<void> {
   const deadline = Date.now() + ms;
   while (!check()) {
@@ -143,7 +149,7 @@ describe('WebSocket on the memory store', () => {
   });
 
   it('the open-tunnels gauge follows real tunnels, by upstream', async () => {
-    const gauge = async () => (await gw.gateway.metrics.webSocketTunnels.get()).values.find((v) => v.labels.upstream === 'ws')?.value ?? 0;
+    const gauge = async () => await openTunnels(gw.gateway, 'ws') ?? 0;
     // The tunnels of earlier tests (their clients terminated) finish closing first.
     await expect.poll(gauge, { timeout: 2000 }).toBe(0);
     const client = track(await open(`${ws}/v1/live`, { headers: { authorization: basic('alice', 'alice-pw') } }));
@@ -347,7 +353,7 @@ describe('WebSocket tunnels per upstream (maxTunnels)', () => {
     expect(await nextMessage(elsewhere)).toBe('echo:x');
     // One closes: its place is free again.
     first.close();
-    const openToWs = async () => (await gw.gateway.metrics.webSocketTunnels.get()).values.find((v) => v.labels.upstream === 'ws')?.value;
+    const openToWs = async () => await openTunnels(gw.gateway, 'ws');
     await expect.poll(openToWs, { timeout: 2000 }).toBe(1);
     const again = track(await open(`${url}/v1/live`, { headers: auth }));
     again.send('y');
