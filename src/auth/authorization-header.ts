@@ -29,22 +29,53 @@ export function parseAuthorization(header: string): ParseResult {
 export function parseBasic(value: string): ParseResult {
   const fail = (reason: string): ParseResult => ({ ok: false, scheme: 'basic', reason });
   if (!BASE64.test(value)) return fail('the Basic credentials are not valid base64');
-  const bytes = Buffer.from(value, 'base64');
   // One spelling per credential: padding bits must be zero (RFC 4648 section 3.5).
-  if (bytes.toString('base64') !== value) return fail('the Basic credentials are not canonical base64');
+  if (!zeroPaddingBits(value)) return fail('the Basic credentials are not canonical base64');
+  const bytes = Buffer.from(value, 'base64');
+  // Printable ASCII (the common case) is its own UTF-8 and has no control characters to look for.
+  const printable = isPrintableAscii(bytes);
   let decoded: string;
-  try {
-    decoded = utf8.decode(bytes);
-  } catch {
-    return fail('the Basic credentials are not valid UTF-8');
+  if (printable) decoded = bytes.toString('latin1');
+  else {
+    try {
+      decoded = utf8.decode(bytes);
+    } catch {
+      return fail('the Basic credentials are not valid UTF-8');
+    }
   }
   const colon = decoded.indexOf(':');
   if (colon < 0) return fail('the Basic credentials lack the colon between user and password');
   const user = decoded.slice(0, colon);
   const password = decoded.slice(colon + 1);
   if (user === '') return fail('the Basic credentials have an empty user name');
-  if (CONTROL.test(user) || CONTROL.test(password)) return fail('the Basic credentials contain control characters');
+  if (!printable && (CONTROL.test(user) || CONTROL.test(password))) return fail('the Basic credentials contain control characters');
   return { ok: true, credentials: { scheme: 'basic', user, password } };
+}
+
+/**
+ * Whether the bits the padding leaves over in the last character are zero, for a string BASE64
+ * matched: the one way it can differ from the canonical encoding of its bytes.
+ */
+function zeroPaddingBits(value: string): boolean {
+  if (value.endsWith('==')) return (sextet(value.charCodeAt(value.length - 3)) & 0x0f) === 0;
+  if (value.endsWith('=')) return (sextet(value.charCodeAt(value.length - 2)) & 0x03) === 0;
+  return true;
+}
+
+/** The value of a base64 character (A-Z a-z 0-9 + /). */
+function sextet(c: number): number {
+  if (c >= 97) return c - 71; // a-z: 26..51
+  if (c >= 65) return c - 65; // A-Z: 0..25
+  if (c >= 48) return c + 4; // 0-9: 52..61
+  return c === 43 ? 62 : 63; // + /
+}
+
+function isPrintableAscii(bytes: Buffer): boolean {
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]!;
+    if (b < 0x20 || b > 0x7e) return false;
+  }
+  return true;
 }
 
 function schemeOf(header: string): 'basic' | 'bearer' | 'unknown' {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseAuthorization, type Credentials } from '../../src/auth/authorization-header.js';
+import { parseAuthorization, parseBasic, type Credentials } from '../../src/auth/authorization-header.js';
 
 /** Base64 of UTF-8 text (test input only). */
 const b64 = (text: string) => Buffer.from(text, 'utf8').toString('base64');
@@ -105,6 +105,47 @@ describe('parseAuthorization (RFC 7235 / 7617 / 6750, strict)', () => {
       expect(result.credentials).toEqual({ scheme: 'basic', user: '\ufeffalice', password: 'pw' });
     } else {
       expect(result.scheme).toBe('basic');
+    }
+  });
+});
+
+describe('parseBasic against its plain reading', () => {
+  /** What parseBasic must answer: decode, re-encode to compare, a fatal UTF-8 decoder, the control-character check. */
+  function reference(value: string): { user: string; password: string } | undefined {
+    if (!/^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(value)) return undefined;
+    const bytes = Buffer.from(value, 'base64');
+    if (bytes.toString('base64') !== value) return undefined;
+    let text: string;
+    try {
+      text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+    } catch {
+      return undefined;
+    }
+    const colon = text.indexOf(':');
+    if (colon <= 0) return undefined;
+    // eslint-disable-next-line no-control-regex
+    if (/[\u0000-\u001f\u007f]/.test(text)) return undefined;
+    return { user: text.slice(0, colon), password: text.slice(colon + 1) };
+  }
+
+  it('agrees on every padding variant, random bytes and random printable text', () => {
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+    const values: string[] = [];
+    // Every last character before one and two padding signs, every byte count's shape.
+    for (const c of alphabet) values.push(`YWxpY2U6c${c}==`, `YWxpY2U6cH${c}=`, `YWxpY2U6cHc${c}`);
+    let seed = 7;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31);
+    for (let i = 0; i < 3000; i++) {
+      const length = 1 + (next() % 24);
+      const printable = i % 2 === 0;
+      const bytes = Buffer.from(Array.from({ length }, () => (printable ? 0x20 + (next() % 95) : next() % 256)));
+      if (i % 3 === 0) bytes[next() % length] = 0x3a;
+      values.push(bytes.toString('base64'));
+    }
+    for (const value of values) {
+      const parsed = parseBasic(value);
+      const expected = reference(value);
+      expect(parsed.ok ? { user: (parsed.credentials as { user: string }).user, password: (parsed.credentials as { password: string }).password } : undefined, value).toEqual(expected);
     }
   });
 });
