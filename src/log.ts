@@ -75,11 +75,20 @@ function plainLine(level: PlainLevel, msg: string, fields: PlainFields): string 
     if (value === undefined) continue;
     line += `,"${name}":`;
     if (isSecretName(name)) line += `"${REDACTED}"`;
-    else if (typeof value === 'string') line += JSON.stringify(value);
+    else if (typeof value === 'string') line += jsonString(value);
     else if (typeof value === 'number') line += Number.isFinite(value) ? String(value) : 'null';
     else line += value ? 'true' : 'false';
   }
-  return `${line},"msg":${JSON.stringify(msg)}}\n`;
+  return `${line},"msg":${jsonString(msg)}}\n`;
+}
+
+/** What JSON.stringify escapes in a string: control characters, `"`, `\\` and (lone) surrogates. */
+// eslint-disable-next-line no-control-regex
+const NEEDS_ESCAPE = /[\u0000-\u001f"\\\ud800-\udfff]/;
+
+/** JSON.stringify of a string; one with nothing to escape (nearly every field value) is only quoted. */
+function jsonString(value: string): string {
+  return NEEDS_ESCAPE.test(value) ? JSON.stringify(value) : `"${value}"`;
 }
 
 /** Field names are few and repeat on every line: each is tested against SECRET_NAME once. */

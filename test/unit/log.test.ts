@@ -55,6 +55,7 @@ describe('logger (pino)', () => {
     const fields = {
       requestId: 'r1', path: '/v1/a "quoted"\\ \u00e9\u2028\n\u0001', status: 200, code: undefined, user: 'alice',
       forwardAuth: true, cut: false, bytes: 0, ms: 1.25, nan: Number.NaN, inf: Number.POSITIVE_INFINITY,
+      pair: '\ud83d\ude00', tab: 'a\tb', del: '\u007f', backslash: 'C:\\x', plain: '0f8c2a7e-3b1d 127.0.0.1 /v1/x?y',
     };
     log.plain!('info', 'request', fields);
     log.info('request', fields);
@@ -65,6 +66,9 @@ describe('logger (pino)', () => {
     expect(plainDebug).toBe(pinoDebug);
     expect(JSON.parse(lines[0]!.line)).toMatchObject({ level: 'info', path: fields.path, nan: null, inf: null, msg: 'request' });
     expect(JSON.parse(lines[0]!.line)).not.toHaveProperty('code');
+    // A lone surrogate is escaped as JSON.stringify does (pino writes it raw; it leaves the process as U+FFFD).
+    log.plain!('info', 'request', { lone: 'a\ud800b' });
+    expect(lines[4]!.line).toContain('"lone":"a\\ud800b"');
   });
 
   it('never writes a credential-named field of a plain line, and leaves out plain lines below the level', () => {
