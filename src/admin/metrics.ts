@@ -54,7 +54,7 @@ export interface Metrics {
   readonly pipeliningOverflows: Counter;
   /** HTTP/2 connections closed with GOAWAY for flooding, by reason (see src/http/http2.ts). */
   readonly http2Floods: Counter<'reason'>;
-  /** Sets what the store and bcrypt gauges read when scraped. */
+  /** Sets what the store, bcrypt and open-tunnels gauges read when scraped. */
   watch(sources: MetricSources): void;
   /** Adds Node's default process metrics (CPU, memory, event loop, GC) once; the admin listener calls it. */
   collectProcessMetrics(): void;
