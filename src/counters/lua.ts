@@ -44,11 +44,12 @@ return 1
 `;
 
 /**
- * GCRA. KEYS[1] = bucket (holds the theoretical arrival time, ms). ARGV: limit, windowMs, n (takes decided
- * in order at one instant; a busy bucket's requests come in one command). Time is Redis's own (TIME), so
- * instances with skewed clocks agree. Returns {allowed 1, remaining, resetMs, 0} for each take allowed,
- * then, when one is refused, {0, 0, resetMs, retryAfterMs} once: every take after it is refused alike
- * (the bucket does not change at one instant).
+ * GCRA (src/counters/gcra.ts). KEYS[1] = bucket (holds the theoretical arrival time, ms). ARGV: limit,
+ * windowMs, n: a batch of takes decided in order at one instant (a busy bucket's requests come in one
+ * command). Time is Redis's own (TIME), so instances with skewed clocks agree. Constant work whatever n:
+ * it counts the takes that fit and moves the bucket past them. Returns {allowed, ahead}: how many of the
+ * n were allowed (the first ones), and how far (ms, "%.3f") the bucket was ahead of now before them,
+ * from which each take's RateLimit figures follow (decisionOf).
  */
 export const TAKE_RATES = `
 local t = redis.call('TIME')
@@ -59,24 +60,13 @@ local n = tonumber(ARGV[3])
 local interval = period / limit
 local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
 if tat < now then tat = now end
-local out = {}
-local taken = 0
-for i = 1, n do
-  local nextTat = tat + interval
-  if nextTat - now > period then
-    out[#out + 1] = 0
-    out[#out + 1] = 0
-    out[#out + 1] = math.ceil(tat - now)
-    out[#out + 1] = math.ceil(nextTat - period - now)
-    break
-  end
-  tat = nextTat
-  taken = taken + 1
-  out[#out + 1] = 1
-  out[#out + 1] = math.floor((period - (tat - now)) / interval)
-  out[#out + 1] = math.ceil(tat - now)
-  out[#out + 1] = 0
+local ahead = tat - now
+local allowed = math.floor((period - ahead) / interval + 1e-6)
+if allowed > n then allowed = n end
+if allowed < 0 then allowed = 0 end
+if allowed > 0 then
+  local after = ahead + allowed * interval
+  redis.call('SET', KEYS[1], string.format('%.3f', now + after), 'PX', math.ceil(after))
 end
-if taken > 0 then redis.call('SET', KEYS[1], string.format('%.3f', tat), 'PX', math.ceil(tat - now)) end
-return out
+return {allowed, string.format('%.3f', ahead)}
 `;

@@ -1,4 +1,5 @@
 import type { Clock } from '../clock.js';
+import { decisionOf, takesThatFit } from './gcra.js';
 import type { Counter, CounterKey, CounterStore, RateDecision } from './types.js';
 
 interface StoredCounter {
@@ -56,13 +57,10 @@ export class MemoryCounters implements CounterStore {
     const now = this.clock.now();
     const period = windowSeconds * 1000;
     const interval = period / limit;
-    const tat = Math.max(this.buckets.get(key) ?? 0, now);
-    const next = tat + interval;
-    if (next - now > period) {
-      return { allowed: false, remaining: 0, resetSeconds: Math.ceil((tat - now) / 1000), retryAfterSeconds: Math.ceil((next - period - now) / 1000) };
-    }
-    this.buckets.set(key, next);
-    return { allowed: true, remaining: Math.floor((period - (next - now)) / interval), resetSeconds: Math.ceil((next - now) / 1000), retryAfterSeconds: 0 };
+    const ahead = Math.max(this.buckets.get(key) ?? 0, now) - now;
+    const allowed = takesThatFit(ahead, interval, period, 1);
+    if (allowed > 0) this.buckets.set(key, now + ahead + interval);
+    return decisionOf(0, allowed, ahead, interval, period);
   }
 
   async close(): Promise<void> {

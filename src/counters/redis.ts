@@ -7,6 +7,7 @@ import { closeClient } from '../tokens/store/clients.js';
 import { connect } from '../tokens/store/topology.js';
 import { StoreUnavailableError } from '../tokens/store/types.js';
 import { CLEAR_GROUP, HIT_COUNTER, PEEK_COUNTER, TAKE_RATES } from './lua.js';
+import { decisionOf } from './gcra.js';
 import { RateLanes } from './rate-lanes.js';
 import type { Counter, CounterKey, CounterStore, RateDecision } from './types.js';
 
@@ -14,7 +15,7 @@ interface Scripts {
   hitCounter(key: string, marker: string, windowSeconds: number): Promise<[number, number]>;
   peekCounter(key: string, marker: string): Promise<[number, number]>;
   clearGroup(marker: string, windowSeconds: number): Promise<number>;
-  takeRates(key: string, limit: number, windowMs: number, n: number): Promise<number[]>;
+  takeRates(key: string, limit: number, windowMs: number, n: number): Promise<[number, string]>;
 }
 
 /**
@@ -27,7 +28,7 @@ export class RedisCounters implements CounterStore {
   private readonly outage: OutageLog;
   /** One GCRA command in flight per bucket; the takes that arrive meanwhile go together in the next. */
   private readonly lanes = new RateLanes((key, limit, windowSeconds, n) =>
-    this.guard(() => this.client.takeRates(`r:{${key}}`, limit, windowSeconds * 1000, n).then((reply) => toDecisions(reply, n))));
+    this.guard(() => this.client.takeRates(`r:{${key}}`, limit, windowSeconds * 1000, n).then((reply) => toDecisions(reply, limit, windowSeconds, n))));
 
   constructor(private readonly options: RedisStoreOptions, log: Logger) {
     const client = connect(options.topology, options).client;
@@ -94,19 +95,13 @@ export class RedisCounters implements CounterStore {
   }
 }
 
-/** TAKE_RATES's reply, four numbers a take allowed, then four once for the refusal of all the rest. */
-function toDecisions(reply: number[], n: number): RateDecision[] {
+/** TAKE_RATES's reply, {allowed, ahead}, as a decision per take. */
+function toDecisions([allowed, aheadText]: [number, string], limit: number, windowSeconds: number, n: number): RateDecision[] {
+  const period = windowSeconds * 1000;
+  const interval = period / limit;
+  const ahead = Number(aheadText);
   const decisions: RateDecision[] = [];
-  const last = reply.length - 4;
-  for (let i = 0; i < n; i++) {
-    const at = Math.min(4 * i, last);
-    decisions.push({
-      allowed: reply[at] === 1,
-      remaining: reply[at + 1]!,
-      resetSeconds: Math.ceil(reply[at + 2]! / 1000),
-      retryAfterSeconds: Math.ceil(reply[at + 3]! / 1000),
-    });
-  }
+  for (let i = 0; i < n; i++) decisions.push(decisionOf(i, allowed, ahead, interval, period));
   return decisions;
 }
 
