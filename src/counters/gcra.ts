@@ -22,7 +22,8 @@ export function decisionOf(i: number, allowed: number, ahead: number, interval: 
     return { allowed: true, remaining: Math.max(0, Math.floor((period - after) / interval + TOLERANCE)), resetSeconds: seconds(after), retryAfterSeconds: 0 };
   }
   const full = ahead + allowed * interval;
-  return { allowed: false, remaining: 0, resetSeconds: seconds(full), retryAfterSeconds: seconds(full + interval - period) };
+  // A refusal's wait is never rounded down to nothing: a client told to retry in 0 s would be refused again.
+  return { allowed: false, remaining: 0, resetSeconds: seconds(full), retryAfterSeconds: Math.max(1, Math.ceil((full + interval - period) / 1000)) };
 }
 
 /** Whole seconds, rounded up, of a span in ms that may carry a rounding error. */

@@ -3,9 +3,6 @@ import type { RateDecision } from './types.js';
 /** Takes `n` requests from one bucket in one store command: a decision per request, in order. */
 export type TakeMany = (key: string, limit: number, windowSeconds: number, n: number) => Promise<RateDecision[]>;
 
-/** Most takes one command carries: the script loops once per take, and Redis runs one script at a time. */
-export const MOST_PER_COMMAND = 128;
-
 interface Waiter {
   resolve(decision: RateDecision): void;
   reject(err: unknown): void;
@@ -25,6 +22,8 @@ class Lane {
  * A command that fails (the store is down or past its deadline) fails the takes waiting behind it at once:
  * callers let requests through when the store cannot answer, so waiting out a second deadline would
  * only hold them up. A take waits at most for the command before it and its own, each under its deadline.
+ * (A second command for a bucket is out only briefly: a take whose rule a reload changed goes on its own,
+ * and a command that failed its deadline may still reach the store after the bucket's next one.)
  */
 export class RateLanes {
   private readonly lanes = new Map<string, Lane>();
@@ -58,9 +57,9 @@ export class RateLanes {
       this.lanes.delete(key);
       return;
     }
-    let batch = waiting;
-    if (waiting.length > MOST_PER_COMMAND) batch = waiting.splice(0, MOST_PER_COMMAND);
-    else lane.waiting = [];
+    // All of them: the script's work does not grow with their number, so none waits for a later command.
+    const batch = waiting;
+    lane.waiting = [];
     this.send(key, lane.limit, lane.windowSeconds, batch.length).then((decisions) => {
       for (let i = 0; i < batch.length; i++) batch[i]!.resolve(decisions[i]!);
       this.next(key, lane);
