@@ -45,7 +45,10 @@ export class MemoryCounters implements CounterStore {
   }
 
   async reset(...keys: CounterKey[]): Promise<void> {
-    for (const key of keys) this.counters.delete(id(key));
+    for (const key of keys) {
+      this.counters.delete(id(key));
+      if (typeof key === 'string') this.buckets.delete(key);
+    }
   }
 
   async resetGroup(group: string, windowSeconds: number): Promise<void> {

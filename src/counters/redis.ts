@@ -28,7 +28,7 @@ export class RedisCounters implements CounterStore {
   private readonly outage: OutageLog;
   /** One GCRA command in flight per bucket; the takes that arrive meanwhile go together in the next. */
   private readonly lanes = new RateLanes((key, limit, windowSeconds, n) =>
-    this.guard(() => this.client.takeRates(`r:{${key}}`, limit, windowSeconds * 1000, n).then((reply) => toDecisions(reply, limit, windowSeconds, n))));
+    this.guard(() => this.client.takeRates(bucketKey(key), limit, windowSeconds * 1000, n).then((reply) => toDecisions(reply, limit, windowSeconds, n))));
 
   constructor(private readonly options: RedisStoreOptions, log: Logger) {
     const client = connect(options.topology, options).client;
@@ -57,10 +57,13 @@ export class RedisCounters implements CounterStore {
     return this.guard(async () => toCounter(await this.client.peekCounter(...redisKeys(key))));
   }
 
-  /** One DEL per key: in a Cluster each counter may live on another slot. */
+  /**
+   * One DEL per key (in a Cluster each counter may live on another slot), with the rate bucket of the same
+   * name: the same hash tag, so the same slot.
+   */
   reset(...keys: CounterKey[]): Promise<void> {
     return this.guard(async () => {
-      await Promise.all(keys.map((key) => this.client.del(redisKeys(key)[0])));
+      await Promise.all(keys.map((key) => (typeof key === 'string' ? this.client.del(redisKeys(key)[0], bucketKey(key)) : this.client.del(redisKeys(key)[0]))));
     });
   }
 
@@ -103,6 +106,11 @@ function toDecisions([allowed, aheadText]: [number, string], limit: number, wind
   const decisions: RateDecision[] = [];
   for (let i = 0; i < n; i++) decisions.push(decisionOf(i, allowed, ahead, interval, period));
   return decisions;
+}
+
+/** A GCRA bucket's Redis key. */
+function bucketKey(key: string): string {
+  return `r:{${key}}`;
 }
 
 /** The counter and its group's marker, under one hash tag (one Cluster slot). */

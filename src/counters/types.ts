@@ -8,7 +8,7 @@ export interface WindowCounters {
   hit(key: CounterKey, windowSeconds: number): Promise<Counter>;
   /** Reads a counter without changing it. */
   peek(key: CounterKey): Promise<Counter>;
-  /** Forgets counters. */
+  /** Forgets counters, and the rate buckets (RateBuckets.take) of the same names. */
   reset(...keys: CounterKey[]): Promise<void>;
   /**
    * Forgets every counter of a group (say, one user's locks from every address) whose window is at

@@ -92,5 +92,35 @@ export function counterStoreContract(name: string, h: StoreHarness<CounterStore>
       // The bucket stays as the sixth take left it.
       expect((await h.store().take(key, 6, 60)).allowed).toBe(false);
     });
+
+    it('lets exactly the limit through when the limit does not divide the window (7 in 60 s), concurrent or not', async () => {
+      const key = `r:${id()}`;
+      const decisions = await Promise.all(Array.from({ length: 9 }, () => h.store().take(key, 7, 60)));
+      expect(decisions.map((d) => d.allowed)).toEqual([true, true, true, true, true, true, true, false, false]);
+      expect(decisions.map((d) => d.remaining)).toEqual([6, 5, 4, 3, 2, 1, 0, 0, 0]);
+      expect(decisions[6]!.resetSeconds).toBe(60);
+      for (const refused of decisions.slice(7)) expect(refused.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+      const alone = `r:${id()}`;
+      const oneByOne = [];
+      for (let i = 0; i < 8; i++) oneByOne.push((await h.store().take(alone, 7, 60)).allowed);
+      expect(oneByOne).toEqual([true, true, true, true, true, true, true, false]);
+    });
+
+    it('never tells a refused take to retry in 0 s, also when the bucket frees within the second', async () => {
+      const key = `r:${id()}`;
+      for (let i = 0; i < 40; i++) {
+        const d = await h.store().take(key, 30, 1);
+        if (!d.allowed) expect(d.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+      }
+    });
+
+    it('forgets a rate bucket with reset, as it forgets a counter of the same name', async () => {
+      const key = `lock:a:${id()}`;
+      expect((await h.store().take(key, 2, 60)).allowed).toBe(true);
+      expect((await h.store().take(key, 2, 60)).allowed).toBe(true);
+      expect((await h.store().take(key, 2, 60)).allowed).toBe(false);
+      await h.store().reset(key);
+      expect((await h.store().take(key, 2, 60)).remaining).toBe(1);
+    });
   });
 }

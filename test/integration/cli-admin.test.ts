@@ -59,6 +59,8 @@ describe('auth-gateway lockout clear', () => {
     expect(byAddress.stderr).toBe('');
     expect(byAddress).toMatchObject({ status: 0, stdout: 'cleared the throttle of address 198.51.100.7\n' });
     expect((await create('bob', 'bob-pw', '198.51.100.7')).status).toBe(200);
+    // Its burst is back too: two more guesses are answered, not throttled after the first.
+    for (const name of ['m4', 'm5']) expect((await create(name, 'guess', '198.51.100.7')).status).toBe(401);
 
     // alice guessed at from three addresses: the account is locked everywhere.
     for (const a of ['192.0.2.1', '192.0.2.2', '192.0.2.3']) expect((await create('alice', 'guess', a)).status).toBe(401);
