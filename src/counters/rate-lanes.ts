@@ -52,13 +52,12 @@ export class RateLanes {
   }
 
   private next(key: string, lane: Lane): void {
-    const waiting = lane.waiting;
-    if (waiting.length === 0) {
+    // All that waited: the script's work does not grow with their number, so none waits for a later command.
+    const batch = lane.waiting;
+    if (batch.length === 0) {
       this.lanes.delete(key);
       return;
     }
-    // All of them: the script's work does not grow with their number, so none waits for a later command.
-    const batch = waiting;
     lane.waiting = [];
     this.send(key, lane.limit, lane.windowSeconds, batch.length).then((decisions) => {
       for (let i = 0; i < batch.length; i++) batch[i]!.resolve(decisions[i]!);
