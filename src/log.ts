@@ -143,8 +143,9 @@ function flush(logger: pino.Logger): Promise<void> {
  * Lines reach stdout's SonicBoom in batches: what was logged within BATCH_MS, up to BATCH_BYTES.
  * SonicBoom starts an asynchronous write (a hop to libuv's thread pool and back) as soon as the
  * previous one is done, and measures the UTF-8 length of its whole pending buffer on every line; at
- * some thousand lines a second those writes cost more than the lines themselves. The order of lines is kept (every line of the process goes through here), and so are
- * the last of them: `flush` and the process's exit hand over what is pending first.
+ * some thousand lines a second those writes cost more than the lines themselves. The order of lines
+ * is kept (every line of the process goes through here), and so are the last of them: `flush` and
+ * the process's exit hand over what is pending first.
  */
 function batched(sonic: ReturnType<typeof pino.destination>): DestinationStream & { flush(cb: (err?: Error) => void): void } {
   let pending = '';

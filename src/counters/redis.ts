@@ -63,7 +63,7 @@ export class RedisCounters implements CounterStore {
    */
   reset(...keys: CounterKey[]): Promise<void> {
     return this.guard(async () => {
-      await Promise.all(keys.map((key) => (typeof key === 'string' ? this.client.del(redisKeys(key)[0], bucketKey(key)) : this.client.del(redisKeys(key)[0]))));
+      await Promise.all(keys.map((key) => this.client.del(redisKeys(key)[0], ...(typeof key === 'string' ? [bucketKey(key)] : []))));
     });
   }
 
