@@ -52,6 +52,9 @@ export class DirectoryUsers implements PasswordSource {
     return this.memory.has(key);
   }
 
+  /** A directory user's attempt key covers the pair only (the directory, not a hash, decides): one epoch. */
+  readonly keyEpoch: unknown = {};
+
   /**
    * Binds as the user. An empty password is refused before any bind (an LDAP bind with a DN and no
    * password is an unauthenticated bind, which a directory may "accept"); so are names no header may

@@ -11,6 +11,16 @@ export interface Standing {
 }
 
 /**
+ * The note of one user's pair with an address (see Lockout.checkPair), kept by a caller that checks the
+ * same user again and again (Basic on a keep-alive connection): made again only when the address changes
+ * (behind trusted proxies one connection carries many clients). It belongs to one user name.
+ */
+export interface PairNoteMemo {
+  note: string | undefined;
+  noteAddress: string | undefined;
+}
+
+/**
  * The brute-force policy, in the shared store so every instance applies it together:
  * - one user name from one address: `maxFailuresPerUser` failures within the window, then that pair gets
  *   429 until the window ends, the right password included, also one verified moments ago (the same user
@@ -73,10 +83,20 @@ export class Lockout {
    * the right password included. It reads the store when this instance saw a failure of the pair since
    * its last read, when the pair is locked, or when its last read is over PAIR_RECHECK_MS old; otherwise
    * it costs a map lookup. So a lock this instance counted holds at once, and a lock counted by another
-   * instance (or lifted by an operator) holds within PAIR_RECHECK_MS.
+   * instance (or lifted by an operator) holds within PAIR_RECHECK_MS. `memo`: the note of this user's
+   * pair, kept by the caller (see PairNoteMemo).
    */
-  checkPair(user: string, address: string): void | Promise<void> {
-    const seenAt = this.clearPairs.get(pairNote(user, address));
+  checkPair(user: string, address: string, memo?: PairNoteMemo): void | Promise<void> {
+    let note: string;
+    if (memo === undefined) note = pairNote(user, address);
+    else {
+      if (memo.note === undefined || memo.noteAddress !== address) {
+        memo.note = pairNote(user, address);
+        memo.noteAddress = address;
+      }
+      note = memo.note;
+    }
+    const seenAt = this.clearPairs.get(note);
     if (seenAt !== undefined && this.now() - seenAt < PAIR_RECHECK_MS) return undefined;
     return this.readPair(user, address);
   }

@@ -1,12 +1,28 @@
 import { DomainError } from '../core/domain-error.js';
 import { AddressLanes } from './address-lanes.js';
-import type { Lockout } from './lockout.js';
+import type { Lockout, PairNoteMemo } from './lockout.js';
 
 export interface PasswordAttempt {
   user: string;
   password: string;
   /** The client's address as the gateway trusts it (see server.trustProxy). */
   address: string;
+  /**
+   * Where a caller that checks this very user:password again and again (Basic on a keep-alive
+   * connection) keeps what a check works out, so that the next one hashes nothing: see AttemptMemo.
+   */
+  memo?: AttemptMemo;
+}
+
+/**
+ * What checking one user:password works out and can reuse: its attempt key, made under the source's
+ * `keyEpoch` (made again when that changed), and the lockout's note of the pair for one address (see
+ * PairNoteMemo). Each is valid only for the user:password it was made for: the memo belongs to that one
+ * attempt, never to a user.
+ */
+export interface AttemptMemo extends PairNoteMemo {
+  key: string | undefined;
+  epoch: unknown;
 }
 
 /**
@@ -18,6 +34,11 @@ export interface PasswordSource {
   attemptKey(user: string, password: string): string;
   /** True when the attempt with this key was verified within the source's cache time. */
   isCachedKey(key: string): boolean;
+  /**
+   * Changes (by identity) whenever attemptKey could answer otherwise for some user:password (another
+   * users table): a key made under an epoch that is no longer current is made again.
+   */
+  readonly keyEpoch: unknown;
   /** Whether the password is right; may throw an HttpProblem (503) when it cannot be told now. */
   verify(user: string, password: string): Promise<boolean>;
 }
@@ -49,13 +70,25 @@ export class PasswordCheck {
    * it (token create) every lock and the address's throttle apply.
    */
   check(attempt: PasswordAttempt, options: { trustCache: boolean }): void | Promise<void> {
-    const key = this.verifier.attemptKey(attempt.user, attempt.password);
+    const key = this.keyOf(attempt);
     if (this.verifier.isCachedKey(key)) {
       // Basic with a fresh note of the pair: no promise at all.
-      if (options.trustCache) return this.lockout.checkPair(attempt.user, attempt.address);
+      if (options.trustCache) return this.lockout.checkPair(attempt.user, attempt.address, attempt.memo);
       return this.lockout.check(attempt.user, attempt.address).then(() => undefined);
     }
     return this.checkUncached(key, attempt);
+  }
+
+  /** The attempt's key: the one its memo holds while the source's key epoch is the same, else made now. */
+  private keyOf(attempt: PasswordAttempt): string {
+    const memo = attempt.memo;
+    if (memo === undefined) return this.verifier.attemptKey(attempt.user, attempt.password);
+    const epoch = this.verifier.keyEpoch;
+    if (memo.key === undefined || memo.epoch !== epoch) {
+      memo.key = this.verifier.attemptKey(attempt.user, attempt.password);
+      memo.epoch = epoch;
+    }
+    return memo.key;
   }
 
   private async checkUncached(key: string, attempt: PasswordAttempt): Promise<void> {

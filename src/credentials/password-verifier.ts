@@ -19,6 +19,8 @@ export class PasswordVerifier {
   /** user -> a fingerprint of its current hash: tokens carry it, so they die with a changed password. */
   private versions: Map<string, string>;
   private dummyHash: string;
+  /** Replaced with the user table: attempt keys made before are keys of another table (see keyEpoch). */
+  private epoch: object = {};
 
   constructor(users: Map<string, string>, cacheTtlMs: number, clock: Clock, maxPending = DEFAULT_MAX_PENDING) {
     this.memory = new VerifiedPasswords(clock, cacheTtlMs, maxPending);
@@ -34,7 +36,13 @@ export class PasswordVerifier {
     this.versions = versionsOf(users);
     if (costOfUsers(users) !== hashCost(this.dummyHash)) this.dummyHash = dummyHashFor(users);
     this.memory.clear();
+    this.epoch = {};
     return ended;
+  }
+
+  /** Changes with the user table: an attempt key covers the user's stored hash (see attemptKey). */
+  get keyEpoch(): unknown {
+    return this.epoch;
   }
 
   /** The users of the file and their hash lines, as read. */

@@ -39,6 +39,14 @@ export class UserSources implements PasswordSource {
     return this.file.isCachedKey(key) || (this.directory?.isCachedKey(key) ?? false);
   }
 
+  /**
+   * The file's: which source a name belongs to follows from the file's table alone, and the
+   * directory's keys never change.
+   */
+  get keyEpoch(): unknown {
+    return this.file.keyEpoch;
+  }
+
   verify(user: string, password: string): Promise<boolean> {
     return this.inDirectory(user) ? this.directory!.verify(user, password) : this.file.verify(user, password);
   }
