@@ -33,7 +33,7 @@ export const REDACTED = '[redacted]';
 /** How long an exit waits for the log to drain before it goes anyway. */
 const FLUSH_TIMEOUT_MS = 2000;
 /**
- * How long a line may wait for others to go out with it, and the most characters a batch holds (a line
+ * How long a line may wait for others to go out with it, and the most bytes (UTF-8) a batch holds (a line
  * that would take it past goes in the next): SonicBoom's largest write (its maxWrite), so writes are no
  * larger than before the batches. Workers share stdout, and a pipe keeps only small writes whole.
  */
@@ -146,20 +146,28 @@ function flush(logger: pino.Logger): Promise<void> {
  * some thousand lines a second those writes cost more than the lines themselves. The order of lines
  * is kept (every line of the process goes through here), and so are the last of them: `flush` and
  * the process's exit hand over what is pending first.
+ *
+ * A batch's size is counted in UTF-8 bytes without measuring every line: a UTF-16 code unit is one to
+ * three bytes, so lines are appended unmeasured (`unmeasured`, after `measured`) while three bytes a unit
+ * would still fit, and measured (once each, with whatever was unmeasured before them) only near the cap.
  */
 function batched(sonic: ReturnType<typeof pino.destination>): DestinationStream & { flush(cb: (err?: Error) => void): void } {
-  let pending = '';
+  // What waits is `measured + unmeasured`, in that order; `measuredBytes` is the UTF-8 length of `measured`.
+  let measured = '';
+  let measuredBytes = 0;
+  let unmeasured = '';
   let timer: NodeJS.Timeout | undefined;
   const handOver = () => {
     if (timer) clearTimeout(timer);
     timer = undefined;
-    if (pending === '') return;
-    const batch = pending;
-    pending = '';
+    const batch = measured + unmeasured;
+    if (batch === '') return;
+    measured = unmeasured = '';
+    measuredBytes = 0;
     sonic.write(batch);
   };
   process.once('exit', () => {
-    if (pending === '') return;
+    if (measured === '' && unmeasured === '') return;
     try {
       handOver();
       sonic.flushSync();
@@ -169,8 +177,19 @@ function batched(sonic: ReturnType<typeof pino.destination>): DestinationStream 
   });
   return {
     write(line: string) {
-      if (pending.length + line.length > BATCH_BYTES) handOver();
-      pending += line;
+      if (measuredBytes + 3 * (unmeasured.length + line.length) <= BATCH_BYTES) {
+        unmeasured += line;
+      } else {
+        if (unmeasured !== '') {
+          measuredBytes += Buffer.byteLength(unmeasured);
+          measured += unmeasured;
+          unmeasured = '';
+        }
+        const bytes = Buffer.byteLength(line);
+        if (measuredBytes + bytes > BATCH_BYTES) handOver();
+        measured += line;
+        measuredBytes += bytes;
+      }
       timer ??= setTimeout(handOver, BATCH_MS).unref();
     },
     flush(cb) {

@@ -119,9 +119,10 @@ describe('logger (pino)', () => {
     }
   });
 
-  it('writes stdout in batches of at most 16 KiB, whole lines each, in order', () => {
+  /** Runs `body` (with `log`, a stdout logger) in a process; every write SonicBoom makes to stdout, by size in bytes. */
+  function stdoutWrites(body: string) {
     const logModule = pathToFileURL(join(import.meta.dirname, '../../dist/src/log.js')).href;
-    // Every write SonicBoom makes to stdout, recorded by size (stderr is the report).
+    // stderr is the report.
     const script = `
       import fs from 'node:fs';
       const sizes = [];
@@ -134,20 +135,41 @@ describe('logger (pino)', () => {
       }
       const { createLogger } = await import(${JSON.stringify(logModule)});
       const log = createLogger('info');
-      const pad = 'x'.repeat(250);
-      for (let i = 0; i < 2000; i++) log.plain('info', 'request', { i, pad });
+      ${body}
       setTimeout(() => {}, 200);
       process.on('exit', () => process.stderr.write(JSON.stringify(sizes)));`;
     const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, timeout: 15_000 });
     expect(r.status).toBe(0);
     const sizes = JSON.parse(r.stderr) as number[];
     const lines = r.stdout.split('\n').slice(0, -1);
-    expect(lines.map((l) => (JSON.parse(l) as { i: number }).i)).toEqual(Array.from({ length: 2000 }, (_, i) => i));
     // Every byte went through a recorded write (a partial write of a full pipe would be recorded twice).
     expect(sizes.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(Buffer.byteLength(r.stdout));
+    return { sizes, lines: lines.map((l) => JSON.parse(l) as Record<string, unknown>) };
+  }
+
+  it('writes stdout in batches of at most 16 KiB, whole lines each, in order', () => {
+    const { sizes, lines } = stdoutWrites(`
+      const pad = 'x'.repeat(250);
+      for (let i = 0; i < 2000; i++) log.plain('info', 'request', { i, pad });`);
+    expect(lines.map((l) => l.i)).toEqual(Array.from({ length: 2000 }, (_, i) => i));
     expect(Math.max(...sizes)).toBeLessThanOrEqual(16 * 1024);
     // Batches, not a write per line: about 600 KB in some forty writes.
     expect(sizes.length).toBeLessThan(100);
+  });
+
+  it('counts a batch\'s 16 KiB in UTF-8 bytes, not characters (user names in Cyrillic, CJK, emoji)', () => {
+    // 2, 3 and 4 bytes a character; ASCII lines among them.
+    const { sizes, lines } = stdoutWrites(`
+      const users = ['\u0436\u0435\u043d\u044f'.repeat(30), '\u540d\u524d'.repeat(60), '\ud83d\ude00'.repeat(40), 'alice'];
+      for (let i = 0; i < 2000; i++) {
+        if (i % 2) log.info('request', { i, user: users[i % 4] });
+        else log.plain('info', 'request', { i, user: users[i % 4] });
+      }`);
+    expect(lines.map((l) => l.i)).toEqual(Array.from({ length: 2000 }, (_, i) => i));
+    expect(lines[1]).toMatchObject({ user: '\u540d\u524d'.repeat(60) });
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(16 * 1024);
+    // Still batches, and nearly full ones: about 500 KB in some thirty-five writes.
+    expect(sizes.length).toBeLessThan(60);
   });
 
   it('writes a line within moments when nothing else is logged (a batch waits for no more lines)', () => {
