@@ -177,7 +177,11 @@ export class Forwarder {
     proxyReq.on('error', (err) => this.onAttemptError(err, req, exchange, proxyReq));
     // The client's request failing (its connection reset mid-body) ends the attempt the same way; once.
     if (!exchange.retried) req.on('error', (err) => this.onAttemptError(err, req, exchange, exchange.proxyReq));
-    req.pipe(proxyReq);
+    // An HTTP/1 request without a body has nothing to stream: its head goes out as soon as the request
+    // has its socket, without a pipe's listeners on both streams (Node's server drains the request
+    // itself once the response is done). A body, or an HTTP/2 stream, is piped.
+    if (req.httpVersionMajor === 1 && !hasBody(req)) proxyReq.end();
+    else req.pipe(proxyReq);
   }
 
   /** An attempt failed: the client is gone (nothing to answer), or it is the upstream's failure (onError). */

@@ -162,4 +162,33 @@ describe('Forwarder', () => {
     await Promise.all(f.settled);
     expect(f.outcomes[0]!.cut).toBe('client_closed');
   });
+
+  it('sends a request without a body as soon as it has a connection, without piping the client\'s request; a body is streamed', async () => {
+    const { url: upUrl } = await listen((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => res.end(`${req.method} ${body}`));
+    });
+    const forwarder = new Forwarder({ up: upstreamConfig(upUrl) }, silentLogger);
+    open.push({ close: () => forwarder.close() });
+    const piped: boolean[] = [];
+    const { url } = await listen((req, res) => {
+      const pipe = vi.spyOn(req, 'pipe');
+      void forwarder.forward(req, res, { upstream: 'up', timeouts: upstreamConfig(upUrl).timeouts, strippedPrefix: undefined }, { requestId: 'r', problem: undefined, cut: undefined })
+        .then(() => piped.push(pipe.mock.calls.length > 0));
+    });
+    const port = new URL(url).port;
+    const send = (method: string, body?: string) => new Promise<string>((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port, method, path: '/x', headers: body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) } }, (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () => resolve(text));
+      });
+      req.on('error', reject).end(body);
+    });
+    expect(await send('GET')).toBe('GET ');
+    expect(await send('DELETE')).toBe('DELETE ');
+    expect(await send('POST', 'a body')).toBe('POST a body');
+    await vi.waitFor(() => expect(piped).toEqual([false, false, true]));
+  });
 });
