@@ -38,6 +38,18 @@ export function normalizePath(raw: string): string {
   return '/' + out.join('/');
 }
 
+/**
+ * A normalized path as the servlet containers (Tomcat, Jetty, Spring's own matching) map it: each
+ * segment's path parameters (`;` and what follows it in the segment, RFC 3986 section 3.3) dropped, and
+ * the empty segments that leaves merged. `/api/admin;jsessionid=1/report` is their `/api/admin/report`,
+ * while most other servers (Express, Go, nginx) read `admin;jsessionid=1` as the segment's name. Only a
+ * literal `;` counts: `%3B` is data to every one of them. (normalizePath already refused `..;` and `.;`.)
+ */
+export function withoutPathParameters(path: string): string {
+  const stripped = path.replace(/;[^/]*/g, '').replace(/\/{2,}/g, '/');
+  return stripped === '' ? '/' : stripped;
+}
+
 function decodeUnreserved(raw: string): string {
   let out = '';
   for (let i = 0; i < raw.length; i++) {

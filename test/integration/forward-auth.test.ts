@@ -89,6 +89,8 @@ describe('forward-auth', () => {
     ['an escaped unreserved letter', '/api/%61dmin/report'],
     ['an escape in lower case', '/api/items/j%c3%a4ger'],
     ['a # in the query', '/api/items?x=1#/../../admin'],
+    ['a path parameter a servlet container drops (its reading is the admin route)', '/api/admin;jsessionid=1/report'],
+    ['an empty segment with a path parameter', '/api/;x/admin/report'],
   ])('a described URI not in normal form is refused, not resolved: %s (400 invalid_path)', async (_name, uri) => {
     for (const style of ['forwarded', 'original'] as const) {
       const res = await ask('GET', uri, { authorization: carol }, style);

@@ -62,6 +62,26 @@ describe('routes match without regard to case', () => {
   });
 });
 
+describe('path parameters (;), which servlet containers drop and other servers keep', () => {
+  it.each([
+    '/api/admin;jsessionid=1/report',
+    '/api/Admin;x',
+    '/api/;x/admin/report',
+    '/api/items;v=2?size=100000',
+  ])('%s: the two readings have different routes: 400 invalid_path, the upstream sees nothing', async (path) => {
+    expect(await get(path)).toEqual({ status: 400, code: 'invalid_path', url: undefined });
+    expect(await get(path, alice)).toEqual({ status: 400, code: 'invalid_path', url: undefined });
+  });
+
+  it('a parameter that leaves the route the same is judged by that route and forwarded as written', async () => {
+    expect(await get('/api/admin/report;v=2')).toEqual({ status: 403, code: 'forbidden', url: undefined });
+    expect(await get('/api/admin/report;v=2', alice)).toEqual({ status: 200, url: '/api/admin/report;v=2' });
+    expect(await get('/api/other;v=2/x')).toEqual({ status: 200, url: '/api/other;v=2/x' });
+    // An escaped semicolon is data to every server.
+    expect(await get('/api/admin%3Bx/report')).toEqual({ status: 200, url: '/api/admin%3Bx/report' });
+  });
+});
+
 describe('other spellings of the paging names are refused (400), never forwarded beside the canonical ones', () => {
   it.each([
     ['size=10&size[]=100000', 'invalid_page_size'],

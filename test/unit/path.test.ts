@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { normalizePath, requireNormalPath } from '../../src/core/path.js';
+import { normalizePath, requireNormalPath, withoutPathParameters } from '../../src/core/path.js';
 import { HttpProblem } from '../../src/core/problem.js';
 import { isTokenPath } from '../../src/http/request-form.js';
 
@@ -122,5 +122,19 @@ describe('requireNormalPath (a forward-auth description: judged only when alread
     ['a climb above the root', '/../api'],
   ])('refuses %s: %j → 400 invalid_path', (_description, path) => {
     expect(() => requireNormalPath(path)).toThrow(expect.objectContaining({ status: 400, code: 'invalid_path' }));
+  });
+});
+
+describe('withoutPathParameters (the servlet containers\' reading of a path)', () => {
+  it.each([
+    ['/api/admin;jsessionid=1/report', '/api/admin/report'],
+    ['/api/admin;x', '/api/admin'],
+    ['/api/;x/admin', '/api/admin'],
+    ['/a;b;c/d;e', '/a/d'],
+    ['/;x', '/'],
+    ['/api/admin%3Bx', '/api/admin%3Bx'],
+    ['/plain/path', '/plain/path'],
+  ])('%s → %s', (path, expected) => {
+    expect(withoutPathParameters(path)).toBe(expected);
   });
 });
