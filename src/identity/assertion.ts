@@ -1,4 +1,5 @@
 import { sign, type KeyObject } from 'node:crypto';
+import { lowSEs256 } from './ecdsa.js';
 import type { Clock } from '../clock.js';
 import type { AssertionAlg, AssertionKeys } from './keys.js';
 
@@ -68,7 +69,8 @@ function signature(alg: AssertionAlg, input: string, key: KeyObject): Buffer {
   const data = Buffer.from(input);
   if (alg === 'EdDSA') return sign(null, data, key);
   // JWS wants r || s, not DER (RFC 7518 section 3.4).
-  if (alg === 'ES256') return sign('sha256', data, { key, dsaEncoding: 'ieee-p1363' });
+  // The low-S spelling, the one the gateway itself accepts (and strict verifiers demand): OpenSSL gives either.
+  if (alg === 'ES256') return lowSEs256(sign('sha256', data, { key, dsaEncoding: 'ieee-p1363' }));
   return sign('sha256', data, key);
 }
 

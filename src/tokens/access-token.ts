@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import type { Clock } from '../clock.js';
 import { DomainError } from '../core/domain-error.js';
-import { isLowSEs256, lowSEs256, type KeySet } from './keys.js';
+import { isLowSEs256, lowSEs256 } from '../identity/ecdsa.js';
+import type { KeySet } from './keys.js';
 
 export interface AccessClaims {
   sub: string;

@@ -7,6 +7,7 @@ import { AssertionSigner } from '../../../src/identity/assertion.js';
 import { jwksDocument } from '../../../src/identity/jwks.js';
 import { parseAssertionKeys, thumbprint } from '../../../src/identity/keys.js';
 import { newKeyPem } from '../../support/assertion-keys.js';
+import { isLowSEs256 } from '../../../src/identity/ecdsa.js';
 
 const alice = { user: 'alice', via: 'basic', groups: ['admins', 'ops'], audience: 'reports' };
 
@@ -59,6 +60,15 @@ describe('identity assertions', () => {
     expect(protectedHeader).toEqual({ alg, typ: 'JWT', kid: keys.signing.kid });
     const iat = clock.now() / 1000;
     expect(payload).toEqual({ iss: 'auth-gateway', sub: 'alice', aud: 'reports', groups: ['admins', 'ops'], via: 'basic', iat, exp: iat + 60 });
+  });
+
+  it('ES256 assertions carry the low-S signature (the one spelling the gateway and strict verifiers accept)', () => {
+    const signer = new AssertionSigner(parseAssertionKeys(newKeyPem('ES256'), 'ES256', 'k'), { issuer: 'i', ttlSeconds: 60 }, new ManualClock());
+    // OpenSSL picks either half at random: 64 signatures without normalizing hold a high S almost surely (1 - 2^-64).
+    for (let i = 0; i < 64; i++) {
+      const jwt = signer.assertion({ ...alice, user: `user-${i}` });
+      expect(isLowSEs256(Buffer.from(jwt.split('.')[2]!, 'base64url'))).toBe(true);
+    }
   });
 
   it('is reused for the same user, via, groups and audience until shortly before expiry, then replaced', () => {
