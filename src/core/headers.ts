@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { Principal } from './principal.js';
+import { REMOVED_HEADERS, removedNames } from './header-table.js';
 
 /**
  * Hop-by-hop headers (RFC 9110 section 7.6.1): never forwarded, either way. Transfer-Encoding and
@@ -8,48 +9,18 @@ import type { Principal } from './principal.js';
  * so the upstream reads exactly the bytes that are sent (see Forwarder).
  */
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'upgrade', 'proxy-authorization', 'proxy-authenticate'];
-/** Request-target and method override headers: removed before forwarding unless a route allows one. */
-export const OVERRIDE_HEADERS = [
-  'x-original-url', 'x-rewrite-url', 'x-original-uri', 'x-forwarded-uri', 'x-forwarded-path', 'x-envoy-original-path',
-  'x-http-method-override', 'x-http-method', 'x-method-override', 'x-original-method',
-  'x-forwarded-prefix', 'x-forwarded-server', 'x-forwarded-scheme', 'x-forwarded-ssl', 'x-original-host', 'x-host',
-  'x-client-ip', 'true-client-ip', 'x-cluster-client-ip', 'client-ip', 'x-remote-ip', 'x-remote-addr', 'x-originating-ip',
-  'cf-connecting-ip', 'fastly-client-ip', 'x-original-forwarded-for', 'front-end-https',
-];
+/** Request-target and method override headers: removed before forwarding unless a route allows one (REMOVED_HEADERS). */
+export const OVERRIDE_HEADERS = removedNames('override');
 /**
  * Identity headers: the gateway's own, and the names other proxies and frameworks read a user or groups
- * from (Apache/CGI REMOTE_USER, oauth2-proxy, Authelia, Pomerium, Grafana, Kong, Tailscale, …). Only the
- * gateway may set one; a client's copies are removed first (with `_` for `-` too, see
- * upstreamHeaderObject). IDENTITY_PREFIXES name whole families.
+ * from. Only the gateway may set one; a client's copies are removed first (with `_` for `-` too, see
+ * upstreamHeaderObject). IDENTITY_PREFIXES name whole families. Both come from REMOVED_HEADERS, the one
+ * table the front-proxy recipes clear too.
  */
-export const IDENTITY_HEADERS = [
-  'x-authenticated-user', 'x-authenticated-via', 'x-authenticated-groups', 'x-identity-assertion', 'x-authenticated-email', 'x-authenticated-userid',
-  'remote-user', 'remote-groups', 'remote-email', 'remote-name',
-  'x-remote-user', 'x-remote-group', 'x-remote-groups', 'x-remote-email',
-  'x-forwarded-user', 'x-forwarded-groups', 'x-forwarded-email', 'x-forwarded-preferred-username', 'x-forwarded-access-token',
-  'x-auth-user', 'x-auth-groups', 'x-auth-email', 'x-auth-request-user', 'x-auth-request-groups', 'x-auth-request-email',
-  'x-auth-request-preferred-username', 'x-auth-request-access-token',
-  'x-user', 'x-user-id', 'x-userid', 'x-username', 'x-email', 'x-groups', 'x-webauth-user', 'x-webauth-groups',
-  'x-pomerium-claim-email', 'x-pomerium-claim-groups', 'x-pomerium-claim-user',
-  // Kong (key-auth, jwt, oauth2, oidc plugins), Google IAP, Teleport.
-  'x-credential-identifier', 'x-anonymous-consumer', 'x-authenticated-scope', 'x-userinfo', 'x-goog-iap-jwt-assertion', 'teleport-jwt-assertion',
-];
-/**
- * Families of identity headers, by prefix: AWS ALB (`X-Amzn-Oidc-Identity`, `-Data`, `-Accesstoken`),
- * Google IAP (`X-Goog-Authenticated-User-Email`, `-Id`), Kong (`X-Consumer-Username`, `-Id`,
- * `-Custom-Id`, `-Groups`), oauth2-proxy (`X-Auth-Request-*`), Pomerium (`X-Pomerium-Jwt-Assertion`,
- * `X-Pomerium-Claim-*`), Azure App Service (`X-Ms-Client-Principal`, `-Name`, `-Id`, `-Idp`,
- * `X-Ms-Token-*`), Cloudflare Access (`Cf-Access-Authenticated-User-Email`, `Cf-Access-Jwt-Assertion`),
- * authentik (`X-Authentik-*`), Vouch (`X-Vouch-*`), Tailscale (`Tailscale-User-*`).
- */
-export const IDENTITY_PREFIXES = [
-  'x-amzn-oidc-', 'x-goog-authenticated-user-', 'x-consumer-', 'x-auth-request-', 'x-pomerium-', 'x-ms-client-principal',
-  'x-ms-token-', 'cf-access-', 'x-authentik-', 'x-vouch-', 'tailscale-user-',
-];
-const IDENTITY = IDENTITY_HEADERS;
-const FORWARDING = ['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-forwarded-port', 'forwarded', 'x-real-ip'];
+export const IDENTITY_HEADERS = REMOVED_HEADERS.filter((h) => (h.kind === 'identity' || h.kind === 'gateway-identity') && !h.family).map((h) => h.name);
+export const IDENTITY_PREFIXES = REMOVED_HEADERS.filter((h) => h.family).map((h) => h.name);
 /** Headers a client may never send on: identity, forwarding, and (unless a route allows one) overrides. */
-const REMOVED = new Set([...IDENTITY, ...FORWARDING, ...OVERRIDE_HEADERS]);
+const REMOVED = new Set([...IDENTITY_HEADERS, ...removedNames('forwarding'), ...OVERRIDE_HEADERS]);
 /** `host[:port]`: a DNS name or IPv4 address, or an IPv6 literal in brackets. Nothing a list or URL could be built from. */
 const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9._-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?$/;
 
