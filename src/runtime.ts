@@ -12,6 +12,7 @@ import type { StoreUsers } from './stores/store-users.js';
 import { allowGroupsFor } from './authz/store-groups.js';
 import { allowRules } from './pipeline/steps/allow.js';
 import { answerForwardAuth, forwardAuthEntry } from './pipeline/steps/forward-auth.js';
+import { relayRefusals, replayRefusal } from './pipeline/refusal-relay.js';
 import { GroupsFile, noGroups, type Groups } from './authz/groups.js';
 import type { Clock } from './clock.js';
 import type { Config } from './config/types.js';
@@ -53,6 +54,7 @@ import { IssuerKeys, type KeyFetchListener } from './identity/issuers.js';
 import { cookieSessionAuthenticator } from './auth/cookie-session.js';
 import { LoginFlow } from './auth/login.js';
 import { derivedKey } from './tokens/keys.js';
+import { Sealer } from './auth/seal.js';
 import { signInEndpoints, withSignIn } from './pipeline/sign-in.js';
 
 /** What lives as long as the process, whatever the configuration says. */
@@ -165,12 +167,14 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   const trustForwarded = config.server.trustProxy > 0;
   const issuers = issuerKeysFor(config, shared, previous);
   const login = loginFor(config, issuers, shared, keys.signing.key, previous);
+  // Refusals of forward-auth questions relayed through the proxy in front (nginx): one key on every instance.
+  const refusals = new Sealer(derivedKey(config.tokens.refreshSecret, keys.signing.key, 'forward-auth refusals v1'));
   const findOwn = ownEndpoints(config, routes, {
     ping: shared.ping,
     refused: shared.refused,
     tokenEndpoints: onTokenPaths(tokenRoutes(tokens, config.server.bodyTimeoutMs, (token) => subjectOf(codec, token)).routes(), notATokenEndpoint),
     jwks: assertionKeys ? serveJwks(assertionKeys) : undefined,
-    forwardAuth: config.forwardAuth ? { path: config.forwardAuth.path, enter: forwardAuthEntry(config.forwardAuth) } : undefined,
+    forwardAuth: config.forwardAuth ? { path: config.forwardAuth.path, enter: forwardAuthEntry(config.forwardAuth, replayRefusal(refusals, clock)) } : undefined,
     more: login ? signInEndpoints(login, trustForwarded, config.server.bodyTimeoutMs) : undefined,
   });
   const signed = assertionKeys ? assertionsFor(config, assertionKeys, clock, previous) : undefined;
@@ -201,11 +205,11 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   ], {
     forward: forward(forwarder),
     tunnel: tunnel(forwarder, shared.tunnels, (upstream) => config.upstreams[upstream]!.maxTunnels),
-    answer: answerForwardAuth(signed),
+    answer: answerForwardAuth(signed, login ? (name) => login.isOwnCookie(name) : undefined),
   });
   const certificates = shared.clientCertificates;
   const runPipeline = login ? withSignIn(steps, login, routes, trustForwarded, shared.serveOwn) : steps;
-  const handle = (ex: GatewayExchange) => {
+  const handleOne = (ex: GatewayExchange) => {
     requestForm(ex);
     const own = findOwn(ex);
     // A client certificate presented but not verified: 401 on every request; a verified one is recorded.
@@ -213,6 +217,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     if (certificates && ex.forwardAuth === undefined) certificates.screen(ex);
     return own ? shared.serveOwn(ex, own) : runPipeline(ex);
   };
+  const handle = config.forwardAuth ? relayRefusals(handleOne, refusals, clock, log) : handleOne;
   return { config, routes, forwarder, credentials, groups, allowGroups, users, lockout, passwords, tokens, issuers, login, authenticators, handle, assertions: signed };
 }
 

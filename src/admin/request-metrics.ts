@@ -33,7 +33,7 @@ export function requestCounter(metrics: Metrics, routeOf: (path: string) => stri
     const seconds = (performance.now() - ex.started) / 1000;
     if (!metrics.requestDuration.observe(durationKey, seconds)) metrics.requestDuration.add(durationKey, { route, method }, seconds);
     if (status >= 400 || route === 'tokens') countOutcome(metrics, ex, path, route, status);
-    if (ex.forwardAuth) metrics.forwardAuthAnswers.inc({ status: String(status) });
+    if (ex.forwardAuth) metrics.forwardAuthAnswers.inc({ status: String(ex.forwardAuth.relayed ?? status) });
   };
 }
 

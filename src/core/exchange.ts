@@ -28,6 +28,23 @@ const WELL_FORMED_ID = /^[A-Za-z0-9._:-]{1,128}$/;
  * `newExchange` (one class, every field set in the constructor: one shape for the engine). The pipeline's
  * steps read and write it; the gateway's own endpoints (Koa) see it as `ctx.state`.
  */
+/** What a forward-auth call is about (see Exchange.forwardAuth). */
+export interface ForwardAuthState {
+  /** The forward-auth path the call was sent to. */
+  path: string;
+  host: string | undefined;
+  proto: 'http' | 'https' | undefined;
+  /** The described path as written (the access line shows it). */
+  described: string | undefined;
+  /**
+   * The proxy asks for refusals it can relay (`X-Gateway-Relay: refusals`, nginx's recipe): any refusal is
+   * answered 403 with the sealed answer in `X-Gateway-Refusal` (see src/pipeline/refusal-relay.ts).
+   */
+  relay: boolean;
+  /** The status of the refusal that was relayed sealed (the access line and the answers metric name it). */
+  relayed: number | undefined;
+}
+
 export class Exchange<R extends RouteRef = RouteRef> {
   /** performance.now() when the request arrived. */
   readonly started: number;
@@ -65,7 +82,7 @@ export class Exchange<R extends RouteRef = RouteRef> {
    * A forward-auth call: the path it was sent to, the host and scheme it describes, and the described
    * path as written (set once method and URI are well-formed; the access line shows it).
    */
-  forwardAuth: { path: string; host: string | undefined; proto: 'http' | 'https' | undefined; described: string | undefined } | undefined = undefined;
+  forwardAuth: ForwardAuthState | undefined = undefined;
   /** The parsed JSON body of a /v1/tokens request. */
   body: Record<string, unknown> | undefined = undefined;
   /** `100 Continue` was sent. */

@@ -22,6 +22,8 @@ export function accessLine(log: Logger): (ex: Exchange) => void {
         // A forward-auth call: the path it described as written (the judged one is the same, or refused).
         path: ex.forwardAuth?.described?.slice(0, 2048) ?? loggablePath(ex),
         status: res.statusCode,
+        // A forward-auth refusal relayed sealed (a 403 to the proxy): the status the client is given.
+        relayed: ex.forwardAuth?.relayed,
         code: ex.problem,
         cut: ex.cut,
         // The authenticated user; else the user name a refused Basic request or a token call named.

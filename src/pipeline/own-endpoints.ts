@@ -24,8 +24,11 @@ export interface OwnEndpointDeps {
   tokenEndpoints: OwnHandler;
   /** GET /.well-known/jwks.json (identity assertions configured). */
   jwks?: OwnHandler;
-  /** The forward-auth path: not answered here, but turned into the request it describes, ending in `answer`. */
-  forwardAuth?: { path: string; enter: (ex: GatewayExchange) => void };
+  /**
+   * The forward-auth path: turned into the request it describes, ending in `answer` (enter returns
+   * undefined), or answered by the handler enter returns (a relayed refusal's replay).
+   */
+  forwardAuth?: { path: string; enter: (ex: GatewayExchange) => OwnHandler | undefined };
   /** More exact paths (the sign-in endpoints of `login`). */
   more?: ReadonlyArray<[string, ExactEndpoint]>;
 }
@@ -51,9 +54,8 @@ export function ownEndpoints(config: Config, routes: RouteTable, deps: OwnEndpoi
   return function findOwnEndpoint(ex) {
     const path = ex.path;
     if (forwardAuth && path === forwardAuth.path) {
-      // A miss that runs the pipeline about another request (see asForwardAuthCall).
-      forwardAuth.enter(ex);
-      return undefined;
+      // A miss that runs the pipeline about another request (see asForwardAuthCall), or a replay.
+      return forwardAuth.enter(ex);
     }
     const own = exact.get(path);
     if (own && (!own.methods || own.methods.has(ex.method))) return own.handler;
