@@ -17,6 +17,7 @@ export const LAYERS = [
   { name: 'identity sources and policies', parts: ['identity', 'credentials', 'paging', 'authz', 'tokens', 'auth', 'routes'] },
   { name: 'forwarding and HTTP features', parts: ['proxy', 'http', 'admin'] },
   { name: 'pipeline', parts: ['pipeline'] },
+  { name: 'front-proxy recipes', parts: ['recipes'] },
   { name: 'composition and CLI', parts: ['runtime.ts', 'server.ts', 'workers.ts', 'inspect.ts', 'cli', 'run.ts', 'main.ts'] },
 ];
 

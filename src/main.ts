@@ -18,6 +18,7 @@ import { hash } from './credentials/bcrypt.js';
 import { acceptablePassword } from './credentials/password-verifier.js';
 import { createLogger, exitAfterFlush, type Logger } from './log.js';
 import { serve } from './run.js';
+import { RECIPE_KINDS, recipe, RecipeError, type RecipeKind } from './recipes/recipes.js';
 
 /** The running gateway's logger: a fatal error is logged in the same ordered stream. */
 let serveLog: Logger | undefined;
@@ -45,6 +46,8 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'config check':
       return checkConfig(file, options.connect === true);
+    case 'recipe':
+      return printRecipe(args[0]!, file, options);
     case 'users hash':
       return hashUser(command, args[0]!, typeof options.cost === 'string' ? options.cost : String(MIN_RECOMMENDED_COST));
     case 'sessions list':
@@ -98,6 +101,23 @@ async function checkConfig(file: string, connect: boolean): Promise<number> {
   if (unreachable.length > 0) throw new ConnectionCheckError(unreachable);
   const warned = warnings.length === 0 ? '' : `; ${warnings.length} warning${warnings.length === 1 ? '' : 's'} above`;
   return print(`${config.file}: ok (${config.routes.length} routes, ${Object.keys(config.upstreams).length} upstreams, ${users ?? 0} users, store ${config.store.kind}${warned})`);
+}
+
+function printRecipe(kind: string, file: string, options: Record<string, string | boolean | undefined>): number {
+  if (!(RECIPE_KINDS as readonly string[]).includes(kind)) throw new UsageError(`recipe: no recipe for "${kind}"; one of ${RECIPE_KINDS.join(', ')}`, 'recipe');
+  const config = loadSections(file, ['server', 'upstreams', 'routes', 'forwardAuth', 'login', 'identity', 'apiKeys', 'users']);
+  try {
+    const made = recipe(kind as RecipeKind, config, {
+      listen: typeof options.listen === 'string' ? options.listen : undefined,
+      gateway: typeof options.gateway === 'string' ? options.gateway : undefined,
+    }, file);
+    for (const w of made.warnings) process.stderr.write(`auth-gateway: warning: ${w}\n`);
+    process.stdout.write(made.text);
+    return 0;
+  } catch (err) {
+    if (err instanceof RecipeError) throw new UsageError(`recipe: ${err.message}`, 'recipe');
+    throw err;
+  }
 }
 
 async function hashUser(command: CommandSpec, name: string, costText: string): Promise<number> {

@@ -30,6 +30,8 @@ export const OPTIONS = {
   rate: { type: 'string', help: '--rate 100/60s      its own rate limit, beside the route\'s' },
   set: { type: 'string', help: '--set A,B           the groups the user is in from now on' },
   overlap: { type: 'string', help: '--overlap 24h       the old key works this much longer (default 0: revoked at once)' },
+  listen: { type: 'string', help: '--listen ADDR:PORT  where the front proxy listens (default :80)' },
+  gateway: { type: 'string', help: '--gateway URL       where the front proxy reaches the gateway (default from server.host and server.port)' },
 } as const;
 
 export type OptionName = keyof typeof OPTIONS;
@@ -42,6 +44,10 @@ export const COMMANDS: readonly CommandSpec[] = [
   {
     name: 'config check', synopsis: '[--config FILE] [--connect]', summary: 'validate a configuration (and the files it names) and exit', options: ['config', 'connect'], positionals: 0,
     details: 'Lists every problem at once (exit 2) and warnings about what serves but is most likely not meant (a lower-case method, a user or group in neither file, a guarded route under an unguarded one), which do not change the exit code. With --connect it also checks that the store is ready as the gateway would use it, that the directory of users.ldap accepts the service bind (or, without bindDn, an anonymous read of its root DSE) and that each upstream target answers HTTP (any status passes: the target is reachable).',
+  },
+  {
+    name: 'recipe', synopsis: 'nginx|caddy|traefik|ingress-nginx [--config FILE] [--listen ADDR:PORT] [--gateway URL]', summary: 'print a front proxy\'s configuration that fronts the site with forward-auth to this gateway', options: ['config', 'listen', 'gateway'], positionals: 1,
+    details: 'Made from the configuration (forwardAuth, routes and their upstreams, login, identity.assertion, apiKeys): every request is asked of the gateway, refusals reach the client as the gateway writes them, and the headers the gateway removes are cleared by the proxy too. Warnings (settings the proxy cannot honour as the gateway does) go to stderr. Regenerate after every upgrade and configuration change. nginx: a conf.d/ file; caddy: a site block; traefik: dynamic configuration (file provider); ingress-nginx: Kubernetes objects. See docs/front-proxy.md.',
   },
   {
     name: 'users hash', synopsis: 'NAME [--cost N]', summary: 'print an htpasswd line for a user', options: ['cost'], positionals: 1,
