@@ -22,7 +22,8 @@ export function requestCounter(metrics: Metrics, routeOf: (path: string) => stri
     const path = ex.path;
     const route = routeLabel(ex, path, routeOf);
     const method = METHODS.has(ex.method) ? ex.method : 'other';
-    const status = ex.res.statusCode;
+    // A forward-auth refusal relayed sealed through the proxy (a 403 to it): the status its client gets.
+    const status = ex.forwardAuth?.relayed ?? ex.res.statusCode;
     const statusClass = STATUS_CLASSES[Math.floor(status / 100)] ?? 'other';
     const auth = ex.principal?.via ?? 'none';
     const protocol = protocolOf(ex);
@@ -33,7 +34,7 @@ export function requestCounter(metrics: Metrics, routeOf: (path: string) => stri
     const seconds = (performance.now() - ex.started) / 1000;
     if (!metrics.requestDuration.observe(durationKey, seconds)) metrics.requestDuration.add(durationKey, { route, method }, seconds);
     if (status >= 400 || route === 'tokens') countOutcome(metrics, ex, path, route, status);
-    if (ex.forwardAuth) metrics.forwardAuthAnswers.inc({ status: String(ex.forwardAuth.relayed ?? status) });
+    if (ex.forwardAuth) metrics.forwardAuthAnswers.inc({ status: String(status) });
   };
 }
 

@@ -21,9 +21,9 @@ export function accessLine(log: Logger): (ex: Exchange) => void {
         method: ex.method,
         // A forward-auth call: the path it described as written (the judged one is the same, or refused).
         path: ex.forwardAuth?.described?.slice(0, 2048) ?? loggablePath(ex),
-        status: res.statusCode,
         // A forward-auth refusal relayed sealed (a 403 to the proxy): the status the client is given.
-        relayed: ex.forwardAuth?.relayed,
+        status: ex.forwardAuth?.relayed ?? res.statusCode,
+        relayed: ex.forwardAuth?.relayed !== undefined ? true : undefined,
         code: ex.problem,
         cut: ex.cut,
         // The authenticated user; else the user name a refused Basic request or a token call named.

@@ -4,18 +4,17 @@ import { Sealer } from '../../src/auth/seal.js';
 import { derivedKey, loadKeys } from '../../src/tokens/keys.js';
 import { echoUpstream, htpasswd, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
 import { signingKey, TestCa, TestProvider } from '../support/oidc-provider.js';
+import { recipe } from '../../src/recipes/recipes.js';
 import { startCaddy, type Caddy } from './support/caddy.js';
-import { docBlock, fill } from './support/doc-snippets.js';
 import { startNginx, type Nginx } from './support/nginx.js';
 
 /**
- * Forward-auth with sign-in behind real proxies from Debian, configured with the blocks docs/openid.md
- * prints ("Behind nginx or Caddy"): a browser navigation without a session is redirected to the
+ * Forward-auth with sign-in behind real proxies from Debian, configured with what `auth-gateway recipe`
+ * generates from the gateway's configuration: a browser navigation without a session is redirected to the
  * gateway's sign-in start (which sends it on to a real OpenID provider), an API call keeps its 401, a
  * session cookie passes with its user.
  */
 
-const hostPort = (url: string) => url.replace(/^https?:\/\//, '');
 let ca: TestCa;
 let provider: TestProvider;
 let users: Users;
@@ -37,7 +36,7 @@ beforeAll(async () => {
     server: { host: '127.0.0.1', port: 0, shutdownGraceMs: 500, trustProxy: 1 },
     identity: { issuers: [{ name: 'corp', issuer: provider.issuer, audiences: ['api'], caFile: ca.caFile }] },
     login: { issuer: 'corp', clientId: 'gateway', clientSecret: 's' },
-    forwardAuth: { path: '/auth/verify' },
+    forwardAuth: { path: '/auth/verify', trustedProxies: ['127.0.0.1'] },
     upstreams: { app: { url: echo.url } },
     routes: [{ path: '/app', upstream: 'app', login: true }],
   });
@@ -46,17 +45,8 @@ beforeAll(async () => {
   const sid = await gw.gateway.store.createSession({ sub: 'alice', uv: 'oidc' }, 600);
   const sealer = new Sealer(derivedKey(config.tokens.refreshSecret, loadKeys(config.tokens).signing.key, 'sign-in cookies v1'));
   cookie = `__Host-gateway=${sealer.seal(SESSION_PURPOSE, { sid, user: 'alice', groups: ['staff'], exp: Math.floor(Date.now() / 1000) + 600 })}`;
-  nginx = await startNginx((port) => fill(docBlock('openid.md', '#### nginx', 'nginx'), [
-    ['listen 80;', `listen 127.0.0.1:${port};`],
-    ['server 127.0.0.1:8080;', `server ${hostPort(gw.base)};`],
-    ['proxy_pass http://127.0.0.1:9001;', `proxy_pass ${echo.url};`],
-  ]));
-  caddy = await startCaddy((port) => fill(docBlock('openid.md', '#### Caddy', 'caddyfile'), [
-    ['app.example.com {', `http://127.0.0.1:${port} {`],
-    ['reverse_proxy 127.0.0.1:8080', `reverse_proxy ${hostPort(gw.base)}`],
-    ['forward_auth 127.0.0.1:8080 {', `forward_auth ${hostPort(gw.base)} {`],
-    ['reverse_proxy 127.0.0.1:9001', `reverse_proxy ${hostPort(echo.url)}`],
-  ]));
+  nginx = await startNginx((port) => recipe('nginx', config, { listen: `127.0.0.1:${port}`, gateway: gw.base }, 'test').text);
+  caddy = await startCaddy((port) => recipe('caddy', config, { listen: `127.0.0.1:${port}`, gateway: gw.base }, 'test').text);
 }, 60_000);
 
 afterAll(async () => {
@@ -69,7 +59,7 @@ afterAll(async () => {
   ca?.remove();
 });
 
-describe.each(['nginx', 'Caddy'])('%s in front, as docs/openid.md prints it', (name) => {
+describe.each(['nginx', 'Caddy'])('%s in front, on the generated recipe', (name) => {
   const base = () => `http://127.0.0.1:${name === 'nginx' ? nginx.port : caddy.port}`;
 
   it('redirects a browser navigation without a session to the gateway\'s sign-in, which sends it to the provider', async () => {

@@ -9,13 +9,13 @@ import { assertionUpstream, type AssertionUpstream } from '../support/assertion-
 import { writeGroups } from '../support/authz.js';
 import { startCaddy, type Caddy } from './support/caddy.js';
 import { startNginx, type Nginx } from './support/nginx.js';
-import { docBlock, fill } from './support/doc-snippets.js';
+import { recipe } from '../../src/recipes/recipes.js';
 
 /**
  * The gateway as the forward-auth service of real proxies from Debian: nginx (auth_request,
  * auth_request_set, proxy_set_header) and Caddy (forward_auth, copy_headers), each in front of an
  * upstream that verifies the identity assertion with jose against the gateway's JWK Set. The proxy
- * configurations are the ones docs/authorization.md gives.
+ * configurations are what `auth-gateway recipe` generates from the gateway's (docs/front-proxy.md).
  */
 
 let upstream: AssertionUpstream;
@@ -26,25 +26,14 @@ const carol = basic('carol', 'carol-pw');
 const dave = basic('dave', 'dave-pw');
 const erin = basic('erin', 'erin-pw');
 
-/** The host:port of an http:// URL. */
-const hostPort = (url: string) => url.replace(/^http:\/\//, '');
-
-/** docs/authorization.md, "nginx", as printed there with the addresses filled in. */
-export function nginxForwardAuth(port: number, gateway: string, upstreamUrl: string): string {
-  return fill(docBlock('authorization.md', '### nginx (`auth_request`)', 'nginx'), [
-    ['listen 80;', `listen 127.0.0.1:${port};`],
-    ['server 127.0.0.1:8080;', `server ${hostPort(gateway)};`],
-    ['proxy_pass http://127.0.0.1:9001;', `proxy_pass ${upstreamUrl};`],
-  ]);
+/** `auth-gateway recipe nginx` for this configuration, as printed, on the test's port. */
+function nginxForwardAuth(port: number): string {
+  return recipe('nginx', gw.gateway.config, { listen: `127.0.0.1:${port}`, gateway: gw.base }, 'test').text;
 }
 
-/** docs/authorization.md, "Caddy", as printed there with the addresses filled in (plain HTTP: an http:// site address). */
-export function caddyForwardAuth(port: number, gateway: string, upstreamUrl: string): string {
-  return fill(docBlock('authorization.md', '### Caddy (`forward_auth`)', 'caddyfile'), [
-    ['api.example.com {', `http://127.0.0.1:${port} {`],
-    ['forward_auth 127.0.0.1:8080 {', `forward_auth ${hostPort(gateway)} {`],
-    ['reverse_proxy 127.0.0.1:9001', `reverse_proxy ${hostPort(upstreamUrl)}`],
-  ]);
+/** `auth-gateway recipe caddy` for this configuration, as printed, on the test's port. */
+function caddyForwardAuth(port: number): string {
+  return recipe('caddy', gw.gateway.config, { listen: `127.0.0.1:${port}`, gateway: gw.base }, 'test').text;
 }
 
 const gw = gatewayFixture({
@@ -61,25 +50,25 @@ const gw = gatewayFixture({
     server: { host: '127.0.0.1', port: 0, trustProxy: 1 },
     log: { level: 'info', access: true },
     users: { htpasswd: f.users.file, groups: join(f.users.dir, 'users.groups'), watch: false },
-    forwardAuth: { path: '/auth/verify' },
+    forwardAuth: { path: '/auth/verify', trustedProxies: ['127.0.0.1'] },
+    upstreams: { reports: { url: upstream.url } },
     identity: { assertion: { keyFile: join(f.users.dir, 'assertion-key.pem') } },
     routes: [
-      // No upstream: the proxies in front forward; the gateway only answers about these paths.
-      { path: '/v1/reports', audience: 'reports', allow: { groups: ['staff'] } },
-      { path: '/v1/admin', audience: 'reports', allow: { groups: ['admins'] } },
-      { path: '/v1/limited', audience: 'reports', rateLimit: { requests: 1, windowSeconds: 60 } },
+      { path: '/v1/reports', upstream: 'reports', audience: 'reports', allow: { groups: ['staff'] } },
+      { path: '/v1/admin', upstream: 'reports', audience: 'reports', allow: { groups: ['admins'] } },
+      { path: '/v1/limited', upstream: 'reports', audience: 'reports', rateLimit: { requests: 1, windowSeconds: 60 } },
       // A catch-all /api with an admin-only /api/admin and a paged /api/items under it.
-      { path: '/api', audience: 'reports' },
-      { path: '/api/admin', audience: 'reports', allow: { groups: ['admins'] } },
-      { path: '/api/items', audience: 'reports', paging: { sizes: [10, 20], defaultSize: 10 } },
+      { path: '/api', upstream: 'reports', audience: 'reports' },
+      { path: '/api/admin', upstream: 'reports', audience: 'reports', allow: { groups: ['admins'] } },
+      { path: '/api/items', upstream: 'reports', audience: 'reports', paging: { sizes: [10, 20], defaultSize: 10 } },
     ],
   }),
   after: () => upstream?.close(),
 });
 
 beforeAll(async () => {
-  nginx = await startNginx((port) => nginxForwardAuth(port, gw.base, upstream.url));
-  caddy = await startCaddy((port) => caddyForwardAuth(port, gw.base, upstream.url));
+  nginx = await startNginx((port) => nginxForwardAuth(port));
+  caddy = await startCaddy((port) => caddyForwardAuth(port));
 }, 40_000);
 
 afterAll(async () => {
@@ -146,24 +135,26 @@ describe.each(['nginx (auth_request)', 'Caddy (forward_auth)'])('%s in front, th
 });
 
 describe('what each proxy makes of the other answers', () => {
-  it('Caddy passes a 429 and its Retry-After on; nginx\'s auth_request knows only 2xx, 401 and 403, and answers 500', async () => {
-    await fetch(`http://127.0.0.1:${caddy.port}/v1/limited`, { headers: { authorization: dave } });
-    const limited = await fetch(`http://127.0.0.1:${caddy.port}/v1/limited`, { headers: { authorization: dave } });
-    expect(limited.status).toBe(429);
-    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
-    expect((await fetch(`http://127.0.0.1:${nginx.port}/v1/limited`, { headers: { authorization: dave } })).status).toBe(500);
+  it('a 429 and its Retry-After reach the client through both (nginx relays what its auth_request cannot pass)', async () => {
+    for (const port of [caddy.port, nginx.port]) {
+      await fetch(`http://127.0.0.1:${port}/v1/limited/${port}`, { headers: { authorization: dave } });
+      const limited = await fetch(`http://127.0.0.1:${port}/v1/limited/${port}`, { headers: { authorization: dave } });
+      expect(limited.status).toBe(429);
+      expect(limited.headers.get('content-type')).toBe('application/problem+json');
+      expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+    }
   });
 });
 
 /**
  * The spellings that reached the admin-only route through these very configurations: each proxy forwards
  * the target as the client wrote it (raw bytes here, as curl --path-as-is sends them), so the gateway
- * must not judge a resolved or differently-cased path. Refused descriptions are 400 (nginx makes it a
- * 500), other cases get the admin route's 403; the upstream sees none of them.
+ * must not judge a resolved or differently-cased path. Refused descriptions are 400 (relayed through
+ * nginx), other cases get the admin route's 403; the upstream sees none of them.
  */
 describe.each(['nginx (auth_request)', 'Caddy (forward_auth)'])('%s: a catch-all /api and an admin-only /api/admin', (name) => {
   const port = () => (name.startsWith('nginx') ? nginx.port : caddy.port);
-  const refused = () => (name.startsWith('nginx') ? 500 : 400);
+  const refused = () => 400;
 
   async function send(target: string, authorization: string): Promise<{ status: number; reached: boolean }> {
     const before = upstream.seen.length;
@@ -228,7 +219,7 @@ describe.each(['nginx (auth_request)', 'Caddy (forward_auth)'])('%s: a catch-all
   });
 });
 
-describe('nginx as documented', () => {
+describe('nginx on the generated recipe', () => {
   it('keeps its connections to the gateway open between checks (upstream keepalive, HTTP/1.1)', async () => {
     let opened = 0;
     const count = () => void opened++;
@@ -242,13 +233,12 @@ describe('nginx as documented', () => {
     expect(opened).toBeLessThanOrEqual(1);
   });
 
-  it('passes on only the first WWW-Authenticate of a 401 (Caddy passes both)', async () => {
-    const viaNginx = await request(nginx.port, '/api/items');
-    expect(viaNginx.status).toBe(401);
-    expect(viaNginx.headers['www-authenticate']).toMatch(/^Basic realm="auth-gateway"/);
-    expect(viaNginx.headers['www-authenticate']).not.toContain('Bearer');
-    const viaCaddy = await request(caddy.port, '/api/items');
-    expect(viaCaddy.status).toBe(401);
-    expect(viaCaddy.headers['www-authenticate']).toContain('Bearer realm="auth-gateway"');
+  it('passes on both WWW-Authenticate challenges of a 401, as Caddy does', async () => {
+    for (const port of [nginx.port, caddy.port]) {
+      const res = await request(port, '/api/items');
+      expect(res.status).toBe(401);
+      expect(res.headers['www-authenticate']).toMatch(/^Basic realm="auth-gateway"/);
+      expect(res.headers['www-authenticate']).toContain('Bearer realm="auth-gateway"');
+    }
   });
 });
