@@ -4,7 +4,7 @@ import type { ReadStream } from 'node:tty';
 import { clearLockout, listSessions, lockoutTarget, revokeSessions } from './cli/admin.js';
 import { parseCommandLine } from './cli/args.js';
 import { COMMANDS, commandUsage, usage, type CommandSpec } from './cli/commands.js';
-import { loadChecked, loadSections } from './cli/config.js';
+import { loadChecked, loadRecipeConfig, loadSections } from './cli/config.js';
 import { checkConnections } from './cli/connect.js';
 import { keysCommand } from './cli/keys.js';
 import { storeUsersCommand } from './cli/store-users.js';
@@ -105,7 +105,7 @@ async function checkConfig(file: string, connect: boolean): Promise<number> {
 
 function printRecipe(kind: string, file: string, options: Record<string, string | boolean | undefined>): number {
   if (!(RECIPE_KINDS as readonly string[]).includes(kind)) throw new UsageError(`recipe: no recipe for "${kind}"; one of ${RECIPE_KINDS.join(', ')}`, 'recipe');
-  const config = loadSections(file, ['server', 'upstreams', 'routes', 'forwardAuth', 'login', 'identity', 'apiKeys', 'users']);
+  const config = loadRecipeConfig(file);
   try {
     const made = recipe(kind as RecipeKind, config, {
       listen: typeof options.listen === 'string' ? options.listen : undefined,

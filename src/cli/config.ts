@@ -17,7 +17,7 @@ export function loadChecked(file: string): Config {
  * problems of other sections (an unset GATEWAY_JWT_SECRET, a missing htpasswd file) are not its concern,
  * problems of the file itself (YAML) and of those sections are.
  */
-export function loadSections(file: string, sections: readonly string[]): Config {
+export function loadSections(file: string, sections: readonly string[], ignore: (problem: string) => boolean = () => false): Config {
   const path = resolve(file);
   let text: string;
   try {
@@ -26,7 +26,7 @@ export function loadSections(file: string, sections: readonly string[]): Config 
     throw new ConfigError([`${path} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`]);
   }
   const { config, problems } = inspectConfigText(text, path);
-  const relevant = problems.filter((p) => concerns(p, path, sections));
+  const relevant = problems.filter((p) => concerns(p, path, sections) && !ignore(p));
   if (!config || relevant.length > 0) throw new ConfigError(relevant.length > 0 ? relevant : problems);
   return config;
 }
@@ -36,4 +36,12 @@ function concerns(problem: string, path: string, sections: readonly string[]): b
   if (problem.startsWith(path) || problem.startsWith('(root)')) return true;
   const key = problem.split(' ')[0]!;
   return sections.some((s) => key === s || key.startsWith(`${s}.`) || key.startsWith(`${s}[`));
+}
+
+/**
+ * The configuration as `auth-gateway recipe` reads it: the sections a recipe is made from. A recipe holds no
+ * secret, so a variable of one that is not set here (a client secret) is no concern of it.
+ */
+export function loadRecipeConfig(file: string): Config {
+  return loadSections(file, ['server', 'upstreams', 'routes', 'forwardAuth', 'login', 'identity', 'apiKeys'], (problem) => problem.endsWith('which is not set in the environment'));
 }

@@ -65,6 +65,9 @@ export function nginxRecipe(site: Site, source: string): string {
     '    client_max_body_size 0;',
     '    proxy_request_buffering off;',
     '    proxy_buffering off;',
+    '    # Room for the table of cleared headers below.',
+    '    proxy_headers_hash_max_size 1024;',
+    '    proxy_headers_hash_bucket_size 128;',
     '',
     '    # The gateway\'s own endpoints, answered by the gateway.',
   );
