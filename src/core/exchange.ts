@@ -94,6 +94,12 @@ export class Exchange<R extends RouteRef = RouteRef> {
   /** Answered by one of the gateway's own endpoints (Koa), which may still be writing when its handler returns. */
   own = false;
   private ip: string | undefined = undefined;
+  /**
+   * The socket's peer, read when the request arrives: an HTTP/2 request's socket is a view of its
+   * stream's connection, and once the stream is closed (its answer out: when the access line is written)
+   * it has no address any more.
+   */
+  private readonly peer: string;
 
   constructor(
     readonly req: IncomingMessage,
@@ -102,6 +108,7 @@ export class Exchange<R extends RouteRef = RouteRef> {
     private readonly trustProxy: number,
   ) {
     this.started = performance.now();
+    this.peer = req.socket.remoteAddress ?? '';
     const offered = offeredId(req.rawHeaders);
     this.requestId = offered !== undefined && WELL_FORMED_ID.test(offered) ? offered : newRequestId();
     this.method = req.method ?? 'GET';
@@ -113,7 +120,7 @@ export class Exchange<R extends RouteRef = RouteRef> {
   /**
    * The client's address: the socket's peer, or behind `trustProxy` proxies the leftmost of the last
    * `trustProxy` X-Forwarded-For entries (what those proxies wrote; anything left of them the client may
-   * have invented).
+   * have invented). The same all along the exchange, after its answer too.
    */
   get address(): string {
     if (this.ip === undefined) {
@@ -123,7 +130,7 @@ export class Exchange<R extends RouteRef = RouteRef> {
         const entries = forwarded.split(',');
         ip = entries[Math.max(0, entries.length - this.trustProxy)]!.trim();
       }
-      this.ip = ip || this.req.socket.remoteAddress || '';
+      this.ip = ip || this.peer;
     }
     return this.ip;
   }

@@ -22,7 +22,7 @@ export function tokenRoutes(tokens: TokenService, bodyTimeoutMs: number, subject
     const { appKey, appSecret } = requireStrings(ctx.state.body, 'appKey', 'appSecret');
     ctx.state.triedUser = appKey;
     // Over a verified client certificate the pair is bound to it (RFC 8705 §3).
-    ctx.body = await tokens.create({ user: appKey, password: appSecret, address: ctx.ip }, ctx.state.certificate);
+    ctx.body = await tokens.create({ user: appKey, password: appSecret, address: ctx.state.address }, ctx.state.certificate);
   });
 
   router.post('/refresh', noStore, body, async function refreshToken(ctx) {

@@ -299,6 +299,30 @@ describe('HTTP/2 on the TLS listener', () => {
     expect((await lineOf('h2-bytes-create')).bytes).toBe(Buffer.byteLength(create.body));
   });
 
+  it('every h2 access line has the client address, streams that ended at once included', async () => {
+    gw.logs.length = 0;
+    const ids: string[] = [];
+    const asks: Array<Promise<Answer>> = [];
+    for (let i = 0; i < 40; i++) {
+      const id = `h2-address-${i}`;
+      ids.push(id);
+      // Proxied (Bearer: nothing reads the address while it is served), refused at once, no route, HEAD, a sign-in.
+      const [method, path, headers] = ([
+        ['GET', `/v1/items/${i}`, { authorization: bearer }],
+        ['GET', '/v1/items/1', {}],
+        ['GET', '/nowhere', { authorization: bearer }],
+        ['HEAD', '/v1/items/1', { authorization: bearer }],
+        ['POST', '/v1/tokens/create', { 'content-type': 'application/json' }],
+      ] as const)[i % 5]!;
+      const body = method === 'POST' ? JSON.stringify({ appKey: 'alice', appSecret: 'alice-pw' }) : undefined;
+      asks.push(viaHttp2(session, method, path, { ...headers, 'x-request-id': id }, body));
+    }
+    await Promise.all(asks);
+    await until(() => ids.every((id) => accessLines().some((l) => l.requestId === id)));
+    const lines = accessLines().filter((l) => ids.includes(l.requestId as string));
+    expect(lines.map((l) => [l.requestId, l.address])).toEqual(lines.map((l) => [l.requestId, '127.0.0.1']));
+  });
+
   it('streams of one connection share the upstream admission (maxConnections + maxQueued) as requests on many connections do', async () => {
     // 64 + 4096 places: 300 streams at once on one connection (3 × maxConcurrentStreams, the rest wait for a stream) all pass.
     const answers = await Promise.all(Array.from({ length: 300 }, (_, i) => viaHttp2(session, 'GET', `/v1/items/${i}`, { authorization: bearer })));
@@ -348,6 +372,10 @@ describe('HTTP/2 and a drain', () => {
     }
   });
 });
+
+function accessLines(): Array<Record<string, unknown>> {
+  return gw.logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'request');
+}
 
 async function until(check: () => boolean, timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
