@@ -186,7 +186,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   }, (ex) => current.handle(ex as GatewayState));
   // The rest of the way is the runtime's, picked up once: a reload mid-request does not change it.
   const serveOne = (req: IncomingMessage, res: ServerResponse) => {
-    // Koa's default, kept for the access line of a request cut before any answer.
+    // Koa's default until an answer sets its own (a request cut before any answer is logged as 499: see observe).
     res.statusCode = 404;
     serve(newExchange(req, res, current.config.server.trustProxy));
   };

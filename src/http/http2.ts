@@ -105,11 +105,20 @@ export class GatewayHttp2Response extends Http2ServerResponse {
     return super.writeHead(statusCode, kept);
   }
 }
-// As on an HTTP/1.1 response: `destroyed` says the stream is gone (ended, reset or cut).
+// As on an HTTP/1.1 response: `destroyed` says the stream is gone (ended, reset or cut), and
+// `writableFinished` that the whole answer went out. Node's own says whether the stream's writable side
+// is finished, and a stream reset before its answer ended is (Node ends it on the reset): a client that
+// left would look answered.
 Object.defineProperty(GatewayHttp2Response.prototype, 'destroyed', {
   configurable: true,
   get(this: GatewayHttp2Response) {
     return this.stream.destroyed;
+  },
+});
+Object.defineProperty(GatewayHttp2Response.prototype, 'writableFinished', {
+  configurable: true,
+  get(this: GatewayHttp2Response) {
+    return this.stream.writableFinished && !this.stream.aborted;
   },
 });
 
@@ -188,8 +197,9 @@ interface SessionState {
  * drain, and cut when the drain's grace is over (HTTP/1.1 connections on the same listener too).
  *
  * What closes a connection with GOAWAY (ENHANCE_YOUR_CALM unless Node's own check caught it first):
- *  - rapid_reset: more streams reset by the client in a window than twice maxConcurrentStreams (at least
- *    100): HEADERS + RST_STREAM loops never reach the concurrency limit, yet each stream costs a request;
+ *  - rapid_reset: more streams reset by the client before their answer began (RST_STREAM with any code,
+ *    NO_ERROR too) in a window than twice maxConcurrentStreams (at least 100): HEADERS + RST_STREAM loops
+ *    never reach the concurrency limit, yet each stream costs a request;
  *  - settings_flood / ping_flood: more SETTINGS or PING frames in a window than SETTINGS_BUDGET / PING_BUDGET
  *    (a client that reads the acknowledgements is never stopped by nghttp2's own outbound-queue limit);
  *  - header_list: a request whose header list is larger than maxHeaderListBytes (nghttp2 only holds the
@@ -303,11 +313,11 @@ export class Http2Sessions {
       this.flooded(session, state, 'header_list');
       return;
     }
-    // Reset before its answer began: by the client (RST_STREAM), or (rarely) cut by the gateway.
+    // Closed before its answer began: reset by the client (RST_STREAM with any code, NO_ERROR included:
+    // RFC 9113 lets a client send it), or (rarely) cut by the gateway. A stream answered and ended has
+    // sent its headers, whatever its code.
     stream.once('close', () => {
-      if (stream.rstCode !== constants.NGHTTP2_NO_ERROR && !stream.headersSent && spend(state.resets, this.resetBudget)) {
-        this.flooded(session, state, 'rapid_reset');
-      }
+      if (!stream.headersSent && spend(state.resets, this.resetBudget)) this.flooded(session, state, 'rapid_reset');
     });
   }
 

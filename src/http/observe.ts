@@ -3,6 +3,13 @@ import type { Logger } from '../log.js';
 import { accessLine } from './access-log.js';
 import { answerError } from './errors.js';
 
+/**
+ * The status of a request whose client left before any answer went out (nginx's "client closed
+ * request"): no status was sent, and the one set on the response (Koa's default 404, or an answer
+ * written into a closed connection or a reset HTTP/2 stream) is not what the client got.
+ */
+export const CLIENT_CLOSED = 499;
+
 export interface Observers {
   /** Counts a finished request in the metrics. */
   count(ex: Exchange): void;
@@ -21,6 +28,10 @@ export function observe(observers: Observers, handle: (ex: Exchange) => void | P
   const line = accessLine(observers.log);
   const log = observers.log;
   const end = (ex: Exchange) => {
+    if (leftUnanswered(ex)) {
+      ex.res.statusCode = CLIENT_CLOSED;
+      ex.cut ??= 'client_closed';
+    }
     observers.count(ex);
     if (observers.accessLog()) line(ex);
   };
@@ -42,4 +53,9 @@ export function observe(observers: Observers, handle: (ex: Exchange) => void | P
       end(ex);
     });
   };
+}
+
+/** The connection (HTTP/1) or stream (HTTP/2) is gone and no head was sent on it. */
+function leftUnanswered(ex: Exchange): boolean {
+  return ex.res.destroyed && !ex.res.headersSent;
 }

@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket, { WebSocketServer } from 'ws';
 import { basic, gatewayFixture } from '../support/fixtures.js';
+import { ErrorCode, RawH2, getRequest, headersFrame, rstStream } from '../support/h2-frames.js';
 import { TestPki } from '../support/tls-pki.js';
 
 const run = promisify(execFile);
@@ -321,6 +322,48 @@ describe('HTTP/2 on the TLS listener', () => {
     await until(() => ids.every((id) => accessLines().some((l) => l.requestId === id)));
     const lines = accessLines().filter((l) => ids.includes(l.requestId as string));
     expect(lines.map((l) => [l.requestId, l.address])).toEqual(lines.map((l) => [l.requestId, '127.0.0.1']));
+  });
+
+  it('streams the client reset before any answer (RST_STREAM NO_ERROR or CANCEL) are logged and counted as 499 client_closed, as an HTTP/1.1 client that leaves', async () => {
+    gw.logs.length = 0;
+    const statuses = async () => (await gw.gateway.metrics.registry.getMetricsAsJSON())
+      .find((m) => m.name === 'auth_gateway_requests_total')!.values.filter((v) => v.labels.protocol === 'h2')
+      .reduce<Record<string, number>>((all, v) => ({ ...all, [String(v.labels.status_class)]: (all[String(v.labels.status_class)] ?? 0) + v.value }), {});
+    const before = await statuses();
+    const previous = gw.echo.handler;
+    let held = 0;
+    // The upstream never answers: every stream is reset while it waits.
+    gw.echo.handler = () => void held++;
+    const raw = await RawH2.open(gw.port, { ca: pki.ca });
+    try {
+      const frames: Buffer[] = [];
+      for (let i = 0, id = 1; i < 10; i++, id += 2) {
+        const request = getRequest(`/v1/items/${i}`, `127.0.0.1:${gw.port}`, [['authorization', bearer], ['x-request-id', `h2-reset-${i}`]]);
+        frames.push(headersFrame(id, request));
+      }
+      await raw.send(...frames);
+      await until(() => held === 10);
+      const resets: Buffer[] = [];
+      for (let i = 0, id = 1; i < 10; i++, id += 2) resets.push(rstStream(id, i % 2 === 0 ? ErrorCode.NO_ERROR : ErrorCode.CANCEL));
+      await raw.send(...resets);
+      await until(() => accessLines().filter((l) => String(l.requestId).startsWith('h2-reset-')).length === 10);
+      // An HTTP/1.1 client that leaves before its answer: the same line.
+      const h1 = tlsConnect({ host: '127.0.0.1', port: gw.port, ca: pki.ca, servername: 'localhost', ALPNProtocols: ['http/1.1'] });
+      h1.on('error', () => {});
+      h1.write(`GET /v1/items/h1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${bearer}\r\nX-Request-Id: h1-reset\r\n\r\n`);
+      await until(() => held === 11);
+      h1.destroy();
+      await until(() => accessLines().some((l) => l.requestId === 'h1-reset'));
+    } finally {
+      gw.echo.handler = previous;
+      raw.close();
+    }
+    const lines = accessLines().filter((l) => /^h[12]-reset/.test(String(l.requestId)));
+    expect(lines).toHaveLength(11);
+    for (const line of lines) expect(line, String(line.requestId)).toMatchObject({ status: 499, cut: 'client_closed', address: '127.0.0.1', user: 'alice' });
+    const after = await statuses();
+    expect((after['4xx'] ?? 0) - (before['4xx'] ?? 0)).toBe(10);
+    expect(after['2xx']).toBe(before['2xx']);
   });
 
   it('streams of one connection share the upstream admission (maxConnections + maxQueued) as requests on many connections do', async () => {

@@ -196,6 +196,17 @@ describe('HTTP/2 floods close the offending connection with GOAWAY', () => {
     expect(raw.goaway!.lastStreamId).toBeLessThan(2 * 600);
   });
 
+  it('Rapid Reset with RST_STREAM(NO_ERROR), which RFC 9113 lets a client send, counts the same', async () => {
+    let next = 1;
+    const raw = await flood('rapid_reset', async (c) => {
+      const frames: Buffer[] = [];
+      for (let i = 0; i < 50; i++, next += 2) frames.push(headersFrame(next, getRequest('/v1/items/1', '127.0.0.1', [['authorization', authorization]])), rstStream(next, ErrorCode.NO_ERROR));
+      await c.send(...frames);
+    });
+    expect(raw.goaway!.errorCode).toBe(ErrorCode.ENHANCE_YOUR_CALM);
+    expect(raw.goaway!.lastStreamId).toBeLessThan(2 * 600);
+  });
+
   it('Rapid Reset of requests answered at once (401): nghttp2\'s own limit, then the connection is closed', async () => {
     let next = 1;
     await flood(['rapid_reset', 'protocol_error'], async (c) => {
