@@ -50,7 +50,7 @@ export const SETTINGS = {
   'server.tls.http2': { type: 'boolean', default: true, meaning: 'Offer HTTP/2 (ALPN `h2`) beside HTTP/1.1 on the TLS listener; `false`: HTTP/1.1 only. WebSockets always take HTTP/1.1. Changing it needs a restart.' },
   'server.http2': { type: 'mapping', defaultText: 'all defaults', meaning: 'Limits of HTTP/2 connections (with `server.tls.http2`). A connection that floods (reset streams, SETTINGS, PING, invalid frames, an oversized header list) is closed with GOAWAY. Changing them needs a restart.' },
   'server.http2.maxConcurrentStreams': { type: 'integer', default: 100, min: 1, max: 1000, meaning: 'Streams (requests) one HTTP/2 connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS); each still takes its place in the upstream\'s `maxConnections` + `maxQueued`.' },
-  'server.http2.maxHeaderListBytes': { type: 'integer', default: 16_384, min: 1024, max: 65_536, meaning: 'The largest header list (names + values + 32 per field, RFC 9113) an HTTP/2 request may carry; a larger one closes the connection with GOAWAY.' },
+  'server.http2.maxHeaderListBytes': { type: 'integer', default: 16_384, min: 1024, max: 65_536, meaning: 'The largest header list (names + values + 32 per field, RFC 9113) an HTTP/2 request may carry; a larger one closes the connection with GOAWAY (one over 4 times this Node resets itself; over 100 such within 10 s close it).' },
   'server.workers': { type: 'integer or `auto`', default: 1, min: 1, max: 256, meaning: 'Worker processes sharing the port (node:cluster; `auto`: one per core). Needs `store.kind: redis`; changing it needs a restart.' },
 
   // store

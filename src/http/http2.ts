@@ -43,6 +43,19 @@ const PING_BUDGET = 100;
  * next is gone (nghttp2 ended it itself, or the peer is unreachable) and is closed.
  */
 const PROBE_MS = 5000;
+/**
+ * The header list Node takes into a stream, as a multiple of maxHeaderListBytes: what Node advertises
+ * (SETTINGS_MAX_HEADER_LIST_SIZE) it also holds, once the client acknowledged it, by resetting the
+ * stream itself without a word to the gateway. Above maxHeaderListBytes and up to this, a list reaches
+ * the gateway, which closes the connection; larger ones are the unseen streams below.
+ */
+const HEADER_LIST_TAKEN = 4;
+/**
+ * Streams a connection may open per window that never reach the gateway: Node reset them before their
+ * headers were complete (a header list over HEADER_LIST_TAKEN × maxHeaderListBytes or over Node's 128
+ * fields; malformed and refused streams too, which Node counts itself as well).
+ */
+const UNSEEN_BUDGET = 100;
 /** Floods are logged at most this often (the metric counts every one). */
 const LOG_EVERY_MS = 60_000;
 
@@ -146,7 +159,7 @@ export function createHttp2Listener(tlsOptions: SecureServerOptions, options: Ht
     allowHTTP1: true,
     settings: {
       maxConcurrentStreams: options.limits.maxConcurrentStreams,
-      maxHeaderListSize: options.limits.maxHeaderListBytes,
+      maxHeaderListSize: HEADER_LIST_TAKEN * options.limits.maxHeaderListBytes,
       enablePush: false,
     },
     maxSessionInvalidFrames: MAX_INVALID_FRAMES,
@@ -185,6 +198,10 @@ interface Budget {
 /** Per connection: what it spent of its budgets in the current window. */
 interface SessionState {
   resets: Budget;
+  /** Streams the client opened that Node reset before the gateway saw them (see UNSEEN_BUDGET). */
+  unseen: Budget;
+  /** The id up to which every stream reached the gateway or was counted unseen. */
+  seen: number;
   settings: Budget;
   pings: Budget;
   flooded: boolean;
@@ -202,8 +219,12 @@ interface SessionState {
  *    never reach the concurrency limit, yet each stream costs a request;
  *  - settings_flood / ping_flood: more SETTINGS or PING frames in a window than SETTINGS_BUDGET / PING_BUDGET
  *    (a client that reads the acknowledgements is never stopped by nghttp2's own outbound-queue limit);
- *  - header_list: a request whose header list is larger than maxHeaderListBytes (nghttp2 only holds the
- *    advertised limit once the client acknowledged it, and then silently resets the stream);
+ *  - header_list: a request whose header list is larger than maxHeaderListBytes; or more than UNSEEN_BUDGET
+ *    streams in a window that Node reset before the gateway saw them (a list larger than what Node takes,
+ *    HEADER_LIST_TAKEN × maxHeaderListBytes: Node resets such a stream with ENHANCE_YOUR_CALM and says
+ *    nothing). Those are found by their ids: a client opens streams in increasing order, so the ids
+ *    below one that arrives (or below the last nghttp2 took, at each liveness probe) that never arrived
+ *    were reset before the gateway saw them;
  *  - continuation / invalid_frames: a header block that never ends (nghttp2 stops it after a few
  *    CONTINUATION frames) and frames that break the protocol or that Node counts as invalid
  *    (maxSessionInvalidFrames, maxSessionRejectedStreams): Node ends the connection, it is counted here.
@@ -252,7 +273,7 @@ export class Http2Sessions {
 
   private open(session: Http2Session): void {
     const now = Date.now();
-    const state: SessionState = { resets: { count: 0, since: now }, settings: { count: 0, since: now }, pings: { count: 0, since: now }, flooded: false, probing: false };
+    const state: SessionState = { resets: { count: 0, since: now }, unseen: { count: 0, since: now }, seen: -1, settings: { count: 0, since: now }, pings: { count: 0, since: now }, flooded: false, probing: false };
     this.sessions.set(session, state);
     session.once('close', () => {
       this.sessions.delete(session);
@@ -285,11 +306,18 @@ export class Http2Sessions {
    * nghttp2 ends some connections without telling Node's JavaScript side (a header block continued past
    * its limits, streams reset faster than its own rate limit, a protocol error it answers with GOAWAY
    * itself): it sends GOAWAY and stops reading, and the socket stays open. A connection that has not
-   * answered the last PING by now is such a one (or unreachable): it is closed and counted.
+   * answered the last PING by now is such a one (or unreachable): it is closed and counted. Each probe
+   * also counts the streams Node reset unseen since the last stream that arrived (see UNSEEN_BUDGET): a
+   * connection that opens nothing else is caught here.
    */
   private probeAll(): void {
     for (const [session, state] of this.sessions) {
       if (session.destroyed || state.flooded) continue;
+      // The last stream nghttp2 took may still be arriving (its header block not ended): only those below it.
+      if (this.unseenBelow(state, (session.state.lastProcStreamID ?? 0) - 2)) {
+        this.flooded(session, state, 'header_list');
+        continue;
+      }
       if (state.probing) {
         this.flooded(session, state, 'protocol_error');
         continue;
@@ -308,7 +336,13 @@ export class Http2Sessions {
   private onStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, rawHeaders: string[] | undefined): void {
     const session = stream.session;
     const state = session ? this.sessions.get(session) : undefined;
-    if (!session || !state) return;
+    const id = stream.id;
+    if (!session || !state || id === undefined) return;
+    if (this.unseenBelow(state, id - 2)) {
+      this.flooded(session, state, 'header_list');
+      return;
+    }
+    state.seen = Math.max(state.seen, id);
     if (headerListBytes(headers, rawHeaders) > this.options.limits.maxHeaderListBytes) {
       this.flooded(session, state, 'header_list');
       return;
@@ -319,6 +353,17 @@ export class Http2Sessions {
     stream.once('close', () => {
       if (!stream.headersSent && spend(state.resets, this.resetBudget)) this.flooded(session, state, 'rapid_reset');
     });
+  }
+
+  /**
+   * Counts the client's stream ids after the last one seen, up to `id`, as unseen (they never reached the
+   * gateway); true when that exceeds the budget.
+   */
+  private unseenBelow(state: SessionState, id: number): boolean {
+    if (id <= state.seen) return false;
+    const unseen = (id - state.seen) / 2;
+    state.seen = id;
+    return spend(state.unseen, UNSEEN_BUDGET, unseen);
   }
 
   /** Counts and (at most once a minute) logs a flood; `close`: close the connection with GOAWAY (Node has not already). */
@@ -339,14 +384,15 @@ export class Http2Sessions {
   }
 }
 
-/** Counts one event in its window; true when the budget is exceeded. */
-function spend(budget: Budget, limit: number): boolean {
+/** Counts `count` events (one unless told) in the budget's window; true when the budget is exceeded. */
+function spend(budget: Budget, limit: number, count = 1): boolean {
   const now = Date.now();
   if (now - budget.since >= BUDGET_WINDOW_MS) {
     budget.since = now;
     budget.count = 0;
   }
-  return ++budget.count > limit;
+  budget.count += count;
+  return budget.count > limit;
 }
 
 /** A session error that means the peer broke the protocol (not a connection reset, not our own GOAWAY). */

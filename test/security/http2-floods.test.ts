@@ -150,6 +150,24 @@ async function createOverHttp2(): Promise<{ accessToken: string }> {
   }
 }
 
+/** Waits for the server's SETTINGS, which RawH2 acknowledges at once: its limits hold from then on. */
+function acknowledged(raw: RawH2): Promise<void> {
+  return raw.until(() => (raw.counts.get(FrameType.SETTINGS) ?? 0) >= 1, 5000, 'the server\'s SETTINGS');
+}
+
+/** A GET whose header list is about `bytes` long, as HEADERS and CONTINUATION frames of 16,000 bytes. */
+function headerList(streamId: number, bytes: number): Buffer[] {
+  const fields: Array<[string, string]> = [];
+  for (let i = 0; i * 8000 < bytes; i++) fields.push([`x-big-${i}`, 'a'.repeat(Math.min(8000, bytes - i * 8000))]);
+  const block = getRequest('/v1/items/1', '127.0.0.1', fields);
+  const frames: Buffer[] = [];
+  for (let at = 0; at < block.length; at += 16_000) {
+    const last = at + 16_000 >= block.length ? Flags.END_HEADERS : 0;
+    frames.push(at === 0 ? headersFrame(streamId, block.subarray(0, 16_000), Flags.END_STREAM | last) : frame(FrameType.CONTINUATION, last, streamId, block.subarray(at, at + 16_000)));
+  }
+  return frames;
+}
+
 /** Connections closed for flooding, counted under any of `reasons`. */
 async function floods(reasons: string[]): Promise<number> {
   const text = await gw.gateway.metrics.registry.getSingleMetricAsString('auth_gateway_http2_floods_total');
@@ -262,6 +280,45 @@ describe('HTTP/2 floods close the offending connection with GOAWAY', () => {
       await c.send(headersFrame(1, block.subarray(0, 16_000), Flags.END_STREAM), frame(FrameType.CONTINUATION, Flags.END_HEADERS, 1, block.subarray(16_000)));
     }, 1);
     expect(raw.goaway!.errorCode).toBe(ErrorCode.ENHANCE_YOUR_CALM);
+  });
+
+  it('header lists of about 60 KB after the SETTINGS were acknowledged (Node holds its advertised limit from then on)', async () => {
+    let next = 1;
+    const raw = await flood('header_list', async (c, round) => {
+      if (round === 0) await acknowledged(c);
+      await c.send(...headerList(next, 60_000));
+      next += 2;
+    }, 150);
+    expect(raw.goaway!.errorCode).toBe(ErrorCode.ENHANCE_YOUR_CALM);
+    // The first one closes it.
+    expect(raw.goaway!.lastStreamId).toBe(1);
+  });
+
+  it('header lists larger than Node takes (4 × maxHeaderListBytes): Node resets each stream, over 100 close the connection', async () => {
+    let next = 1;
+    const raw = await flood('header_list', async (c, round) => {
+      if (round === 0) await acknowledged(c);
+      await c.send(...headerList(next, 100_000));
+      next += 2;
+    }, 300);
+    expect(raw.goaway!.errorCode).toBe(ErrorCode.ENHANCE_YOUR_CALM);
+    // Node reset the first ones itself (RST_STREAM ENHANCE_YOUR_CALM), none reached the gateway.
+    expect(raw.counts.get(FrameType.RST_STREAM)).toBeGreaterThan(100);
+  }, 30_000);
+
+  it('header lists larger than Node takes, with a request the gateway answers after each ten: caught when the next stream arrives', async () => {
+    let next = 1;
+    const raw = await flood('header_list', async (c, round) => {
+      if (round === 0) await acknowledged(c);
+      if (round % 11 === 10) await c.send(headersFrame(next, getRequest('/v1/items/1', '127.0.0.1', [['authorization', authorization]])));
+      else await c.send(...headerList(next, 100_000));
+      next += 2;
+    }, 300);
+    expect(raw.goaway!.errorCode).toBe(ErrorCode.ENHANCE_YOUR_CALM);
+    // At the request after the 110th unseen one (stream 241; the next is 263), not at a liveness probe
+    // (by then all 300 rounds are sent).
+    expect(raw.goaway!.lastStreamId).toBeGreaterThanOrEqual(241);
+    expect(raw.goaway!.lastStreamId).toBeLessThan(263);
   });
 
   it('floods are logged at most once a minute; the metric counts every one', async () => {
