@@ -1,4 +1,5 @@
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SESSION_PURPOSE } from '../../src/auth/cookie-session.js';
@@ -14,6 +15,8 @@ import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { waitForHttp } from '../support/process.js';
 import { startCaddy, type Caddy } from './support/caddy.js';
 import { startNginx, type Nginx } from './support/nginx.js';
+import { requireTool, run } from './support/tools.js';
+import { loadRecipeConfig } from '../../src/cli/config.js';
 
 /**
  * The front door as deployed: real nginx and Caddy from Debian, each running the configuration
@@ -234,6 +237,47 @@ describe('refusals through each front are the gateway\'s own answers', () => {
       for (const front of ['nginx', 'Caddy'] as const) expect(await answer(front, '/api/report', headers), front).toEqual(direct);
     } finally {
       await redis.start();
+    }
+  });
+});
+
+describe('the recipes docs/front-proxy.md prints load in the real programs', () => {
+  const example = () => {
+    const cwd = process.cwd();
+    process.chdir(join(import.meta.dirname, '../..'));
+    try {
+      return loadRecipeConfig('docs/examples/front-door.yaml');
+    } finally {
+      process.chdir(cwd);
+    }
+  };
+
+  it('nginx -t accepts the nginx recipe as a conf.d file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gw-recipe-nginx-'));
+    try {
+      writeFileSync(join(dir, 'auth-gateway.conf'), recipe('nginx', example()).text);
+      writeFileSync(join(dir, 'nginx.conf'), [
+        `pid ${join(dir, 'nginx.pid')};`, `error_log ${join(dir, 'error.log')};`, 'events {}',
+        `http { client_body_temp_path ${dir}; proxy_temp_path ${dir}; access_log off; include ${join(dir, 'auth-gateway.conf')}; }`, '',
+      ].join('\n'));
+      const checked = await run(requireTool('nginx'), ['-t', '-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'error.log')]);
+      expect(checked.stderr).toContain('test is successful');
+      expect(checked.stderr).not.toMatch(/\[(warn|emerg)\]/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('caddy validate accepts the Caddy recipe as a site block', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gw-recipe-caddy-'));
+    try {
+      writeFileSync(join(dir, 'Caddyfile'), `{\n\tadmin off\n\tstorage file_system ${join(dir, 'data')}\n}\n\n${recipe('caddy', example()).text}`);
+      const checked = await run(requireTool('caddy'), ['validate', '--config', join(dir, 'Caddyfile'), '--adapter', 'caddyfile'], {
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, XDG_DATA_HOME: join(dir, 'xdg'), XDG_CONFIG_HOME: join(dir, 'xdg') },
+      });
+      expect(`${checked.stdout}${checked.stderr}`).toContain('Valid configuration');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
