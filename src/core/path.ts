@@ -10,7 +10,8 @@ const NEEDS_WORK = /[%\\]|\/\/|\/\./;
  * would not have let through: percent-encoded unreserved characters are decoded (`%2e` is `.`), other
  * escapes upper-cased, repeated slashes collapsed and dot segments resolved (RFC 3986 section 6.2.2).
  * Refused with 400: encoded slashes and backslashes, backslashes, NUL, bad escapes, double-encoded
- * dots, slashes or percent signs, `..;` segments, and `..` above the root.
+ * dots, slashes or percent signs, `..;` segments, dot segments with trailing spaces (`..%20`), and `..`
+ * above the root.
  */
 export function normalizePath(raw: string): string {
   if (!raw.startsWith('/')) throw invalidPath('the path must start with /');
@@ -33,6 +34,8 @@ export function normalizePath(raw: string): string {
     if (segment === '' && !last) continue;
     // `..;x` is a dot segment to Tomcat-style servers (path parameters): refuse it rather than forward it.
     if (/^\.\.?(?:;|%3B)/i.test(segment)) throw invalidPath('the path contains a dot segment with parameters');
+    // `..%20` is `..` to a server that drops a segment's trailing spaces (see withoutTrailingDotsAndSpaces).
+    if (SPACED_DOT_SEGMENT.test(segment)) throw invalidPath('the path contains a dot segment with trailing spaces');
     out.push(segment);
   }
   return '/' + out.join('/');
@@ -47,6 +50,33 @@ export function normalizePath(raw: string): string {
  */
 export function withoutPathParameters(path: string): string {
   const stripped = path.replace(/;[^/]*/g, '').replace(/\/{2,}/g, '/');
+  return stripped === '' ? '/' : stripped;
+}
+
+/**
+ * What IIS and ASP.NET drop at the end of a path segment, as Windows drops them from file names: dots and
+ * spaces, and the other whitespace .NET trims (tab to carriage return, NEL, no-break space), as they stand
+ * in a normalized path (a space can only come escaped: Node refuses a raw one in the request line).
+ */
+const SEGMENT_END = '(?:\\.|%20|%0[9A-D]|%C2%85|%C2%A0)';
+const SEGMENT_END_RUN = new RegExp(`${SEGMENT_END}+(?=/|$)`, 'gi');
+const ENDS_A_SEGMENT = new RegExp(`${SEGMENT_END}(?:/|$)`, 'i');
+/** A dot segment with spaces after it (`..%20`, `.%20.`): dots and spaces only, a space among them. */
+const SPACED_DOT_SEGMENT = new RegExp(`^\\.${SEGMENT_END}*(?:%20|%0[9A-D]|%C2%85|%C2%A0)${SEGMENT_END}*$`, 'i');
+
+/** Whether a segment of a normalized path ends in a dot or a space (see withoutTrailingDotsAndSpaces). */
+export function hasTrailingDotsOrSpaces(path: string): boolean {
+  return ENDS_A_SEGMENT.test(path);
+}
+
+/**
+ * A normalized path as IIS and ASP.NET map it: each segment's trailing dots and spaces (`admin.`,
+ * `admin%20`, `admin.%20.`) dropped, and the empty segments that leaves merged. `/api/admin./report` is
+ * their `/api/admin/report`, while most other servers read `admin.` as the segment's name. (normalizePath
+ * already refused a dot segment with spaces after it, `..%20`, which one of them might read as `..`.)
+ */
+export function withoutTrailingDotsAndSpaces(path: string): string {
+  const stripped = path.replace(SEGMENT_END_RUN, '').replace(/\/{2,}/g, '/');
   return stripped === '' ? '/' : stripped;
 }
 

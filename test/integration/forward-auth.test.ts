@@ -91,6 +91,10 @@ describe('forward-auth', () => {
     ['a # in the query', '/api/items?x=1#/../../admin'],
     ['a path parameter a servlet container drops (its reading is the admin route)', '/api/admin;jsessionid=1/report'],
     ['an empty segment with a path parameter', '/api/;x/admin/report'],
+    ['a trailing dot IIS drops (its reading is the admin route)', '/api/admin./report'],
+    ['a trailing space IIS drops', '/api/admin%20/report'],
+    ['trailing dots and spaces together', '/api/admin.%20./report'],
+    ['a dot segment with a trailing space', '/api/x/..%20/admin/report'],
   ])('a described URI not in normal form is refused, not resolved: %s (400 invalid_path)', async (_name, uri) => {
     for (const style of ['forwarded', 'original'] as const) {
       const res = await ask('GET', uri, { authorization: carol }, style);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { basic, gatewayFixture } from '../support/fixtures.js';
 import { writeGroups } from '../support/authz.js';
-import { request } from '../support/raw-client.js';
+import { exchange, handshake, parseAnswer, request } from '../support/raw-client.js';
 
 /**
  * Spellings of a path or a query that upstreams (Express, ASP.NET, IIS) read as another route's or as a
@@ -79,6 +79,45 @@ describe('path parameters (;), which servlet containers drop and other servers k
     expect(await get('/api/other;v=2/x')).toEqual({ status: 200, url: '/api/other;v=2/x' });
     // An escaped semicolon is data to every server.
     expect(await get('/api/admin%3Bx/report')).toEqual({ status: 200, url: '/api/admin%3Bx/report' });
+  });
+});
+
+describe('trailing dots and spaces on a segment, which IIS and ASP.NET drop and other servers keep', () => {
+  it.each([
+    '/api/admin./x',
+    '/api/admin%20/x',
+    '/api/admin.%20./x',
+    '/api/ADMIN..',
+    '/api/admin%09/x',
+    '/api/admin%C2%A0/x',
+    '/api/%20/admin/report',
+    '/api/admin%20;x/report',
+    '/api/admin.;x/report',
+    '/api/items.?size=100000',
+  ])('%s: the two readings have different routes: 400 invalid_path, the upstream sees nothing', async (path) => {
+    expect(await get(path)).toEqual({ status: 400, code: 'invalid_path', url: undefined });
+    expect(await get(path, alice)).toEqual({ status: 400, code: 'invalid_path', url: undefined });
+  });
+
+  it('a dot segment with a trailing space (..%20) is refused outright', async () => {
+    expect(await get('/api/x/..%20/admin/report')).toEqual({ status: 400, code: 'invalid_path', url: undefined });
+    expect(await get('/api/admin/.%20/x', alice)).toEqual({ status: 400, code: 'invalid_path', url: undefined });
+  });
+
+  it('a trailing dot or space that leaves the route the same is judged by that route and forwarded as written', async () => {
+    expect(await get('/api/admin/report.')).toEqual({ status: 403, code: 'forbidden', url: undefined });
+    expect(await get('/api/admin/report.', alice)).toEqual({ status: 200, url: '/api/admin/report.' });
+    expect(await get('/api/other%20/file.json.')).toEqual({ status: 200, url: '/api/other%20/file.json.' });
+    expect(await get('/api/admin.x/report')).toEqual({ status: 200, url: '/api/admin.x/report' });
+    expect(await get('/api/...')).toEqual({ status: 200, url: '/api/...' });
+  });
+
+  it('a WebSocket handshake is held to the same rule', async () => {
+    const before = gw.echo.received.length;
+    const answer = parseAnswer(await exchange(gw.port, handshake('/api/admin./live', { Authorization: carol }), 1000));
+    expect(answer.status).toBe(400);
+    expect(JSON.parse(answer.body)).toMatchObject({ code: 'invalid_path' });
+    expect(gw.echo.received.length).toBe(before);
   });
 });
 

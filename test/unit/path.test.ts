@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { normalizePath, requireNormalPath, withoutPathParameters } from '../../src/core/path.js';
+import { hasTrailingDotsOrSpaces, normalizePath, requireNormalPath, withoutPathParameters, withoutTrailingDotsAndSpaces } from '../../src/core/path.js';
 import { HttpProblem } from '../../src/core/problem.js';
 import { isTokenPath } from '../../src/http/request-form.js';
 
@@ -55,6 +55,11 @@ const refused: [string, string][] = [
   ['truncated escape %4 before a slash', '/v1/%4/x'],
   ['bad escape %4g', '/v1/%4g'],
   ['lone %', '/v1/%'],
+  ['a dot-dot segment with a trailing space', '/v1/x/..%20/admin'],
+  ['a dot-dot segment with an encoded dot and a space', '/v1/x/%2e%2e%20/admin'],
+  ['a dot segment with a trailing space', '/v1/.%20/admin'],
+  ['a dot segment with a space between dots', '/v1/x/.%20./admin'],
+  ['a dot-dot segment with a trailing tab', '/v1/x/..%09'],
   ['".." above the root', '/..'],
   ['".." above the root after a descent', '/v1/../..'],
   ['%2e%2e above the root', '/%2e%2e/etc/passwd'],
@@ -136,5 +141,24 @@ describe('withoutPathParameters (the servlet containers\' reading of a path)', (
     ['/plain/path', '/plain/path'],
   ])('%s → %s', (path, expected) => {
     expect(withoutPathParameters(path)).toBe(expected);
+  });
+});
+
+describe('withoutTrailingDotsAndSpaces (the IIS and ASP.NET reading of a path)', () => {
+  it.each([
+    ['/api/admin./report', '/api/admin/report'],
+    ['/api/admin%20/report', '/api/admin/report'],
+    ['/api/admin.%20.%20/report', '/api/admin/report'],
+    ['/api/admin%09%0D%C2%A0%C2%85', '/api/admin'],
+    ['/api/admin../', '/api/admin/'],
+    ['/api/%20/admin', '/api/admin'],
+    ['/api/.../admin', '/api/admin'],
+    ['/%20', '/'],
+    ['/api/file.json/x', '/api/file.json/x'],
+    ['/api/a%20b', '/api/a%20b'],
+    ['/api/a%2520', '/api/a%2520'],
+  ])('%s → %s', (path, expected) => {
+    expect(withoutTrailingDotsAndSpaces(path)).toBe(expected);
+    expect(hasTrailingDotsOrSpaces(path)).toBe(path !== expected);
   });
 });

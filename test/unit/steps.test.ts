@@ -96,6 +96,17 @@ describe('the route and allow steps', () => {
     expect(() => route(routes)(exchange('/v1/nothing;x'))).toThrow(expect.objectContaining({ status: 404 }));
   });
 
+  it('a trailing dot or space on a segment is judged only when the path without them has the same route', () => {
+    // IIS and ASP.NET read /v1/admin./report as /v1/admin/report.
+    for (const path of ['/v1/admin./report', '/v1/admin%20', '/v1/%20/admin', '/v1/ADMIN.%20.', '/v1/admin%20;x']) {
+      expect(() => route(routes)(exchange(path))).toThrow(expect.objectContaining({ status: 400, code: 'invalid_path' }));
+    }
+    const same = exchange('/v1/admin/report.');
+    route(routes)(same);
+    expect(same.route?.path).toBe('/v1/admin');
+    expect(() => route(routes)(exchange('/v1/nothing.'))).toThrow(expect.objectContaining({ status: 404 }));
+  });
+
   it('404 for a path no route serves, naming it', () => {
     expect(() => route(routes)(exchange('/v1/nothing'))).toThrow(expect.objectContaining({ status: 404, code: 'not_found' }));
   });
