@@ -181,9 +181,11 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   // The identity sources, in the order they are asked (docs/pipeline-extension.md: adding one). A
   // provider's token is recognised by its iss before the gateway's own bearer authenticator sees it.
   const authenticators: Authenticator[] = [
-    basicAuthenticator(passwords, (user) => users.credentialVersion(user)),
-    // Before bearer: each takes only bearer credentials of its own kind (its key prefix, its issuers' iss).
+    // First: a key in its header beside any Authorization (Basic too) is refused before another source
+    // could take the request on that Authorization. Without its header it takes only bearer keys.
     ...(config.apiKeys && shared.apiKeys ? [apiKeyAuthenticator(shared.apiKeys, config.apiKeys)] : []),
+    basicAuthenticator(passwords, (user) => users.credentialVersion(user)),
+    // Before bearer: each takes only bearer credentials of its own kind (its issuers' iss).
     ...(issuers.length > 0 ? [oidcAuthenticator(issuers)] : []),
     bearerAuthenticator(tokens),
     ...(shared.clientCertificates ? [mtlsAuthenticator(shared.clientCertificates)] : []),

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import type { RedisTable } from '../../src/stores/shared-table-redis.js';
-import { gatewayFixture, SECRET, startGateway, testConfig, type RunningGateway } from '../support/fixtures.js';
+import { basic, gatewayFixture, SECRET, startGateway, testConfig, type RunningGateway } from '../support/fixtures.js';
 import { waitForHttp } from '../support/process.js';
 
 /**
@@ -112,6 +112,20 @@ describe('API keys on two instances sharing one Redis', () => {
     expect(list.stdout).toContain(id);
     expect(list.stdout).toContain('ci-bot');
     expect(list.stdout).not.toContain(secret);
+  });
+
+  it('a key beside any Authorization header is refused (400 invalid_request), Basic as Bearer; nothing reaches the upstream', async () => {
+    const { key } = await createKey('--name', 'beside-bot');
+    const [gw] = gateways as [RunningGateway];
+    // Both credentials valid on their own: neither may win silently.
+    expect((await get(gw, '/v1/contacts', { authorization: basic('alice', 'alice-pw') })).status).toBe(200);
+    f.echo.received.length = 0;
+    for (const authorization of [basic('alice', 'alice-pw'), basic('alice', 'wrong'), 'Bearer eyJhbGciOiJIUzI1NiJ9.e30.x', `Bearer ${key}`]) {
+      const res = await fetch(`${gw.base}/v1/reports`, { headers: { 'x-api-key': key, authorization } });
+      expect(res.status, authorization).toBe(400);
+      expect(((await res.json()) as { code: string }).code).toBe('invalid_request');
+    }
+    expect(f.echo.received).toHaveLength(0);
   });
 
   it('a malformed, unknown or wrong key is 401; a bearer token of another form is left to the token check', async () => {
