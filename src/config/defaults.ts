@@ -163,7 +163,7 @@ export const SETTINGS = {
   'routes[].timeouts.responseMs': { type: 'integer', min: 1, defaultText: 'the upstream\'s', meaning: 'As `upstreams.<name>.timeouts.responseMs`, for this route.' },
   'routes[].timeouts.idleMs': { type: 'integer', min: 1, defaultText: 'the upstream\'s', meaning: 'As `upstreams.<name>.timeouts.idleMs`, for this route.' },
   'routes[].allowHeaders': { type: 'list of header names', default: [], meaning: 'Request-target and method override headers (`X-HTTP-Method-Override`, `X-Original-URL`, …) this route passes on; every other one is removed.' },
-  'routes[].paging': { type: 'mapping or `true`', defaultText: 'none', meaning: 'Apply the paging rules on GET/HEAD (`true`: the defaults, nothing sortable); other spellings of `size`, `page`, `sort` (`SIZE`, `size[]`, `size.x`) are refused.' },
+  'routes[].paging': { type: 'mapping or `true`', defaultText: 'none', meaning: 'Apply the paging rules on GET/HEAD (`true`: the defaults, nothing sortable); other spellings of `size`, `page`, `sort` (`SIZE`, `size[]`, `size.x`, `size%00`, `size%20`) are refused.' },
   'routes[].paging.sizes': { type: 'list of integer', default: [10, 20, 50, 100, 200], meaning: 'The page sizes a client may ask for.' },
   'routes[].paging.defaultSize': { type: 'integer', default: 20, min: 1, meaning: 'The size when none is asked for; one of `sizes`.' },
   'routes[].paging.sortable': { type: 'list of string', default: [], meaning: 'Properties a client may sort by.' },

@@ -53,13 +53,16 @@ const PAGING_PARAMS: ReadonlySet<string> = new Set<PagingName>(['size', 'page', 
 const CODES: Record<PagingName, 'invalid_page_size' | 'invalid_page' | 'invalid_sort'> = { size: 'invalid_page_size', page: 'invalid_page', sort: 'invalid_sort' };
 /**
  * A name some upstream reads as a paging parameter: any case, and with what query parsers take as
- * nesting around it: `size[]`, `size[0]`, `[size]` (qs, Express), `size.x`, `.size` (qs allowDots).
+ * nesting around it: `size[]`, `size[0]`, `[size]` (qs, Express), `size.x`, `.size` (qs allowDots); and
+ * with what parsers drop or stop at around it: control characters (a C parser ends the name at `size\0`),
+ * whitespace (`size ` trimmed), invisible format characters (`size\u200B`) and the replacement character
+ * a malformed escape decodes to.
  */
-const VARIANT = /^[[\].]*(size|page|sort)(?:[[\].]|$)/i;
+const VARIANT = /^[[\].\p{Cc}\p{Cf}\s\uFFFD]*(size|page|sort)(?:[[\].\p{Cc}\p{Cf}\s\uFFFD]|$)/iu;
 
 /**
  * A decoded parameter name: `size`, `page` or `sort` when it is exactly one of them; undefined for any
- * other parameter; 400 for another spelling of a paging name (`SIZE`, `size[]`, `size%5B%5D`, `Page.x`),
+ * other parameter; 400 for another spelling of a paging name (`SIZE`, `size[]`, `size%5B%5D`, `Page.x`, `size%00`),
  * which Express (qs) or ASP.NET would read as the paging parameter next to the canonical one the
  * gateway writes.
  */
@@ -68,7 +71,7 @@ function pagingName(name: string): PagingName | undefined {
   const m = VARIANT.exec(name);
   if (!m) return undefined;
   const canonical = m[1]!.toLowerCase() as PagingName;
-  throw new HttpProblem(400, CODES[canonical], `the paging parameter is spelt ${canonical} exactly (lower case, no brackets or dots); ${JSON.stringify(name.slice(0, 64))} is refused on this paged list`);
+  throw new HttpProblem(400, CODES[canonical], `the paging parameter is spelt ${canonical} exactly (lower case, no brackets, dots, spaces or control characters); ${JSON.stringify(name.slice(0, 64))} is refused on this paged list`);
 }
 
 /**

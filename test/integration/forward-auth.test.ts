@@ -153,7 +153,7 @@ describe('forward-auth', () => {
   });
 
   it('other spellings of the paging names are refused on a paged route (400), in any case of the path', async () => {
-    for (const query of ['size=10&size[]=100000', 'size[0]=100000', 'size%5B%5D=100000', 'SIZE=100000', 'size.x=1', 'Page=2', 'sort[]=a']) {
+    for (const query of ['size=10&size[]=100000', 'size[0]=100000', 'size%5B%5D=100000', 'SIZE=100000', 'size.x=1', 'Page=2', 'sort[]=a', 'size%00=1', 'size%20=100000']) {
       for (const path of ['/api/items', '/api/ITEMS']) {
         const res = await ask('GET', `${path}?${query}`, { authorization: carol });
         expect(res.status, `${path}?${query}`).toBe(400);

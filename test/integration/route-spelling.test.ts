@@ -131,6 +131,12 @@ describe('other spellings of the paging names are refused (400), never forwarded
     ['size=10&[size]=100000', 'invalid_page_size'],
     ['page=1&page[]=2', 'invalid_page'],
     ['Sort=x', 'invalid_sort'],
+    ['size%00=1', 'invalid_page_size'],
+    ['size=10&size%00=100000', 'invalid_page_size'],
+    ['size%0D%0A=100000', 'invalid_page_size'],
+    ['size%20=100000', 'invalid_page_size'],
+    ['size%E2%80%8B=100000', 'invalid_page_size'],
+    ['page%00=2', 'invalid_page'],
   ])('/api/items?%s → %s', async (query, code) => {
     expect(await get(`/api/items?${query}`)).toEqual({ status: 400, code, url: undefined });
   });

@@ -202,12 +202,30 @@ describe('canonicalQuery: other spellings of the paging names, on the raw query'
     ['size=10&%5Bsize%5D=100000', 'invalid_page_size'],
     ['page[]=1', 'invalid_page'],
     ['SORT=campaignId', 'invalid_sort'],
+    // Names a parser reads as a paging name once it stops at a NUL or trims spaces and invisible characters.
+    ['size%00=1', 'invalid_page_size'],
+    ['size=10&size%00=100000', 'invalid_page_size'],
+    ['size%00x=1', 'invalid_page_size'],
+    ['%00size=1', 'invalid_page_size'],
+    ['size%0A=1', 'invalid_page_size'],
+    ['size%7F=1', 'invalid_page_size'],
+    ['size%C2%85=1', 'invalid_page_size'],
+    ['size%20=1', 'invalid_page_size'],
+    ['size+=1', 'invalid_page_size'],
+    ['%20size=1', 'invalid_page_size'],
+    ['size%C2%A0=1', 'invalid_page_size'],
+    ['size%E2%80%8B=1', 'invalid_page_size'],
+    ['%EF%BB%BFsize=1', 'invalid_page_size'],
+    ['size%FF=1', 'invalid_page_size'],
+    ['page%09=2', 'invalid_page'],
+    ['sort%00=x', 'invalid_sort'],
   ])('refuses %j with %s', (search, code) => {
     expect(() => canonicalQuery(search, RULES)).toThrow(expect.objectContaining({ status: 400, code }));
   });
 
   it('other parameters are left as written', () => {
     expect(canonicalQuery('sizes=1&a.size=2&size=10', RULES)).toBe('sizes=1&a.size=2&size=10&page=0');
+    expect(canonicalQuery('x%00size=1&sizes%00=2&my%20size=3&size=10', RULES)).toBe('x%00size=1&sizes%00=2&my%20size=3&size=10&page=0');
   });
 });
 
