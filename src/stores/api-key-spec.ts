@@ -1,3 +1,4 @@
+import { METHODS } from 'node:http';
 import type { NewApiKey } from './api-keys.js';
 
 const UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400, w: 604_800 };
@@ -63,9 +64,15 @@ export function readKeySpec(input: KeySpecInput): { spec: NewApiKey; problems: s
   const groups = list('groups', input.groups);
   for (const g of groups) if (!NAME.test(g)) problems.push(`groups: "${g}" is not a group name`);
   const routes = list('routes', input.routes);
-  for (const r of routes) if (!PATH.test(r)) problems.push(`routes: "${r}" must be an absolute path of plain segments, e.g. /v1/reports`);
+  for (const r of routes) {
+    if (!PATH.test(r)) problems.push(`routes: "${r}" must be an absolute path of plain segments, e.g. /v1/reports`);
+    else if (hasDotSegment(r)) problems.push(`routes: "${r}" has a dot segment (. or ..); request paths are resolved before they are compared, so it would never match: write the path it means`);
+  }
   const methods = list('methods', input.methods).map((m) => m.toUpperCase());
-  for (const m of methods) if (!METHOD.test(m)) problems.push(`methods: "${m}" is not a method`);
+  for (const m of methods) {
+    if (!METHOD.test(m)) problems.push(`methods: "${m}" is not a method`);
+    else if (!METHODS.includes(m)) problems.push(`methods: "${m}" is not an HTTP method the gateway can receive, so it would never match`);
+  }
   const spec: NewApiKey = { name: name ?? '', groups, routes, methods };
   if (user !== undefined) spec.user = user;
   const expiresIn = text('expiresIn', input.expiresIn);
@@ -79,4 +86,9 @@ export function readKeySpec(input: KeySpecInput): { spec: NewApiKey; problems: s
     if (spec.rate === undefined) problems.push(`rate "${rate}" must be requests per window such as 100/60s or 10/1m`);
   }
   return { spec, problems };
+}
+
+/** A `.` or `..` segment: normalized request paths have none, so a key's route with one matches nothing. */
+function hasDotSegment(path: string): boolean {
+  return path.split('/').some((segment) => segment === '.' || segment === '..');
 }

@@ -69,6 +69,22 @@ describe('the admin API', () => {
     expect(gw.logs.join('\n')).not.toContain(secret);
   });
 
+  it('a key scope that could never match is refused (400 naming it); a lower-case method is read as upper case', async () => {
+    for (const [scope, named] of [[{ methods: ['FETCH'] }, 'FETCH'], [{ routes: ['/api/list/../admin'] }, '/api/list/../admin'], [{ routes: ['/v1/./x'] }, '/v1/./x']] as const) {
+      const res = await call('POST', '/v1/keys', { name: 'scoped', ...scope });
+      expect(res.status, named).toBe(400);
+      const problem = (await res.json()) as { code: string; detail: string };
+      expect(problem.code).toBe('invalid_request');
+      expect(problem.detail).toContain(`"${named}"`);
+    }
+    expect(audits().filter((a) => a.keyName === 'scoped')).toEqual([]);
+    const lower = await call('POST', '/v1/keys', { name: 'lower', methods: ['get'], routes: ['/v1/x'] });
+    expect(lower.status).toBe(201);
+    const { key, methods } = (await lower.json()) as { key: string; methods: string[] };
+    expect(methods).toEqual(['GET']);
+    expect(await publicStatus({ 'x-api-key': key })).toBe(200);
+  });
+
   it('users: add, set groups, change the password, remove; sessions end with a changed password or a removal', async () => {
     expect((await call('POST', '/v1/users', { name: 'carol', password: 'carol-password', groups: 'ops' })).status).toBe(201);
     expect(await publicStatus({ authorization: basic('carol', 'carol-password') })).toBe(200);

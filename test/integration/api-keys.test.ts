@@ -176,6 +176,15 @@ describe('API keys on two instances sharing one Redis', () => {
     expect(again.stderr).toContain(`there is no key ${id}`);
   }, 30_000);
 
+  it('keys create refuses a scope that could never match (exit 2, naming it)', async () => {
+    for (const [args, named] of [[['--methods', 'GET,FETCH'], 'FETCH'], [['--routes', '/v1/reports/../contacts'], '/v1/reports/../contacts']] as const) {
+      const r = await cli(['keys', 'create', '--name', 'never', ...args]);
+      expect(r.status, r.stderr).toBe(2);
+      expect(r.stderr).toContain(`"${named}"`);
+      expect(r.stdout).toBe('');
+    }
+  });
+
   it('a rotated key: the new one works at once, the old one until the overlap ends and not after', async () => {
     const { key: oldKey, id } = await createKey('--name', 'rotating', '--expires-in', '90d');
     for (const gw of gateways) expect((await get(gw, '/v1/contacts', { 'x-api-key': oldKey })).status).toBe(200);

@@ -32,6 +32,19 @@ describe('key text', () => {
     });
     expect(readKeySpec({ routes: 'v1', expiresIn: 'soon', rate: 'many' }).problems).toHaveLength(4);
   });
+
+  it('refuses scopes no request can ever match, naming each: a method the gateway cannot receive, a route with a dot segment', () => {
+    const { problems } = readKeySpec({ name: 'ci', methods: ['GET', 'FETCH', 'get2'], routes: ['/api/list/../admin', '/api/./x', '/..', '/api/...', '/v1/x.y'] });
+    expect(problems).toEqual([
+      expect.stringContaining('"/api/list/../admin"'),
+      expect.stringContaining('"/api/./x"'),
+      expect.stringContaining('"/.."'),
+      expect.stringContaining('"FETCH"'),
+      expect.stringContaining('"GET2"'),
+    ]);
+    // Lower case is read as the method it spells (requests' methods are upper case), as in allow rules.
+    expect(readKeySpec({ name: 'ci', methods: ['get', 'propfind'] })).toEqual({ spec: { name: 'ci', groups: [], routes: [], methods: ['GET', 'PROPFIND'] }, problems: [] });
+  });
 });
 
 describe('ApiKeys', () => {
