@@ -12,7 +12,8 @@ const isBearer = schemeMatcher('bearer');
  * `Authorization: Bearer <key>`. Only keys of its own prefix are its credentials: any other bearer
  * credential is left to the token check. Verified against the SHA-256 the store keeps, from memory once
  * the key was used (ApiKeys.lookupNow: answered without a promise), else one store round trip; an
- * unknown, revoked or expired key takes the same steps and gets the same 401. The principal carries
+ * unknown, revoked or expired key, and a wrong secret of a key held in memory, take the same steps (a
+ * store round trip among them) and get the same 401. The principal carries
  * the key's groups, and its routes, methods and rate as limits of its own.
  */
 export function apiKeyAuthenticator(keys: ApiKeys, config: ApiKeysConfig): Authenticator<PresentedKey> {
@@ -41,9 +42,17 @@ export function apiKeyAuthenticator(keys: ApiKeys, config: ApiKeysConfig): Authe
       return parsed(token);
     },
     verify(presented) {
-      const known = keys.lookupNow(presented.id);
-      if (known !== undefined) return principalOf(known, presented);
-      return keys.lookup(presented.id).then((record) => principalOf(record, presented));
+      // A key answered from memory is accepted at once. Every refusal is decided on a store read, also
+      // for an id this instance holds (a known id with a wrong secret): otherwise a refusal from memory
+      // would be quicker than one for an id that does not exist, and timing would tell which ids do. The
+      // first judgement runs either way (against the zero hash when nothing is held), so both refusals
+      // run the same steps: one lookupNow, two judgements, one store read.
+      const known = keys.lookupNow(presented.id) ?? null;
+      if (keys.judge(known, presented) === undefined) return principalOf(known!);
+      return keys.lookup(presented.id).then((record) => {
+        if (keys.judge(record, presented) !== undefined) throw refuse();
+        return principalOf(record!);
+      });
     },
     async recheck(owner) {
       const id = owner.credential?.id;
@@ -68,9 +77,8 @@ export function apiKeyAuthenticator(keys: ApiKeys, config: ApiKeysConfig): Authe
     throw new HttpProblem(401, 'invalid_credentials', `the API key is malformed (one key of the form ${config.prefix}_<id>_<secret>)`);
   }
 
-  function principalOf(record: ApiKeyRecord | null, presented: PresentedKey): Principal {
-    if (keys.judge(record, presented) !== undefined) throw refuse();
-    const r = record!;
+  /** The principal of a key judged usable. */
+  function principalOf(r: ApiKeyRecord): Principal {
     return {
       user: r.user,
       via: 'api_key',

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import type { RedisTable } from '../../src/stores/shared-table-redis.js';
 import { basic, gatewayFixture, SECRET, startGateway, testConfig, type RunningGateway } from '../support/fixtures.js';
@@ -260,6 +260,40 @@ describe('API keys on two instances sharing one Redis', () => {
     // Both take the same steps (one store read, a constant-time compare): within noise of each other.
     expect(Math.abs(mu - mr), `median unknown ${mu.toFixed(3)} ms, revoked ${mr.toFixed(3)} ms`).toBeLessThan(Math.max(0.5, 0.25 * Math.max(mu, mr)));
   }, 30_000);
+
+  it('a wrong secret of a key held in memory takes the same steps as an unknown id: a store read, two judgements', async () => {
+    const [gw] = gateways as [RunningGateway];
+    const keys = gw.gateway.apiKeys!;
+    const { key, id } = await createKey('--name', 'steps');
+    expect((await get(gw, '/v1/contacts', { 'x-api-key': key })).status).toBe(200);
+    expect(keys.lookupNow(id)).toBeTruthy();
+    const steps: string[] = [];
+    const spies = (['lookupNow', 'lookup', 'judge'] as const).map((name) => {
+      const original = keys[name].bind(keys) as (...args: never[]) => unknown;
+      return vi.spyOn(keys, name).mockImplementation(((...args: never[]) => {
+        steps.push(name);
+        return original(...args);
+      }) as never);
+    });
+    const stepsOf = async (presented: string) => {
+      steps.length = 0;
+      const res = await get(gw, '/v1/contacts', { 'x-api-key': presented });
+      expect(res.status, presented).toBe(401);
+      return [...steps];
+    };
+    try {
+      const wrongSecret = await stepsOf(`${key.slice(0, -4)}${key.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`);
+      const unknownId = await stepsOf(`agk_${'0'.repeat(15)}1_${key.slice(-43)}`);
+      expect(wrongSecret).toEqual(['lookupNow', 'judge', 'lookup', 'judge']);
+      expect(unknownId).toEqual(wrongSecret);
+      // The key itself is still answered from memory: no store read.
+      steps.length = 0;
+      expect((await get(gw, '/v1/contacts', { 'x-api-key': key })).status).toBe(200);
+      expect(steps).toEqual(['lookupNow', 'judge']);
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+    }
+  });
 
   it('while an instance\'s change channel is down it trusts no memory: every key is asked of the store, a revocation still holds', async () => {
     const [a, b] = gateways as [RunningGateway, RunningGateway];

@@ -108,7 +108,12 @@ describe('the api-key authenticator', () => {
     // Verified without a promise (the memory table knows); the principal carries the key's groups and rules.
     const principal = auth.verify(parseKey(key, 'agk')!, exchange) as Principal;
     expect(principal).toMatchObject({ user: 'ci', via: 'api_key', groups: ['ops'], ambient: false, credential: { name: 'ci', methods: ['GET'], routes: [] } });
-    expect(() => auth.verify({ id: '0000000000000000', secret: 'x'.repeat(43) }, exchange)).toThrow(expect.objectContaining({ status: 401, code: 'invalid_credentials' }));
+    // A refusal is decided on a store read (a promise), for an unknown id and a wrong secret alike.
+    for (const presented of [{ id: '0000000000000000', secret: 'x'.repeat(43) }, { ...parseKey(key, 'agk')!, secret: 'x'.repeat(43) }]) {
+      const refused = auth.verify(presented, exchange);
+      expect(refused).toBeInstanceOf(Promise);
+      await expect(refused).rejects.toMatchObject({ status: 401, code: 'invalid_credentials' });
+    }
   });
 
   it('a revoked key: its open tunnel\'s recheck says so', async () => {
