@@ -106,8 +106,11 @@ function checkHost(count: number, host: string | undefined, http10: boolean): vo
 
 let lastValidHost: string | undefined;
 
-/** `/v1/tokens` as its own segment, in any case, each of the two segments with optional `;` parameters (also `%3B`). */
-const TOKEN_PATH = /^\/v1(?:(?:;|%3b)[^/]*)?\/tokens(?:(?:;|%3b)[^/]*)?(?:\/|$)/i;
+/**
+ * `/v1/tokens` as its own segment, in any case, each of the two segments with optional `;` parameters
+ * (also `%3B`) and with the trailing dots and spaces IIS and ASP.NET drop (`/v1/tokens./create`).
+ */
+const TOKEN_PATH = /^\/v1(?:\.|%20|%0[9a-d]|%c2%85|%c2%a0)*(?:(?:;|%3b)[^/]*)?\/tokens(?:\.|%20|%0[9a-d]|%c2%85|%c2%a0)*(?:(?:;|%3b)[^/]*)?(?:\/|$)/i;
 
 /**
  * Whether a (normalized) path is `/v1/tokens` or below it however it is spelled: in any case, and with

@@ -83,6 +83,11 @@ const ROWS: Row[] = [
   tokenSpelling('POST', '/v1/tokens%3bx=1/create'),
   tokenSpelling('POST', '/v1;x/tokens/create'),
   tokenSpelling('GET', '/v1/tokens'),
+  // IIS and ASP.NET drop a segment's trailing dots and spaces: these are /v1/tokens/create to them.
+  tokenSpelling('POST', '/v1/tokens./create'),
+  tokenSpelling('POST', '/v1./tokens/create'),
+  tokenSpelling('POST', '/v1/tokens%20/create'),
+  tokenSpelling('POST', '/v1%20./tokens.%20/create'),
   tokenSpelling('GET', '/v1/Tokens'),
   tokenSpelling('GET', '/v1/tokens/revoke/../other'),
   tokenSpelling('GET', '/v1/tokens;/create'),
