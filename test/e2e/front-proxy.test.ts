@@ -188,6 +188,10 @@ describe('refusals through each front are the gateway\'s own answers', () => {
     ['404 where no route serves', '/favicon.ico', () => ({ authorization: basic('carol', 'carol-password') })],
     ['400 for a paging name variant', '/api/items?SIZE=10', () => ({ authorization: basic('carol', 'carol-password') })],
     ['400 for an API key beside Bearer', '/api/report', () => ({ authorization: 'Bearer x.y.z', 'x-api-key': keys.gateway! })],
+    ['400 for an API key beside Basic', '/api/report', () => ({ authorization: basic('carol', 'carol-password'), 'x-api-key': keys.gateway! })],
+    ['400 for a trailing dot that IIS would drop into the admin route', '/api/admin./users', () => ({ authorization: basic('carol', 'carol-password') })],
+    ['400 for a trailing space that IIS would drop into the admin route', '/api/admin%20/users', () => ({ authorization: basic('carol', 'carol-password') })],
+    ['400 for a paging name with a NUL', '/api/items?size%00=10', () => ({ authorization: basic('carol', 'carol-password') })],
   ];
   it.each(cases)('%s', async (_, path, headers) => {
     const direct = await answer('gateway', path, headers());
