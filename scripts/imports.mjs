@@ -12,13 +12,25 @@ export function files(dir) {
   });
 }
 
+/**
+ * Every project file a file refers to, wherever in its syntax tree: `import` and `export … from`
+ * (type-only too), `import x = require()`, dynamic `import()`, `require()`, and types written as
+ * `import('…').T`. A reference hidden in an expression or a type position ties the design as much as a
+ * top-level import does.
+ */
 export function importsOf(file) {
-  const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, false);
+  const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
   const out = [];
-  for (const node of source.statements) {
-    const spec = (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier;
-    if (!spec || !ts.isStringLiteral(spec) || !spec.text.startsWith('.')) continue;
-    out.push(resolve(dirname(file), spec.text.replace(/\.js$/, '.ts')));
-  }
+  const add = (spec) => {
+    if (spec && ts.isStringLiteralLike(spec) && spec.text.startsWith('.')) out.push(resolve(dirname(file), spec.text.replace(/\.js$/, '.ts')));
+  };
+  const visit = (node) => {
+    if (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) add(node.moduleSpecifier);
+    else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference)) add(node.moduleReference.expression);
+    else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument)) add(node.argument.literal);
+    else if (ts.isCallExpression(node) && (node.expression.kind === ts.SyntaxKind.ImportKeyword || (ts.isIdentifier(node.expression) && node.expression.text === 'require'))) add(node.arguments[0]);
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
   return out;
 }

@@ -1,0 +1,62 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { checkLayers, layerTable } from '../../scripts/check-layers.mjs';
+
+/**
+ * The layer check (`npm run lint`) against trees made for it: each way a low layer can name a high one
+ * must be caught, wherever in the syntax it is written; a tree that follows the layers passes.
+ */
+const roots: string[] = [];
+afterEach(() => {
+  for (const r of roots.splice(0)) rmSync(r, { recursive: true, force: true });
+});
+
+function tree(files: Record<string, string>): string {
+  const root = mkdtempSync(join(tmpdir(), 'gw-layers-'));
+  roots.push(root);
+  const all = { 'src/server.ts': 'export interface Gateway { x: number }\nexport const gateway = 1;\n', 'src/core/problem.ts': 'export class HttpProblem {}\n', ...files };
+  for (const [path, text] of Object.entries(all)) {
+    mkdirSync(dirname(join(root, path)), { recursive: true });
+    writeFileSync(join(root, path), text);
+  }
+  return root;
+}
+
+describe('the layer check', () => {
+  it.each([
+    ['a static import', "import { gateway } from '../server.js';\nexport const y = gateway;\n"],
+    ['a type-only import', "import type { Gateway } from '../server.js';\nexport type Y = Gateway;\n"],
+    ['a re-export', "export * from '../server.js';\n"],
+    ['a named re-export', "export { gateway } from '../server.js';\n"],
+    ['a dynamic import', "export async function later() { return (await import('../server.js')).gateway; }\n"],
+    ['an import type in a type position', "export type Y = import('../server.js').Gateway;\n"],
+    ['an import type deep in a signature', "export function f(g: Array<{ inner: import('../server.js').Gateway }>): void { void g; }\n"],
+    ['import = require', "import server = require('../server.js');\nexport const y = server;\n"],
+    ['a require call', "declare const require: (s: string) => unknown;\nexport const y = require('../server.js');\n"],
+  ])('fails on %s upward', (_, text) => {
+    const problems = checkLayers(tree({ 'src/core/low.ts': text }));
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(/^src\/core\/low\.ts imports src\/server\.ts: core \(core\) may not import server\.ts$/);
+  });
+
+  it('fails on domain code that names the HTTP problem, and on a part in no layer', () => {
+    const problems = checkLayers(tree({
+      'src/tokens/service.ts': "import { HttpProblem } from '../core/problem.js';\nexport const p = HttpProblem;\n",
+      'src/elsewhere/x.ts': 'export const x = 1;\n',
+    }));
+    expect(problems.join('\n')).toMatch(/src\/tokens\/service\.ts imports src\/core\/problem\.ts: domain code throws a DomainError/);
+    expect(problems.join('\n')).toMatch(/src\/elsewhere\/x\.ts: elsewhere is in no layer/);
+  });
+
+  it('passes a tree whose imports run down, and the project\'s own src/', () => {
+    expect(checkLayers(tree({ 'src/core/low.ts': 'export const low = 1;\n', 'src/http/mid.ts': "import { low } from '../core/low.js';\nexport const mid = import('../core/low.js').then(() => low);\n" }))).toEqual([]);
+    expect(checkLayers(join(import.meta.dirname, '../..'))).toEqual([]);
+  });
+
+  it('its table is the one docs/pipeline-extension.md prints', () => {
+    const doc = readFileSync(join(import.meta.dirname, '../../docs/pipeline-extension.md'), 'utf8');
+    expect(doc).toContain(`\n${layerTable()}\n`);
+  });
+});
