@@ -280,12 +280,12 @@ function subjectTag(issuer: string, sub: string): string {
 /**
  * Where a browser may be sent back to after signing in: a path of this origin only. Anything else
  * (an absolute URL, `//host`, `/\host`, a backslash or control character anywhere, over 2 KiB) is `/`:
- * no open redirect.
+ * no open redirect. The path is judged as written and again once normalized (`/.//evil.example` and
+ * `/..//evil.example` normalize to `//evil.example`, a host), so what it answers is one it answers
+ * itself unchanged: it never starts with `//` or `/\`, and running it twice changes nothing.
  */
 export function safeReturnPath(raw: string): string {
-  if (raw.length === 0 || raw.length > MAX_RETURN_PATH || raw[0] !== '/' || raw[1] === '/' || raw[1] === '\\') return '/';
-  // eslint-disable-next-line no-control-regex
-  if (/[\\\x00-\x20\x7f]/.test(raw)) return '/';
+  if (!plainPath(raw)) return '/';
   const base = 'https://gateway.invalid';
   let u: URL;
   try {
@@ -294,7 +294,16 @@ export function safeReturnPath(raw: string): string {
     return '/';
   }
   if (u.origin !== base) return '/';
-  return `${u.pathname}${u.search}`;
+  const normalized = `${u.pathname}${u.search}`;
+  // Percent-encoding may lengthen it past the bound; dot segments may leave `//` in front.
+  return plainPath(normalized) ? normalized : '/';
+}
+
+/** A path a browser reads as this origin's: `/`, not `//` or `/\`, no backslash or control character, at most 2 KiB. */
+function plainPath(path: string): boolean {
+  if (path.length === 0 || path.length > MAX_RETURN_PATH || path[0] !== '/' || path[1] === '/' || path[1] === '\\') return false;
+  // eslint-disable-next-line no-control-regex
+  return !/[\\\x00-\x20\x7f]/.test(path);
 }
 
 function invalidLogout(reason: string): HttpProblem {

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { cookieSessionAuthenticator, openSession, SESSION_PURPOSE } from '../../../src/auth/cookie-session.js';
 import { safeReturnPath } from '../../../src/auth/login.js';
@@ -22,6 +23,32 @@ describe('where a browser is sent back after signing in', () => {
     '', 'app', '/app\\..\\x', '/a\tb', '/a\nb', '/\u0000', ' /app', `/${'a'.repeat(3000)}`,
   ])('never sends it elsewhere: %j becomes /', (raw) => {
     expect(safeReturnPath(raw)).toBe('/');
+  });
+
+  it.each(['/.//evil.example', '/..//evil.example', '/a/..//evil.example', '/%2e//evil.example', '/./\\evil.example'])('judges %j once normalized too: /', (raw) => {
+    expect(safeReturnPath(raw)).toBe('/');
+  });
+
+  it('keeps a path that percent-encoding lengthens past 2 KiB out (its second reading would refuse it)', () => {
+    expect(safeReturnPath(`/${'é'.repeat(1000)}`)).toBe('/');
+    expect(safeReturnPath(`/${'é'.repeat(300)}`)).toBe(`/${'%C3%A9'.repeat(300)}`);
+  });
+
+  it('is idempotent and never answers a path a browser reads as another host (property)', () => {
+    const piece = fc.constantFrom('/', '//', '.', '..', '/./', '/../', '\\', '%2e', '%2E', '%2f', '%5c', '?', '#', '@', ':', 'evil.example', 'a', 'é', '\u3002', '\t', ' ', '%00', '%');
+    const path = fc.oneof(
+      fc.array(piece, { maxLength: 12 }).map((p) => p.join('')),
+      fc.array(piece, { maxLength: 12 }).map((p) => `/${p.join('')}`),
+      fc.string({ unit: 'binary', maxLength: 40 }).map((p) => `/${p}`),
+      fc.tuple(fc.constantFrom('/', '/a'), fc.nat({ max: 1200 })).map(([p, n]) => `${p}${'é'.repeat(n)}`),
+    );
+    fc.assert(fc.property(path, (raw) => {
+      const once = safeReturnPath(raw);
+      expect(safeReturnPath(once)).toBe(once);
+      expect(once.startsWith('/')).toBe(true);
+      expect(once.startsWith('//') || once.startsWith('/\\')).toBe(false);
+      expect(new URL(once, 'https://gateway.invalid').origin).toBe('https://gateway.invalid');
+    }), { numRuns: 3000 });
   });
 });
 
