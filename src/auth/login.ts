@@ -3,6 +3,7 @@ import * as oidc from 'openid-client';
 import type { Clock } from '../clock.js';
 import type { LoginConfig } from '../config/types.js';
 import { isLoopback } from '../config/issuers.js';
+import { isUsableName } from '../core/headers.js';
 import { HttpProblem } from '../core/problem.js';
 import type { IssuerKeys } from '../identity/issuers.js';
 import { KeysUnavailable } from '../identity/issuers.js';
@@ -160,6 +161,12 @@ export class LoginFlow {
     const user = claimAt(claims, userClaim);
     if (typeof user !== 'string' || user === '') {
       throw new HttpProblem(403, 'forbidden', `the provider did not tell the user's ${userClaim}: ask for a scope that includes it (login.scopes)`);
+    }
+    // The bearer path's rule (src/auth/oidc.ts): a name with a control character or a lone surrogate,
+    // or over 256 characters, names no one a header, a log or an allow rule can carry.
+    if (!isUsableName(user)) {
+      this.log.info('sign-in refused: the provider\'s user name is not usable', { issuer: this.issuer.name, claim: userClaim, sub: idClaims.sub, length: user.length });
+      throw new HttpProblem(403, 'forbidden', `the provider's ${userClaim} is not a usable user name (at most 256 characters, no control character or lone surrogate): the user cannot sign in here`);
     }
     const groups = groupsOf(claims, groupsClaim);
     const ttl = this.config.sessionTtlSeconds;

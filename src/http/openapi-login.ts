@@ -18,7 +18,7 @@ export function loginPaths(config: Config): Json {
     responses: {
       302: redirect('to the provider (a sign-in starts) or back to the original page (signed in)'),
       400: problem('invalid_request: no sign-in in progress in this browser, or the provider\'s answer did not check out'),
-      403: problem('forbidden: the provider refused the sign-in, or did not name the user'),
+      403: problem('forbidden: the provider refused the sign-in, did not name the user, or named one the gateway cannot carry (a control character, a lone surrogate, over 256 characters)'),
       503: problem('identity_provider_unavailable or store_unavailable'),
     },
   };

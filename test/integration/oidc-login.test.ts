@@ -33,6 +33,14 @@ let b: RunningGateway;
 let browser: Browser;
 let profile: string;
 
+/** Accounts whose preferred_username the bearer path refuses (isUsableName): sign-in must refuse them too. */
+const UNUSABLE_ACCOUNTS: Record<string, { preferred_username: string }> = {
+  crlf: { preferred_username: 'eve\r\nX-Authenticated-User: admin' },
+  nul: { preferred_username: 'eve\u0000admin' },
+  surrogate: { preferred_username: 'eve\ud800' },
+  long: { preferred_username: 'e'.repeat(3000) },
+};
+
 function gatewayConfig(): Record<string, unknown> {
   return {
     server: { host: '127.0.0.1', port: 0, shutdownGraceMs: 500, tls: { certFile: ca.certFile, keyFile: ca.keyFile } },
@@ -52,7 +60,7 @@ beforeAll(async () => {
   ca = new TestCa();
   rsa = signingKey('rsa');
   [provider, redis, echo] = await Promise.all([
-    TestProvider.start(ca, { keys: [rsa], resources: {}, clients: [], accounts: { alice: { preferred_username: 'alice', groups: ['staff', 'dev'] } } }),
+    TestProvider.start(ca, { keys: [rsa], resources: {}, clients: [], accounts: { alice: { preferred_username: 'alice', groups: ['staff', 'dev'] }, ...UNUSABLE_ACCOUNTS } }),
     startRedis(),
     echoUpstream(),
   ]);
@@ -99,11 +107,11 @@ afterAll(async () => {
 });
 
 /** Fills the provider's development login form (and its consent, when asked) until the browser is back at `base`. */
-async function signInAtProvider(page: Page, base: string): Promise<void> {
+async function signInAtProvider(page: Page, base: string, login = 'alice'): Promise<void> {
   for (let i = 0; i < 4 && !page.url().startsWith(base); i++) {
     await page.waitForSelector('form button[type=submit]', { timeout: STEP_MS });
     if (await page.$('input[name=login]')) {
-      await page.type('input[name=login]', 'alice');
+      await page.type('input[name=login]', login);
       await page.type('input[name=password]', 'any-password');
     }
     await Promise.all([page.waitForNavigation({ timeout: STEP_MS }), page.click('form button[type=submit]')]);
@@ -302,6 +310,24 @@ describe('browser sign-in (authorization code + PKCE) at a real provider, in a r
     expect(one.url()).toBe(`${a.base}/app/tab-one`);
     expect((await one.browserContext().cookies()).filter((c) => c.name.startsWith('__Host-gateway-login-'))).toEqual([]);
     await Promise.all([one.close(), two.close()]);
+  }, 120_000);
+});
+
+describe('a provider user name the bearer path refuses', () => {
+  it.each(Object.keys(UNUSABLE_ACCOUNTS))('(%s) is refused at the callback with a 403 problem, and no session is made', async (login) => {
+    // A browser context of its own: no provider session of another test's user.
+    const context = await browser.createBrowserContext();
+    const page = await context.newPage();
+    const callback = page.waitForResponse((r) => r.url().startsWith(`${a.base}/auth/callback?`), { timeout: STEP_MS });
+    await page.goto(`${a.base}/app/${login}`, { timeout: STEP_MS });
+    await signInAtProvider(page, a.base, login);
+    const answer = await callback;
+    expect(answer.status(), await answer.text()).toBe(403);
+    expect(answer.headers()['content-type']).toContain('application/problem+json');
+    expect(JSON.parse(await answer.text())).toMatchObject({ code: 'forbidden', detail: expect.stringContaining('preferred_username is not a usable user name') });
+    expect((await context.cookies()).some((c) => c.name === '__Host-gateway')).toBe(false);
+    expect(await a.gateway.store.listSessions(UNUSABLE_ACCOUNTS[login]!.preferred_username)).toHaveLength(0);
+    await context.close();
   }, 120_000);
 });
 
