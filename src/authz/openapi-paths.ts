@@ -32,7 +32,7 @@ export function authorizationPaths(config: Config): Json {
         200: { description: 'allowed; empty body; the identity in headers (Cache-Control: no-store)', headers: ok },
         400: problem('invalid_request or invalid_path: the described request is missing, ambiguous or malformed'),
         401: { ...problem('missing_credentials, invalid_credentials, invalid_token or token_expired; with WWW-Authenticate. A browser navigation (Accept: text/html) to a route with `login: true` also gets `Location`: the gateway\'s sign-in start, for the proxy in front to redirect to'), headers: { Location: header('Only for a browser navigation on a login route: where to sign in.') } },
-        403: problem('forbidden: the route\'s allow rules refuse this user or method, or this caller is not in forwardAuth.trustedProxies; cors_not_allowed: a cross-site unsafe method with Basic'),
+        403: problem('forbidden: the route\'s allow rules refuse this user or method, or this caller is not in forwardAuth.trustedProxies; cors_not_allowed: a cross-site unsafe method with Basic, a client certificate or the session cookie (which also needs an Origin or Sec-Fetch-Site: same-origin)'),
         404: problem('not_found: no route serves the described path'),
         429: problem('too_many_attempts or rate_limited: retry after Retry-After'),
         503: problem('store_unavailable, directory_unavailable (users.ldap) or service_unavailable'),

@@ -220,6 +220,26 @@ describe('browser sign-in (authorization code + PKCE) at a real provider, in a r
     await page.close();
   }, 120_000);
 
+  it('a POST or DELETE with the cookie and neither Origin nor Sec-Fetch-Site: same-origin is refused (403, naming the cookie)', async () => {
+    const send = (method: string, headers: Record<string, string>) => httpsCall(`${a.base}/app/no-origin`, ca.caFile, { method, headers: { cookie: `__Host-gateway=${cookie}`, ...headers }, body: '' });
+    for (const method of ['POST', 'DELETE']) {
+      const bare = await send(method, {});
+      expect(bare.status, bare.body).toBe(403);
+      expect(JSON.parse(bare.body)).toMatchObject({ code: 'cors_not_allowed', detail: expect.stringContaining('session cookie') });
+      const crossSite = await send(method, { origin: 'https://evil.example' });
+      expect(crossSite.status).toBe(403);
+      expect(JSON.parse(crossSite.body).detail).toContain('with the session cookie');
+      expect(JSON.parse(crossSite.body).detail).not.toContain('Basic');
+      expect((await send(method, { 'sec-fetch-site': 'same-site' })).status).toBe(403);
+    }
+    expect(echo.received.some((r) => r.url === '/app/no-origin')).toBe(false);
+    // A browser's own page: its Origin, or Sec-Fetch-Site: same-origin alone.
+    expect((await send('POST', { origin: a.base })).status).toBe(200);
+    expect((await send('DELETE', { 'sec-fetch-site': 'same-origin' })).status).toBe(200);
+    // Safe methods need neither.
+    expect((await send('GET', {})).status).toBe(200);
+  });
+
   it('forward-auth: takes the cookie session, and answers a navigation without one 401 with a Location to sign in', async () => {
     const described = { 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/app/report?q=1', 'x-forwarded-host': 'gw.example.test', 'x-forwarded-proto': 'https' };
     const ok = await get(a.base, '/auth/verify', { ...described, cookie: `__Host-gateway=${cookie}` });

@@ -10,12 +10,16 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  * carries them too); what is left is what a browser sends cross-site with cached Basic credentials by
  * itself, past any CORS: the WebSocket handshake (cross-site WebSocket hijacking) and the unsafe
  * methods (a cross-site form POST, a `fetch` with `mode: 'no-cors'`: cross-site request forgery). So:
- * - Basic, WebSocket handshake or a method other than GET/HEAD/OPTIONS: no Origin (not a browser), the
- *   gateway's own origin, or one the route's cors block lists by name; `*` does not count, since a
- *   browser sends the credentials by itself. Without an Origin, `Sec-Fetch-Site: cross-site` or
- *   `same-site` is refused too (browsers send Origin on unsafe methods anyway; a sibling host is another
- *   origin: list it in the route's cors block to allow it). Forward-auth answers judge the method and
- *   the origin (X-Forwarded-Proto and -Host) of the request they describe.
+ * - Basic (or a client certificate), WebSocket handshake or a method other than GET/HEAD/OPTIONS: no
+ *   Origin (not a browser), the gateway's own origin, or one the route's cors block lists by name; `*`
+ *   does not count, since a browser sends the credentials by itself. Without an Origin,
+ *   `Sec-Fetch-Site: cross-site` or `same-site` is refused too (browsers send Origin on unsafe methods
+ *   anyway; a sibling host is another origin: list it in the route's cors block to allow it).
+ *   Forward-auth answers judge the method and the origin (X-Forwarded-Proto and -Host) of the request
+ *   they describe.
+ * - A browser session's cookie (`oidc-session`) on a method other than GET/HEAD/OPTIONS: as above, but
+ *   "no Origin" is no pass: only a browser holds the cookie, so the request must say where it comes
+ *   from: an Origin as above, or else `Sec-Fetch-Site: same-origin`.
  * - Bearer: the token is something a page had to hold and send on purpose; on a route with a cors
  *   block a WebSocket handshake's origin must be listed (or `*`), elsewhere any.
  */
@@ -32,7 +36,7 @@ export function originPolicy(trustForwarded: boolean): (ex: GatewayExchange) => 
     const listed = listedOrigin(ex, origin);
     if (ambient) {
       if (listed || origin === ownOrigin(ex, trustForwarded)) return;
-      throw new HttpProblem(403, 'cors_not_allowed', 'this origin may not open a WebSocket with Basic credentials here');
+      throw new HttpProblem(403, 'cors_not_allowed', `this origin may not open a WebSocket with ${credentialOf(ex)} here`);
     }
     const policy = ex.route!.cors;
     if (policy && policy.origins !== '*' && !listed) {
@@ -43,13 +47,30 @@ export function originPolicy(trustForwarded: boolean): (ex: GatewayExchange) => 
 
 function checkAmbientUnsafe(ex: GatewayExchange, trustForwarded: boolean): void {
   const origin = ex.req.headers.origin;
+  const cookie = ex.principal!.via === 'oidc-session';
   if (origin !== undefined && origin !== '') {
     if (listedOrigin(ex, origin) || origin === ownOrigin(ex, trustForwarded)) return;
   } else {
     const site = ex.req.headers['sec-fetch-site'];
+    if (cookie) {
+      if (site === 'same-origin') return;
+      throw new HttpProblem(403, 'cors_not_allowed', `a ${ex.method} with the session cookie needs an Origin header (or Sec-Fetch-Site: same-origin): browsers send one, and it is how the gateway tells its own pages from another site's`);
+    }
     if (site !== 'cross-site' && site !== 'same-site') return;
   }
-  throw new HttpProblem(403, 'cors_not_allowed', `another site may not send a ${ex.method} with Basic credentials here (a page's own origin, or one the route's cors block lists, may)`);
+  throw new HttpProblem(403, 'cors_not_allowed', `another site may not send a ${ex.method} with ${credentialOf(ex)} here (a page's own origin, or one the route's cors block lists, may)`);
+}
+
+/** The credential a browser sent by itself, as a 403 names it. */
+function credentialOf(ex: GatewayExchange): string {
+  switch (ex.principal!.via) {
+    case 'oidc-session':
+      return 'the session cookie';
+    case 'mtls':
+      return 'a client certificate';
+    default:
+      return 'Basic credentials';
+  }
 }
 
 /** Listed by name in the route's cors block (`*` lists none). */
