@@ -110,6 +110,7 @@ export function verifyProviderToken(decoded: DecodedToken, issuer: IssuerKeys): 
     throw invalid(`the token's algorithm ${typeof alg === 'string' ? alg : '(none)'} is not one ${issuer.name} may use (${issuer.config.algorithms.join(', ')})`);
   }
   if (header.crit !== undefined) throw invalid('the token has critical header parameters the gateway does not understand');
+  if (!isAccessTokenType(header.typ)) throw invalid(`the token's typ ${JSON.stringify(header.typ)} is not an access token's (an ID token or a logout token is no bearer credential)`);
   const kid = header.kid === undefined ? undefined : header.kid;
   if (kid !== undefined && typeof kid !== 'string') throw invalid('the token\'s kid is not a string');
   // Claims first (no key needed): an expired token never waits for a refetch.
@@ -154,11 +155,29 @@ function checkClaims({ payload }: DecodedToken, issuer: IssuerKeys): Claims {
   const aud = payload.aud;
   const auds = typeof aud === 'string' ? [aud] : Array.isArray(aud) ? aud : [];
   if (!auds.some((a) => typeof a === 'string' && audiences.includes(a))) throw invalid(`the token's aud is not one of this gateway's audiences for ${issuer.name}`);
+  // azp names the client the token was issued to. A token issued to one of the gateway's own audiences
+  // is that party's own token (an ID token: azp and aud are its client id), not a credential a caller
+  // was given for the gateway.
+  const azp = payload.azp;
+  if (azp !== undefined && (typeof azp !== 'string' || audiences.includes(azp))) {
+    throw invalid(`the token's azp ${JSON.stringify(azp)} is one of this gateway's audiences for ${issuer.name}: it was issued to the gateway's own client (an ID token), not to a caller`);
+  }
   const user = claimAt(payload, userClaim);
   if (typeof user !== 'string' || user === '') throw invalid(`the token has no ${userClaim} to name the user`);
   // A name with a control character or a lone surrogate names no one a header, a log or an allow rule can carry.
   if (!isUsableName(user)) throw invalid(`the token's ${userClaim} is not a usable user name`);
   return { user, groups: groupsOf(payload, groupsClaim), exp };
+}
+
+/**
+ * Header `typ` values of an access token: none, `JWT`, or RFC 9068's `at+jwt` (media types compare
+ * without regard to case, `application/` may be left out). Others mark another kind of JWT the
+ * provider signs with the same keys (`logout+jwt`, `id_token+jwt`, `token-introspection+jwt`…).
+ */
+const ACCESS_TOKEN_TYPES = new Set(['jwt', 'at+jwt', 'application/jwt', 'application/at+jwt']);
+
+function isAccessTokenType(typ: unknown): boolean {
+  return typ === undefined || (typeof typ === 'string' && ACCESS_TOKEN_TYPES.has(typ.toLowerCase()));
 }
 
 /** The strings of the groups claim (a group with a comma or empty is left out: headers list groups comma-separated). */

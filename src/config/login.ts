@@ -20,8 +20,14 @@ export function readLogin(c: Checker, raw: unknown, identity: IdentityConfig, ro
   c.unknownKeys('login', l, childrenOf('login'));
   const plain = readScalars(c, 'login', l);
   const { issuer, callbackPath, logoutPath, backchannelLogoutPath, cookieName } = plain;
-  if (issuer && !identity.issuers.some((i) => i.name === issuer)) {
+  const entry = identity.issuers.findIndex((i) => i.name === issuer);
+  if (issuer && entry < 0) {
     c.problem('login.issuer', `names no identity.issuers entry (known: ${identity.issuers.map((i) => i.name).join(', ') || 'none'})`);
+  }
+  if (entry >= 0 && plain.clientId && identity.issuers[entry]!.audiences.includes(plain.clientId)) {
+    // An ID token's aud is the client id: listed, the provider's ID tokens of sign-in pass as bearer
+    // tokens (unless they carry azp, which the bearer check refuses when it is one of the audiences).
+    c.warning(`identity.issuers[${entry}].audiences`, `lists login.clientId (${plain.clientId}): the ID tokens of sign-in would pass as bearer tokens; list the aud of the provider's access tokens for the gateway instead`);
   }
   const scopes = l.scopes === undefined || l.scopes === null
     ? [...(setting('login.scopes').default as readonly string[])]

@@ -157,6 +157,27 @@ describe('provider bearer tokens', () => {
     expect(res.headers.get('www-authenticate')).toContain('error="invalid_token"');
   });
 
+  it('a JWT whose typ marks another kind of token (a logout token, an ID token) is refused; an access token\'s typ passes', async () => {
+    for (const typ of ['logout+jwt', 'application/logout+jwt', 'id_token+jwt', 'token-introspection+jwt', 'secevent+jwt', '', 7]) {
+      const res = await call(gw.base, '/api/x', `Bearer ${forged({}, rsa, { typ })}`);
+      expect(res.status, `typ ${JSON.stringify(typ)}`).toBe(401);
+      expect(res.body).toMatchObject({ code: 'invalid_token', detail: expect.stringContaining('typ') });
+    }
+    for (const typ of [undefined, 'JWT', 'jwt', 'at+jwt', 'AT+JWT', 'application/at+jwt']) {
+      expect((await call(gw.base, '/api/x', `Bearer ${forged({}, rsa, { typ })}`)).status, `typ ${String(typ)}`).toBe(200);
+    }
+  });
+
+  it('a token issued to one of the gateway\'s audiences (azp: an ID token of its own client) is refused; azp of another client passes', async () => {
+    const own = await call(gw.base, '/api/x', `Bearer ${forged({ azp: AUD, nonce: 'n' }, rsa, { typ: 'JWT' })}`);
+    expect(own.status).toBe(401);
+    expect(own.body).toMatchObject({ code: 'invalid_token', detail: expect.stringContaining('azp') });
+    expect((await call(gw.base, '/api/x', `Bearer ${forged({ azp: 42 })}`)).status).toBe(401);
+    const caller = await call(gw.base, '/api/x', `Bearer ${forged({ azp: 'some-cli' })}`);
+    expect(caller.status).toBe(200);
+    expect((caller.body.headers as Record<string, string>)['x-authenticated-user']).toBe('forged-user');
+  });
+
   it('an expired token is refused (past the skew), while the same token unexpired passes', async () => {
     const now = Math.floor(clock.now() / 1000);
     expect((await call(gw.base, '/api/x', `Bearer ${forged({})}`)).status).toBe(200);

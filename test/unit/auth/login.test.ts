@@ -125,6 +125,12 @@ describe('the login section', () => {
     expect(problems({ routes: [{ path: '/app', upstream: 'up', login: true }] })).toEqual(['routes[0].login needs the login section (the provider browsers sign in at)']);
   });
 
+  it('warns when the issuer\'s audiences list the sign-in client id (its ID tokens would pass as bearer tokens)', () => {
+    const listed = { ...base, identity: { issuers: [{ name: 'corp', issuer: 'https://idp.example.com', audiences: ['gw-api', 'gw'] }] } };
+    expect(checkConfig({ ...listed, login: { issuer: 'corp', clientId: 'gw' } }, '', '/tmp').warnings).toEqual([expect.stringMatching(/^identity\.issuers\[0\]\.audiences lists login\.clientId \(gw\)/)]);
+    expect(checkConfig({ ...base, login: { issuer: 'corp', clientId: 'gw-client' } }, '', '/tmp').warnings).toEqual([]);
+  });
+
   it('keeps its paths apart from routes, and publicUrl an https origin (http on loopback only)', () => {
     expect(problems({ login: { issuer: 'corp', clientId: 'gw' }, routes: [{ path: '/auth', upstream: 'up' }] })[0]).toMatch(/^routes\[0\]\.path covers \/auth\/callback/);
     expect(problems({ login: { issuer: 'corp', clientId: 'gw', publicUrl: 'http://gw.example.com' } })[0]).toMatch(/^login.publicUrl must be https/);
