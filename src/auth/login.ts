@@ -216,17 +216,26 @@ export class LoginFlow {
   /**
    * Back-channel logout: a valid logout token revokes, on every instance, the gateway sessions of the
    * provider session it names (`sid`), else of its user (`sub`), and answers how many were live.
-   * Invalid: 400 invalid_request with the spec's `error`; no key of the issuer known: 503.
+   * Its `jti` is remembered in the store for as long as its `iat` is acceptable, so the same token a
+   * second time (on any instance) is refused: a captured token cannot end the user's later sessions.
+   * Invalid or replayed: 400 invalid_request with the spec's `error`; no key of the issuer known: 503.
    */
   async backchannel(logoutToken: string | undefined): Promise<number> {
     if (logoutToken === undefined || logoutToken === '') throw invalidLogout('logout_token is required');
+    const maxAge = this.config.logoutTokenMaxAgeSeconds;
     let subject;
     try {
-      subject = await verifyLogoutToken(logoutToken, this.issuer, this.config.clientId);
+      subject = await verifyLogoutToken(logoutToken, this.issuer, this.config.clientId, maxAge);
     } catch (err) {
       if (err instanceof InvalidLogoutToken) throw invalidLogout(err.message);
       if (err instanceof KeysUnavailable) throw unavailable(this.issuer.name, err.message);
       throw err;
+    }
+    // Remembered past the last moment its iat passes on any instance (the skew either way).
+    const remember = maxAge + 2 * this.issuer.config.clockSkewSeconds;
+    if (!(await this.store.firstSighting(`oidc logout ${this.issuer.issuer} ${subject.jti}`, remember))) {
+      this.log.warn('back-channel logout token replayed; refused', { issuer: this.issuer.name, jti: subject.jti });
+      throw invalidLogout('the logout_token was used before (its jti is known)');
     }
     const tag = subject.sid !== undefined ? sessionTag(this.issuer.issuer, subject.sid) : subjectTag(this.issuer.issuer, subject.sub!);
     const ended = await this.store.revokeTagged(tag);

@@ -218,6 +218,16 @@ export function sessionStoreContract(name: string, h: StoreHarness<SessionStore>
       expect(await h.store().isLive(s3)).toBe(false);
     });
 
+    it('remembers a marker once, for its TTL: a second sighting is false until it lapses', async () => {
+      const marker = `logout ${userName()}`;
+      expect(await h.store().firstSighting(marker, 1)).toBe(true);
+      expect(await h.store().firstSighting(marker, 1)).toBe(false);
+      expect(await h.store().firstSighting(`${marker}-other`, 1)).toBe(true);
+      await h.fastForward(1100);
+      expect(await h.store().firstSighting(marker, 1)).toBe(true);
+      expect(await h.store().firstSighting(marker, 1)).toBe(false);
+    });
+
     it('pings', async () => {
       await expect(h.store().ping()).resolves.toBeUndefined();
     });

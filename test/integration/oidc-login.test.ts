@@ -129,8 +129,8 @@ function get(base: string, path: string, headers: Record<string, string> = {}) {
   return httpsCall(`${base}${path}`, ca.caFile, { method: 'GET', headers });
 }
 
-function backchannel(token: string | undefined) {
-  return httpsCall(`${a.base}/auth/backchannel-logout`, ca.caFile, {
+function backchannel(token: string | undefined, base = a.base) {
+  return httpsCall(`${base}/auth/backchannel-logout`, ca.caFile, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
     body: token === undefined ? '' : new URLSearchParams({ logout_token: token }).toString(),
@@ -380,6 +380,24 @@ describe('back-channel logout tokens', () => {
     expect((await backchannel(token({ sid: undefined, sub: 'someone' }))).status).toBe(200);
   });
 
+  it('a token used once is refused the second time, on either instance, and a replay ends no session made since', async () => {
+    const providerSid = `replayed-${Math.random()}`;
+    const used = token({ sid: providerSid });
+    expect((await backchannel(used)).status).toBe(200);
+    // A later session of that provider session (as a sign-in files it), then the same token again.
+    const later = await a.gateway.store.createSession({ sub: 'alice', uv: 'oidc' }, 60);
+    await a.gateway.store.tagSession(later, [`oidc sid ${provider.issuer} ${providerSid}`], 60);
+    for (const base of [a.base, b.base]) {
+      const replay = await backchannel(used, base);
+      expect(replay.status).toBe(400);
+      expect(JSON.parse(replay.body)).toMatchObject({ code: 'invalid_request', error: 'invalid_request', error_description: expect.stringContaining('jti') });
+    }
+    expect(await a.gateway.store.isLive(later)).toBe(true);
+    // A token of its own (another jti) still ends it.
+    expect((await backchannel(token({ sid: providerSid }), b.base)).status).toBe(200);
+    expect(await a.gateway.store.isLive(later)).toBe(false);
+  });
+
   it('are documented in /openapi.json with the sign-in endpoints, and a refusal matches the document', async () => {
     const doc = JSON.parse((await get(a.base, '/openapi.json')).body) as { paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, unknown> }> }>> };
     expect(Object.keys(doc.paths['/auth/callback']!)).toEqual(['get']);
@@ -403,6 +421,11 @@ describe('back-channel logout tokens', () => {
     ['neither sid nor sub', () => token({ sid: undefined })],
     ['no iat', () => token({ iat: undefined })],
     ['expired', () => token({ iat: now() - 600, exp: now() - 300 })],
+    ['issued a year ago, without exp', () => token({ iat: now() - 365 * 86_400, exp: undefined })],
+    ['issued past logoutTokenMaxAgeSeconds and the skew, with a valid exp', () => token({ iat: now() - 300 - 30 - 5, exp: now() + 60 })],
+    ['issued in the future past the skew', () => token({ iat: now() + 60 })],
+    ['no jti', () => token({ jti: undefined })],
+    ['a jti that is not a string', () => token({ jti: 42 })],
     ['a key that is not the provider\'s', () => token({}, signingKey('rsa'))],
     ['alg none', () => `${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from(JSON.stringify({ iss: provider.issuer })).toString('base64url')}.`],
   ])('refuses %s with 400 and the spec\'s error', async (_name, make) => {

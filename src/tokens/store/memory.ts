@@ -28,6 +28,8 @@ export class MemorySessionStore implements SessionStore {
   private readonly revocations = new RevocationFeed();
   /** tag -> session id -> when the filing lapses (ms). */
   private readonly tagged = new Map<string, Map<string, number>>();
+  /** marker -> when it is forgotten (ms). */
+  private readonly markers = new Map<string, number>();
 
   constructor(private readonly clock: Clock) {
     this.sweeper = setInterval(() => this.sweep(), SWEEP_INTERVAL_MS);
@@ -119,6 +121,14 @@ export class MemorySessionStore implements SessionStore {
     return count;
   }
 
+  async firstSighting(marker: string, ttlSeconds: number): Promise<boolean> {
+    const now = this.clock.now();
+    const until = this.markers.get(marker);
+    if (until !== undefined && until > now) return false;
+    this.markers.set(marker, now + Math.max(1, Math.ceil(ttlSeconds)) * 1000);
+    return true;
+  }
+
   onRevoked(listener: (sid: string) => void): () => void {
     return this.revocations.subscribe(listener);
   }
@@ -154,6 +164,7 @@ export class MemorySessionStore implements SessionStore {
       for (const sid of ids) if (!this.sessions.has(sid)) ids.delete(sid);
       if (ids.size === 0) this.byUser.delete(user);
     }
+    for (const [marker, until] of this.markers) if (until <= now) this.markers.delete(marker);
     for (const [tag, sids] of this.tagged) {
       for (const [sid, until] of sids) if (until <= now) sids.delete(sid);
       if (sids.size === 0) this.tagged.delete(tag);

@@ -308,6 +308,11 @@ export class RedisSessionStore implements SessionStore {
     });
   }
 
+  /** A marker is a key `o:{<digest>}` set only when absent (SET NX), expiring after the TTL. */
+  firstSighting(marker: string, ttlSeconds: number): Promise<boolean> {
+    return this.guard(async () => (await this.client.set(markerKey(marker), '1', 'EX', Math.max(1, Math.ceil(ttlSeconds)), 'NX')) === 'OK');
+  }
+
   /** Each revoked session id, from this instance at once and from others through the channel. */
   onRevoked(listener: (sid: string) => void): () => void {
     return this.revocations.subscribe(listener);
@@ -445,6 +450,10 @@ export function readyWithin(client: Redis | Cluster, timeoutMs: number): Promise
 /** The sorted set of a session tag (its own slot in a Cluster). */
 function tagKey(tag: string): string {
   return `t:{${createHash('sha256').update(tag).digest('base64url').slice(0, 22)}}`;
+}
+
+function markerKey(marker: string): string {
+  return `o:{${createHash('sha256').update(marker).digest('base64url').slice(0, 22)}}`;
 }
 
 /** A format-4 session (see lua.ts). */

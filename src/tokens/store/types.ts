@@ -43,6 +43,11 @@ export interface Sessions {
   tagSession(sid: string, tags: readonly string[], ttlSeconds: number): Promise<void>;
   /** Revokes every session filed under the tag (on every instance, like revoke); answers how many were live. */
   revokeTagged(tag: string): Promise<number>;
+  /**
+   * Remembers `marker` (an opaque string: a logout token's issuer and jti) for `ttlSeconds`, for every
+   * instance, in one atomic step: true when it was not remembered already, false when it was (a replay).
+   */
+  firstSighting(marker: string, ttlSeconds: number): Promise<boolean>;
 }
 
 export interface RevocationFeed {
