@@ -7,7 +7,7 @@ import { COMMANDS, commandUsage, usage, type CommandSpec } from './cli/commands.
 import { loadChecked, loadRecipeConfig, loadSections } from './cli/config.js';
 import { checkConnections } from './cli/connect.js';
 import { keysCommand } from './cli/keys.js';
-import { storeUsersCommand } from './cli/store-users.js';
+import { storeUserWarnings, storeUsersCommand } from './cli/store-users.js';
 import { CommandError, ConnectionCheckError, PasswordRefusedError, UsageError } from './cli/errors.js';
 import { PromptCancelled, readHidden } from './cli/prompt.js';
 import { ConfigError } from './config/errors.js';
@@ -91,6 +91,11 @@ async function checkConfig(file: string, connect: boolean): Promise<number> {
     for (const r of await checkConnections(config)) {
       if (r.ok) process.stdout.write(`${r.what}: ${r.detail}\n`);
       else unreachable.push(`${r.what} ${r.detail}`);
+    }
+    // What only the store can tell (its users), once it answers.
+    for (const w of await storeUserWarnings(config)) {
+      warnings.push(w);
+      process.stderr.write(`auth-gateway: warning: ${w}\n`);
     }
   }
   if (!config || problems.length > 0) {

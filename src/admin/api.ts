@@ -3,6 +3,7 @@ import type Koa from 'koa';
 import type { ApiKeysConfig } from '../config/types.js';
 import { hash } from '../credentials/bcrypt.js';
 import { acceptablePassword } from '../credentials/password-verifier.js';
+import { otherSpellings } from '../credentials/user-sources.js';
 import { HttpProblem } from '../core/problem.js';
 import type { Logger } from '../log.js';
 import { listOf, parseDuration, readKeySpec } from '../stores/api-key-spec.js';
@@ -143,6 +144,10 @@ export function adminApi(parts: AdminApiParts): Koa.Middleware {
   function checkName(name: string): void {
     if (name === '' || name.length > 128 || UNSAFE_NAME.test(name)) throw new HttpProblem(400, 'invalid_request', 'name must be 1 to 128 characters, without spaces, ":", "," or control characters');
     if (parts.fileUsers().has(name)) throw new HttpProblem(409, 'invalid_request', `user "${name}" is in the users file; a name may be in only one source`);
+    const spelling = otherSpellings(parts.fileUsers())(name);
+    if (spelling !== undefined) {
+      throw new HttpProblem(409, 'invalid_request', `user "${name}" differs from "${spelling}" of the users file only by case: a name may be in only one source, whatever its case`);
+    }
   }
 }
 

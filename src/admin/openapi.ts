@@ -49,7 +49,7 @@ export function adminOpenApiDocument(apiOn: boolean): Json {
         post: {
           operationId: 'addUser', summary: 'Adds a user; every instance accepts it at once.',
           requestBody: body({ type: 'object', required: ['name', 'password'], properties: { name: { type: 'string' }, password: { type: 'string', minLength: 8 }, groups: list } }),
-          responses: { 201: json('added', ref('StoreUser')), 409: problem('the name is taken (in the store or the users file)'), ...refusals },
+          responses: { 201: json('added', ref('StoreUser')), 409: problem('the name is taken (in the store or the users file), or differs from a users-file name only by case'), ...refusals },
         },
       },
       '/v1/users/{name}': {

@@ -3,6 +3,7 @@ import { ConfigError } from '../config/errors.js';
 import type { Config } from '../config/types.js';
 import { hash } from '../credentials/bcrypt.js';
 import { readHtpasswd } from '../credentials/htpasswd.js';
+import { otherSpellings } from '../credentials/user-sources.js';
 import { acceptablePassword } from '../credentials/password-verifier.js';
 import { silentLogger } from '../log.js';
 import { listOf } from '../stores/api-key-spec.js';
@@ -28,7 +29,10 @@ export async function storeUsersCommand(command: string, args: string[], options
   const inFile = () => (config.users.htpasswd ? readHtpasswd(config.users.htpasswd) : new Map<string, string>());
   const checkName = (n: string) => {
     if (n === '' || n.length > 128 || UNSAFE_NAME.test(n)) throw new UsageError(`"${n}" is not a user name (1 to 128 characters, without spaces, ":", "," or control characters)`, command);
-    if (inFile().has(n)) throw new ConfigError([`user "${n}" is in the users file (${config.users.htpasswd}); a name may be in only one source: nothing was changed`]);
+    const file = inFile();
+    if (file.has(n)) throw new ConfigError([`user "${n}" is in the users file (${config.users.htpasswd}); a name may be in only one source: nothing was changed`]);
+    const spelling = otherSpellings(file.keys())(n);
+    if (spelling !== undefined) throw new ConfigError([`user "${n}" differs from "${spelling}" of the users file (${config.users.htpasswd}) only by case; a name may be in only one source, whatever its case: nothing was changed`]);
   };
   switch (command) {
     case 'users add': {
@@ -74,8 +78,9 @@ export async function storeUsersCommand(command: string, args: string[], options
     case 'users import': {
       const lines = readHtpasswd(name!);
       const file = inFile();
-      const clash = [...lines.keys()].filter((n) => file.has(n));
-      if (clash.length > 0) throw new ConfigError([`${clash.map((n) => `"${n}"`).join(', ')} in ${name} ${clash.length === 1 ? 'is' : 'are'} also in the users file (${config.users.htpasswd}): nothing was imported`]);
+      const spelling = otherSpellings(file.keys());
+      const clash = [...lines.keys()].filter((n) => file.has(n) || spelling(n) !== undefined);
+      if (clash.length > 0) throw new ConfigError([`${clash.map((n) => `"${n}"`).join(', ')} in ${name} ${clash.length === 1 ? 'is' : 'are'} also in the users file (${config.users.htpasswd}), or differ from a name of it only by case: nothing was imported`]);
       const { added, skipped } = await withUsers(config, async (users) => {
         const out = { added: [] as string[], skipped: [] as string[] };
         for (const [user, line] of lines) (await users.add(user, line, []) ? out.added : out.skipped).push(user);
@@ -86,6 +91,28 @@ export async function storeUsersCommand(command: string, args: string[], options
     default:
       throw new UsageError(`unknown command "${command}"`);
   }
+}
+
+/**
+ * `config check --connect`: a warning for each store user whose name differs from a users-file name
+ * only by case (made before such names were refused; it signs in as a user of its own). None when
+ * users.store is off, or the store or the file cannot be read (the other checks report those).
+ */
+export async function storeUserWarnings(config: Config): Promise<string[]> {
+  if (!config.users.store || !config.users.htpasswd || config.store.kind === 'memory') return [];
+  let names: string[];
+  let file: Map<string, string>;
+  try {
+    file = readHtpasswd(config.users.htpasswd);
+    names = (await withUsers(config, (users) => users.list())).map((u) => u.name);
+  } catch {
+    return [];
+  }
+  const spelling = otherSpellings(file.keys());
+  return names.flatMap((name) => {
+    const other = file.has(name) ? undefined : spelling(name);
+    return other === undefined ? [] : [`users.store: store user "${name}" differs from "${other}" of the users file only by case: it signs in as a user of its own (new such names are refused); rename or remove it`];
+  });
 }
 
 /** Runs `work` on the store's users (and a way to end a user's sessions on every instance). */

@@ -5,6 +5,7 @@ import type { UsersConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
 import { readHtpasswd } from './htpasswd.js';
 import { PasswordVerifier } from './password-verifier.js';
+import { otherSpellings } from './user-sources.js';
 
 const RELOAD_DEBOUNCE_MS = 50;
 
@@ -25,6 +26,8 @@ export class Credentials {
   private fileUsers: Map<string, string>;
   private otherUsers: ReadonlyMap<string, string> = new Map();
   private unfollow: () => void = () => {};
+  /** The store users last warned about as another spelling of a file user's name. */
+  private otherSpellingsWarned = '';
 
   constructor(private readonly config: UsersConfig, clock: Clock, private readonly log: Logger, private readonly ended: UsersEnded = () => {}) {
     // users.htpasswd may be left out when another source of users is set.
@@ -67,9 +70,29 @@ export class Credentials {
       else merged.set(name, hash);
     }
     if (both.length > 0) this.log.error('users in both the users file and the store refused from the store (the file\'s line is in force); remove one', { users: both });
+    this.warnOtherSpellings();
     const ended = this.verifier.replaceUsers(merged);
     if (ended.length > 0) this.ended(ended);
     return ended;
+  }
+
+  /**
+   * Store users whose name differs from a file user's only by case (made before such names were
+   * refused): they keep working, as users of their own, and are named in a warning each time the list
+   * changes (at start, once the store's users are read, and when the file or the store changes).
+   */
+  private warnOtherSpellings(): void {
+    const spelling = otherSpellings(this.fileUsers.keys());
+    const pairs = [...this.otherUsers.keys()].flatMap((name) => {
+      const file = this.fileUsers.has(name) ? undefined : spelling(name);
+      return file === undefined ? [] : [`${name} (file: ${file})`];
+    });
+    const listed = pairs.join(', ');
+    if (listed === this.otherSpellingsWarned) return;
+    this.otherSpellingsWarned = listed;
+    if (pairs.length > 0) {
+      this.log.warn('store users differ from a users-file name only by case: they sign in as users of their own, and new ones are refused; rename or remove them', { users: pairs });
+    }
   }
 
   /** Reads the file again now; false (and the old users kept) when it is broken. */

@@ -3,6 +3,22 @@ import type { PasswordSource } from './password-check.js';
 import type { PasswordVerifier } from './password-verifier.js';
 
 /**
+ * A lookup over `names` (the users file's): for a name, the one of `names` that is another spelling of
+ * it, not the same string but the same once case and compatibility forms are folded (`Alice`, `ALICE`
+ * or `ａlice` beside `alice`); undefined when none is. Such a pair would sign in as two principals (two
+ * lockout budgets, rate-limit buckets, allow-rule names) for what reads as one name: a store user may
+ * not be another spelling of a file user.
+ */
+export function otherSpellings(names: Iterable<string>): (name: string) => string | undefined {
+  const byCanonical = new Map<string, string>();
+  for (const name of names) byCanonical.set(canonicalName(name), name);
+  return (name) => {
+    const other = byCanonical.get(canonicalName(name));
+    return other === name ? undefined : other;
+  };
+}
+
+/**
  * The users of the htpasswd file and, when users.ldap is set, of the directory, as one password source.
  * A name in the file is the file's: it is verified against its hash and never bound in the directory (a
  * directory entry of the same name cannot take over a local account, and local accounts keep working

@@ -90,6 +90,13 @@ describe('the admin API', () => {
     expect(await publicStatus({ authorization: basic('carol', 'carol-password') })).toBe(200);
     expect((await call('POST', '/v1/users', { name: 'carol', password: 'carol-password' })).status).toBe(409);
     expect((await call('POST', '/v1/users', { name: 'alice', password: 'alice-password' })).status).toBe(409);
+    // Nor another spelling of it: it would sign in as a principal of its own.
+    for (const name of ['Alice', 'ALICE', 'ａlice']) {
+      const cased = await call('POST', '/v1/users', { name, password: 'alice-password' });
+      expect(cased.status, name).toBe(409);
+      expect(await cased.json()).toMatchObject({ code: 'invalid_request', detail: expect.stringContaining('differs from "alice" of the users file only by case') });
+      expect(await publicStatus({ authorization: basic(name, 'alice-password') })).toBe(401);
+    }
     expect(((await (await call('PUT', '/v1/users/carol/groups', { groups: ['dev'] })).json()) as { groups: string[] }).groups).toEqual(['dev']);
     const tokens = await createTokens(gw.base, 'carol', 'carol-password');
     expect((await call('PUT', '/v1/users/carol/password', { password: 'carol-new-password' })).status).toBe(204);

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basic, createTokens, gatewayFixture, SECRET, startGateway, testConfig, type RunningGateway } from '../support/fixtures.js';
 import { waitForHttp } from '../support/process.js';
+import { createLogger } from '../../src/log.js';
 
 /**
  * Users kept in the store: two gateway instances sharing one real Redis, the users managed with the
@@ -95,6 +96,49 @@ describe('users kept in the store, on two instances', () => {
     const r = await cli(['users', 'add', 'alice', '--cost', '4'], 'another-password\n');
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('user "alice" is in the users file');
+  });
+
+  it('a name that differs from one in the users file only by case is refused by the CLI (add and import), naming the file\'s', async () => {
+    for (const name of ['Alice', 'ALICE', 'ａlice']) {
+      const r = await cli(['users', 'add', name, '--cost', '4'], 'another-password\n');
+      expect(r.status, name).toBe(2);
+      expect(r.stderr).toContain(`user "${name}" differs from "alice" of the users file`);
+    }
+    const file = join(f.users.dir, 'cased.htpasswd');
+    const { hashSync } = await import('../../src/credentials/bcrypt.js');
+    writeFileSync(file, `Alice:${hashSync('other-password', { cost: 4 })}\n`);
+    const imported = await cli(['users', 'import', file]);
+    expect(imported.status).toBe(2);
+    expect(imported.stderr).toContain('"Alice"');
+    expect((await cli(['users', 'list'])).stdout).not.toMatch(/^(Alice|ALICE) /m);
+  });
+
+  it('one made before keeps working; a gateway starting warns naming it, and so does config check --connect', async () => {
+    const { hashSync } = await import('../../src/credentials/bcrypt.js');
+    // Written past the name checks, as a store user made before them was.
+    expect(await gateways[0]!.gateway.storeUsers!.add('ALICE', hashSync('upper-alice-pw', { cost: 4 }), [])).toBe(true);
+    try {
+      await untilAll(basic('ALICE', 'upper-alice-pw'), 200, 6000);
+      const logs: string[] = [];
+      const third = await startGateway(gateways[0]!.gateway.config, { log: createLogger('info', (line) => logs.push(line)) });
+      try {
+        const started = Date.now();
+        while (!logs.some((l) => l.includes('differ from a users-file name only by case'))) {
+          if (Date.now() - started > 6000) throw new Error(`no warning at start:\n${logs.join('\n')}`);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        const line = JSON.parse(logs.find((l) => l.includes('only by case'))!) as Record<string, unknown>;
+        expect(line).toMatchObject({ level: 'warn', users: ['ALICE (file: alice)'] });
+        expect(await status(third, basic('ALICE', 'upper-alice-pw'))).toBe(200);
+        expect(await status(third, basic('alice', 'alice-pw'))).toBe(200);
+      } finally {
+        await third.close();
+      }
+      const check = await cli(['config', 'check', '--connect']);
+      expect(check.stderr).toContain('warning: users.store: store user "ALICE" differs from "alice" of the users file only by case');
+    } finally {
+      await gateways[0]!.gateway.storeUsers!.remove('ALICE');
+    }
   });
 
   it('users passwd: the old password stops working and the user\'s sessions end on both', async () => {
