@@ -139,7 +139,7 @@ describe.each([
   { appendOnly: false, what: 'without AOF: old sessions are gone, a NEW token works' },
   { appendOnly: true, what: 'with AOF: the OLD token works again' },
 ])('Redis stops and starts under ~20 concurrent bearer requests ($what)', ({ appendOnly }) => {
-  it('answers every request in time, 503 store_unavailable while down, stays up, recovers within 2 s', async () => {
+  it('answers every request in time, 503 store_unavailable while down, stays up, recovers within 2 s', { timeout: 60_000 }, async () => {
     const redis = await redisServer(appendOnly);
     const logged: Logged[] = [];
     const gw = await readyGatewayOn(redis, capturingLogger(logged));
@@ -234,8 +234,14 @@ describe.each([
     expect(gw.gateway.server.listening).toBe(true);
     // One outage, one line each way: no log storm from the reconnect loop.
     expect(logged.filter((l) => l.msg.startsWith('redis unavailable')), JSON.stringify(logged.slice(0, 10))).toHaveLength(1);
-    // The recovery is logged once the store has served a quiet second (a reconnect alone ends no outage).
-    await expect.poll(() => logged.filter((l) => l.msg === 'redis available again').length, { timeout: 3000 }).toBe(1);
+    // The recovery is logged once the store has served a quiet second (a reconnect alone ends no outage):
+    // on a loaded machine commands may still fail after the reconnect, and then it is the next answered
+    // command past that second that ends the outage. So the store is asked (readiness pings it) until the
+    // line comes: this waits for the event, however long a busy machine takes to get there.
+    await expect.poll(async () => {
+      await fetch(`${gw.base}/readyz`).then((r) => r.arrayBuffer(), () => undefined);
+      return logged.filter((l) => l.msg === 'redis available again').length;
+    }, { timeout: 30_000, interval: 250 }).toBe(1);
     // Nor a line per refused request.
     expect(logged.filter((l) => l.msg === 'request failed')).toHaveLength(0);
   });
