@@ -30,7 +30,7 @@ export async function withSharedStore<T>(config: Config, work: (store: SessionSt
 
 /** `sessions list --user NAME`: one line a session, oldest first; never a token or a hash. */
 export async function listSessions(config: Config, user: string | undefined): Promise<string> {
-  if (!user) throw new ConfigError(['sessions list needs --user NAME']);
+  if (!user) throw new UsageError('sessions list needs --user NAME', 'sessions list');
   const sessions = await withSharedStore(config, (store) => store.listSessions(user));
   if (sessions.length === 0) return `no live sessions for user "${user}"`;
   const iso = (ms: number) => new Date(ms).toISOString();
@@ -43,7 +43,7 @@ export async function listSessions(config: Config, user: string | undefined): Pr
 
 /** `sessions revoke --user NAME`: every session of the user, on every instance, once it answers. */
 export async function revokeSessions(config: Config, user: string | undefined): Promise<string> {
-  if (!user) throw new ConfigError(['sessions revoke needs --user NAME']);
+  if (!user) throw new UsageError('sessions revoke needs --user NAME', 'sessions revoke');
   const count = await withSharedStore(config, (store) => store.revokeUser(user));
   return `revoked ${count} session${count === 1 ? '' : 's'} of user "${user}"`;
 }
@@ -73,7 +73,7 @@ export async function clearLockout(config: Config, target: LockoutTarget): Promi
   const counters = new RedisCounters(options, silentLogger);
   try {
     if (!(await counters.waitUntilReady(config.store.connectTimeoutMs + 2000))) {
-      throw new ConfigError([`the store did not answer within ${config.store.connectTimeoutMs + 2000} ms`]);
+      throw new StoreUnreachableError(`the store did not answer within ${config.store.connectTimeoutMs + 2000} ms; nothing was changed`);
     }
     await new Lockout(counters, config.lockout, silentLogger).clear(target);
   } finally {

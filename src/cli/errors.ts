@@ -35,6 +35,18 @@ export class ConnectionCheckError extends CommandError {
   }
 }
 
+/**
+ * The configuration is fine, but what the command names cannot be acted on: `keys revoke` of a key the
+ * store does not have (`no such key`), `users add` of a name that is in the users file (`users-file
+ * name`). `kind` says which; exit 2, as for any input the operator can correct.
+ */
+export class InputError extends CommandError {
+  constructor(kind: string, message: string) {
+    super(kind, [message], 2);
+    this.name = 'InputError';
+  }
+}
+
 /** `users hash`: the password typed cannot be used (too short, too long, the two do not match); exit 2. */
 export class PasswordRefusedError extends CommandError {
   constructor(message: string) {

@@ -5,7 +5,7 @@ import { silentLogger } from '../log.js';
 import { readKeySpec, parseDuration } from '../stores/api-key-spec.js';
 import { ApiKeys, type ApiKeyInfo, type ApiKeyRecord } from '../stores/api-keys.js';
 import { createTable } from '../stores/kinds.js';
-import { StoreUnreachableError, UsageError } from './errors.js';
+import { InputError, StoreUnreachableError, UsageError } from './errors.js';
 
 type Options = Partial<Record<string, string | boolean>>;
 
@@ -35,7 +35,7 @@ export async function keysCommand(command: string, args: string[], options: Opti
     }
     case 'keys revoke': {
       const old = await withKeys(config, (keys) => keys.revoke(args[0]!));
-      if (!old) throw new ConfigError([`there is no key ${args[0]} (keys list shows them)`]);
+      if (!old) throw noSuchKey(args[0]!);
       return { stdout: `revoked key ${old.id} (${old.name}); no instance accepts it any more` };
     }
     case 'keys rotate': {
@@ -43,13 +43,18 @@ export async function keysCommand(command: string, args: string[], options: Opti
       const overlap = overlapText === '0' ? 0 : parseDuration(overlapText);
       if (overlap === undefined) throw new UsageError(`--overlap "${overlapText}" must be a duration such as 24h, 30m or 0`, command);
       const rotated = await withKeys(config, (keys) => keys.rotate(args[0]!, overlap, prefix));
-      if (!rotated) throw new ConfigError([`there is no key ${args[0]} (keys list shows them)`]);
+      if (!rotated) throw noSuchKey(args[0]!);
       const until = overlap === 0 ? 'the old one is revoked' : `the old one (${rotated.old.id}) works until ${iso(rotated.old.expiresAtMs)}`;
       return { stdout: rotated.key, stderr: join(`rotated key ${args[0]} (${rotated.record.name}) to ${rotated.record.id}; ${until}; the new key is shown this once`, notice) };
     }
     default:
       throw new UsageError(`unknown command "${command}"`);
   }
+}
+
+/** An id the store has no key under: the file is fine, the id is not. */
+function noSuchKey(id: string): InputError {
+  return new InputError('no such key', `there is no key ${id} (keys list shows them); nothing was changed`);
 }
 
 /** Runs `work` on the keys of the shared store (store.kind redis: the memory store lives inside one gateway). */

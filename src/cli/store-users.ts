@@ -9,7 +9,7 @@ import { silentLogger } from '../log.js';
 import { listOf } from '../stores/api-key-spec.js';
 import { createStore, createTable } from '../stores/kinds.js';
 import { StoreUsers, type StoreUser } from '../stores/store-users.js';
-import { PasswordRefusedError, StoreUnreachableError, UsageError } from './errors.js';
+import { InputError, PasswordRefusedError, StoreUnreachableError, UsageError } from './errors.js';
 import { readHidden } from './prompt.js';
 
 type Options = Partial<Record<string, string | boolean>>;
@@ -30,9 +30,9 @@ export async function storeUsersCommand(command: string, args: string[], options
   const checkName = (n: string) => {
     if (n === '' || n.length > 128 || UNSAFE_NAME.test(n)) throw new UsageError(`"${n}" is not a user name (1 to 128 characters, without spaces, ":", "," or control characters)`, command);
     const file = inFile();
-    if (file.has(n)) throw new ConfigError([`user "${n}" is in the users file (${config.users.htpasswd}); a name may be in only one source: nothing was changed`]);
+    if (file.has(n)) throw new InputError('users-file name', `user "${n}" is in the users file (${config.users.htpasswd}); a name may be in only one source: nothing was changed`);
     const spelling = otherSpellings(file.keys())(n);
-    if (spelling !== undefined) throw new ConfigError([`user "${n}" differs from "${spelling}" of the users file (${config.users.htpasswd}) only by case; a name may be in only one source, whatever its case: nothing was changed`]);
+    if (spelling !== undefined) throw new InputError('users-file name', `user "${n}" differs from "${spelling}" of the users file (${config.users.htpasswd}) only by case; a name may be in only one source, whatever its case: nothing was changed`);
   };
   switch (command) {
     case 'users add': {
@@ -40,7 +40,7 @@ export async function storeUsersCommand(command: string, args: string[], options
       const groups = groupsOption(options.groups);
       const hashed = await hash(await readPassword(name!), { cost });
       const added = await withUsers(config, (users) => users.add(name!, hashed, groups));
-      if (!added) throw new ConfigError([`user "${name}" is already in the store (users passwd changes the password)`]);
+      if (!added) throw new InputError('user exists', `user "${name}" is already in the store (users passwd changes the password); nothing was changed`);
       return `added user "${name}"${groups.length > 0 ? ` in groups ${groups.join(', ')}` : ''}; every instance accepts it now`;
     }
     case 'users passwd': {
@@ -48,7 +48,7 @@ export async function storeUsersCommand(command: string, args: string[], options
       // Every instance ends the user's sessions when it hears the change; the command does too, so that
       // they have ended on every instance when it answers (whichever comes first, the other finds none).
       const done = await withUsers(config, async (users, endSessions) => (await users.passwd(name!, hashed)) && (await endSessions(name!), true));
-      if (!done) throw new ConfigError([`there is no user "${name}" in the store`]);
+      if (!done) throw noSuchUser(name!);
       return `changed the password of "${name}"; its sessions ended on every instance`;
     }
     case 'users remove': {
@@ -58,14 +58,14 @@ export async function storeUsersCommand(command: string, args: string[], options
         await endSessions(name!);
         return removed;
       });
-      if (!done) throw new ConfigError([`there is no user "${name}" in the store`]);
+      if (!done) throw noSuchUser(name!);
       return `removed user "${name}"; its sessions ended on every instance`;
     }
     case 'users groups': {
       if (typeof options.set !== 'string') throw new UsageError('users groups needs --set A,B (an empty --set "" removes every group)', command);
       const groups = groupsOption(options.set);
       const done = await withUsers(config, (users) => users.setGroups(name!, groups));
-      if (!done) throw new ConfigError([`there is no user "${name}" in the store`]);
+      if (!done) throw noSuchUser(name!);
       return `user "${name}" is now in ${groups.length > 0 ? `groups ${groups.join(', ')}` : 'no group'}`;
     }
     case 'users list': {
@@ -80,7 +80,7 @@ export async function storeUsersCommand(command: string, args: string[], options
       const file = inFile();
       const spelling = otherSpellings(file.keys());
       const clash = [...lines.keys()].filter((n) => file.has(n) || spelling(n) !== undefined);
-      if (clash.length > 0) throw new ConfigError([`${clash.map((n) => `"${n}"`).join(', ')} in ${name} ${clash.length === 1 ? 'is' : 'are'} also in the users file (${config.users.htpasswd}), or differ from a name of it only by case: nothing was imported`]);
+      if (clash.length > 0) throw new InputError('users-file name', `${clash.map((n) => `"${n}"`).join(', ')} in ${name} ${clash.length === 1 ? 'is' : 'are'} also in the users file (${config.users.htpasswd}), or differ from a name of it only by case: nothing was imported`);
       const { added, skipped } = await withUsers(config, async (users) => {
         const out = { added: [] as string[], skipped: [] as string[] };
         for (const [user, line] of lines) (await users.add(user, line, []) ? out.added : out.skipped).push(user);
@@ -113,6 +113,11 @@ export async function storeUserWarnings(config: Config): Promise<string[]> {
     const other = file.has(name) ? undefined : spelling(name);
     return other === undefined ? [] : [`users.store: store user "${name}" differs from "${other}" of the users file only by case: it signs in as a user of its own (new such names are refused); rename or remove it`];
   });
+}
+
+/** A name the store has no user under (it may be in the users file, which these commands do not change). */
+function noSuchUser(name: string): InputError {
+  return new InputError('no such user', `there is no user "${name}" in the store (users list shows them)`);
 }
 
 /** Runs `work` on the store's users (and a way to end a user's sessions on every instance). */

@@ -24,9 +24,9 @@ const gw = gatewayFixture({
 });
 let configFile: string;
 
-function cli(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+function cli(args: string[], file = configFile): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args, '--config', configFile], { env: { PATH: process.env.PATH }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, ...args, '--config', file], { env: { PATH: process.env.PATH }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -144,5 +144,41 @@ describe('auth-gateway sessions', () => {
     }
     expect((await cli(['sessions', 'list', '--user', 'bob'])).stdout).toBe('no live sessions for user "bob"\n');
     expect((await cli(['sessions', 'list'])).stderr).toMatch(/sessions list needs --user NAME/);
+  });
+});
+
+describe('what the store or the users file does not allow is said as such, not as a configuration error', () => {
+  let storeFile: string;
+  beforeAll(() => {
+    storeFile = join(gw.users.dir, 'store-users.yaml');
+    writeFileSync(storeFile, [
+      `store: { kind: redis, url: "${gw.redis.url}", keyPrefix: "cli:" }`,
+      `users: { htpasswd: ${gw.users.file}, store: true }`,
+      `tokens: { signing: { alg: HS256, secret: "${SECRET}" } }`,
+      'apiKeys: true',
+      'admin: false',
+    ].join('\n'));
+  });
+
+  it('keys revoke and keys rotate of an id the store does not have: no such key, exit 2', async () => {
+    for (const command of [['keys', 'revoke', 'nosuch'], ['keys', 'rotate', 'nosuch']]) {
+      const r = await cli(command, storeFile);
+      expect(r).toMatchObject({ status: 2, stdout: '' });
+      expect(r.stderr).toBe('auth-gateway: no such key: there is no key nosuch (keys list shows them); nothing was changed\n');
+    }
+  });
+
+  it('users add of a name in the users file: a users-file name, exit 2, nothing written', async () => {
+    const r = await cli(['users', 'add', 'alice'], storeFile);
+    expect(r).toMatchObject({ status: 2, stdout: '' });
+    expect(r.stderr).toBe(`auth-gateway: users-file name: user "alice" is in the users file (${gw.users.file}); a name may be in only one source: nothing was changed\n`);
+    expect((await cli(['users', 'list'], storeFile)).stdout).not.toMatch(/^alice /m);
+  });
+
+  it('users remove, passwd and groups of a name the store does not have: no such user, exit 2', async () => {
+    const r = await cli(['users', 'remove', 'nosuch'], storeFile);
+    expect(r).toMatchObject({ status: 2, stdout: '' });
+    expect(r.stderr).toBe('auth-gateway: no such user: there is no user "nosuch" in the store (users list shows them)\n');
+    expect((await cli(['users', 'groups', 'nosuch', '--set', 'ops'], storeFile)).stderr).toMatch(/^auth-gateway: no such user: /);
   });
 });

@@ -153,6 +153,13 @@ describe('commands that talk to the store', () => {
     // Over a bare start of the program: the 1 s connect timeout, not 2 s more plus a lingering reconnect timer.
     expect(r.ms - baseline).toBeLessThan(2500);
   });
+
+  it('lockout clear on an unreachable store is labelled store unreachable and exits 1, as sessions does (was invalid configuration, 2)', async () => {
+    const closed = await closedPort();
+    const r = await run(['lockout', 'clear', '--user', 'alice', '--config', configFile(yaml(`redis://127.0.0.1:${closed}`))]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/^auth-gateway: store unreachable: the store did not answer within \d+ ms; nothing was changed\n$/);
+  });
 });
 
 describe('serve with the store not reachable', () => {
