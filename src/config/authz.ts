@@ -78,7 +78,7 @@ function checkMethod(c: Checker, key: string, name: string): void {
   const upper = name.toUpperCase();
   if (!METHODS.includes(upper)) {
     const hint = nearest(upper, METHODS);
-    c.problem(c.at(key), `is ${name}, which is not an HTTP method the gateway can receive: no request would ever match it${hint ? `; did you mean ${hint}?` : ''}`);
+    c.problem(key, `is ${name}, which is not an HTTP method the gateway can receive: no request would ever match it${hint ? `; did you mean ${hint}?` : ''}`);
   } else if (upper !== name) {
     c.warning(c.at(key), `is ${name}: methods are upper case; read as ${upper} (write ${upper})`);
   }

@@ -67,7 +67,7 @@ export function inspectConfig(file: string, checks: readonly FileCheck[], env: N
   }
   if (known.users || known.groups) {
     const locate = locatorOf(text);
-    const at = (key: string) => (locate(key) === undefined ? key : `${key} (line ${locate(key)})`);
+    const at = (key: string) => (locate.line(key) === undefined ? key : `${key} (line ${locate.line(key)})`);
     // Names the directory may know are not typos of the files' names.
     const ldap = config.users.ldap;
     out.warnings.push(...allowNameWarnings(config.routes, ldap ? undefined : known.users, ldap?.groupsBase ? undefined : known.groups, at));

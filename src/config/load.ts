@@ -5,7 +5,7 @@ import { ConfigError } from './errors.js';
 import type { Config } from './types.js';
 import { checkConfig } from './validate.js';
 import { describeYamlErrors } from './yaml-errors.js';
-import { keyLocator } from './yaml-lines.js';
+import { keyLocator, type KeyLocator } from './yaml-lines.js';
 
 export const DEFAULT_CONFIG_FILE = 'config/gateway.yaml';
 const VAR = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
@@ -46,7 +46,7 @@ export function inspectConfigText(text: string, path: string, env: NodeJS.Proces
   const envProblems: string[] = [];
   const substituted = substitute(doc.toJS(), '', env, envProblems);
   applyEnvOverrides(substituted, env);
-  const { config, problems, warnings } = checkConfig(substituted, path, dirname(path), keyLocator(doc, lines));
+  const { config, problems, warnings } = checkConfig(substituted, path, dirname(path), withEnvOverrides(keyLocator(doc, lines), env));
   // A key whose variable is unset is named once, for the variable, not again as "required".
   const keysWithEnvProblems = envProblems.map((p) => p.split(' ')[0]);
   const rest = problems.filter((p) => !keysWithEnvProblems.includes(p.split(' ')[0]!));
@@ -88,6 +88,19 @@ function applyEnvOverrides(raw: unknown, env: NodeJS.ProcessEnv): void {
     root.store = { ...store, kind, url: env.REDIS_URL };
   }
   if (env.PORT) root.server = { ...(isMapping(root.server) ? root.server : {}), port: env.PORT };
+}
+
+/** A key the environment set (applyEnvOverrides) is named as set by its variable, not by a line of the file. */
+function withEnvOverrides(locate: KeyLocator, env: NodeJS.ProcessEnv): KeyLocator {
+  const setBy = (key: string) =>
+    (env.PORT && key === 'server.port' ? 'PORT' : env.REDIS_URL && key === 'store.url' ? 'REDIS_URL' : undefined);
+  return {
+    line: (key) => (setBy(key) ? undefined : locate.line(key)),
+    where: (key) => {
+      const variable = setBy(key);
+      return variable ? `set by ${variable}` : locate.where(key);
+    },
+  };
 }
 
 function isMapping(v: unknown): v is Record<string, unknown> {

@@ -13,8 +13,10 @@ override keys directly: \`REDIS_URL\` selects the redis store with that URL (the
 with \`store.cluster\` or \`store.sentinel\` it is refused, and a misspelt \`store.kind\` is still reported), and
 \`PORT\` sets \`server.port\`.
 
-\`auth-gateway config check\` lists every problem at once, each naming its key
-(\`tokens.accessTtlSeconds must be a positive integer\`, \`servr is not a known setting; did you mean server?\`);
+\`auth-gateway config check\` lists every problem at once, each naming its key and where the file has it,
+and a bad value with the value found (shortened; \`(hidden)\` under a key such as \`secret\`, \`password\` or
+\`apiToken\`): \`tokens.accessTtlSeconds (line 6, column 3) must be a positive integer; found -5\`,
+\`servr (line 2, column 1) is not a known setting; did you mean server?\`, \`server.port (set by PORT) …\`.
 \`serve\` refuses to start on any of them and exits 2. Relative paths are relative to the configuration file.
 \`<name>\` stands for an upstream's name, \`[]\` for an entry of a list.
 `;

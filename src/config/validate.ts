@@ -29,7 +29,7 @@ export function validateConfig(raw: unknown, file: string, baseDir: string): Con
 
 /** The Config as far as it could be read (defaults where a key is bad), and every problem found. */
 export function checkConfig(raw: unknown, file: string, baseDir: string, locate?: KeyLocator): { config: Config; problems: string[]; warnings: string[] } {
-  const c = new Checker(locate);
+  const c = new Checker(locate, raw);
   const root = c.obj('(root)', raw, true);
   c.unknownKeys('', root, childrenOf(''));
   const at = (p: string) => (isAbsolute(p) ? p : resolve(baseDir, p));

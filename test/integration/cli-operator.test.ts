@@ -59,8 +59,8 @@ server: { tls: { certFile: ${join(dir, 'missing-cert.pem')}, keyFile: ${join(dir
     expect(r.stdout).toBe('');
     const lines = r.stderr.split('\n').filter((l) => l.startsWith('  - ')).map((l) => l.slice(4));
     expect(lines).toEqual([
-      'servr is not a known setting; did you mean server?',
-      'lockout.maxFailuresPerUser must be a positive integer',
+      'servr (line 2, column 1) is not a known setting; did you mean server?',
+      'lockout.maxFailuresPerUser (line 6, column 12) must be a positive integer; found -1',
       expect.stringMatching(/^users\.htpasswd: .*missing\.htpasswd cannot be read: ENOENT$/),
       expect.stringMatching(/^tokens\.signing: .*missing-key\.pem/),
       expect.stringMatching(/^server\.tls\.certFile: .*missing-cert\.pem cannot be read: ENOENT$/),
@@ -95,7 +95,7 @@ server: { tls: { certFile: ${join(dir, 'missing-cert.pem')}, keyFile: ${join(dir
     const refused = run(['config', 'check', '--config', configFile(yaml('GET, FETCH'))]);
     expect(refused.status).toBe(2);
     expect(refused.stdout).toBe('');
-    expect(refused.stderr).toContain('\n  - routes[1].allow.methods[1] (line 8) is FETCH, which is not an HTTP method the gateway can receive: no request would ever match it\n');
+    expect(refused.stderr).toContain('\n  - routes[1].allow.methods[1] (line 8, column 62) is FETCH, which is not an HTTP method the gateway can receive: no request would ever match it\n');
   });
 
   it('shows a YAML syntax error with its line and column', () => {
@@ -187,7 +187,7 @@ describe('serve: the exit codes of --help, docs/operating.md and README.md', () 
   it('exits 2 (fix the file) on a configuration it refuses, before it listens', async () => {
     const r = await runAsync(['serve', '--config', configFile(serveYaml('port: 0, shutdownGraceMs: -1', 'false'))]);
     expect(r.status).toBe(2);
-    expect(r.stderr).toBe('auth-gateway: invalid configuration:\n  - server.shutdownGraceMs must be a non-negative integer\n');
+    expect(r.stderr).toBe('auth-gateway: invalid configuration:\n  - server.shutdownGraceMs (line 1, column 37) must be a non-negative integer; found -1\n');
     expect(r.stdout).toBe('');
   });
 

@@ -141,7 +141,7 @@ describe('commands that talk to the store', () => {
   it('still refuses a broken store section, as a configuration error', async () => {
     const r = await run(['sessions', 'list', '--user', 'alice', '--config', configFile(yaml('http://nope'))]);
     expect(r.status).toBe(2);
-    expect(r.stderr).toBe('auth-gateway: invalid configuration:\n  - store.url must be a redis: or rediss: URL\n');
+    expect(r.stderr).toBe('auth-gateway: invalid configuration:\n  - store.url (line 1, column 23) must be a redis: or rediss: URL; found "http://nope"\n');
   });
 
   it('an unreachable store is labelled store unreachable, exits 1, within about the connect timeout', async () => {
@@ -227,11 +227,33 @@ describe('config check --connect', () => {
 });
 
 describe('configuration errors', () => {
+  it('config check names the line and column of an unknown key and of a bad value, with the value found but never a secret', async () => {
+    const file = configFile([
+      `users: { htpasswd: ${users.file} }`,
+      'tokens:',
+      '  signing: { alg: HS256, secret: "not-long-enough-hunter2" }',
+      'server:',
+      '  prot: 8081',
+      '  shutdownGraceMs: soon',
+      '',
+    ].join('\n'));
+    const r = await run(['config', 'check', '--config', file]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toBe([
+      'auth-gateway: invalid configuration:',
+      '  - server.prot (line 5, column 3) is not a known setting; did you mean port?',
+      '  - server.shutdownGraceMs (line 6, column 3) must be a non-negative integer; found "soon"',
+      '  - tokens.signing.secret (line 3, column 26) must be at least 32 bytes long; found (hidden)',
+      '',
+    ].join('\n'));
+    expect(r.stderr).not.toContain('hunter2');
+  });
+
   it('with REDIS_URL set, a misspelt store.kind is still reported', async () => {
     const file = configFile(`store: { kind: redsi }\nusers: { htpasswd: ${users.file} }\ntokens: { signing: { alg: HS256, secret: "${SECRET}" } }\n`);
     const r = await run(['config', 'check', '--config', file], { REDIS_URL: 'redis://127.0.0.1:6379' });
     expect(r.status).toBe(2);
-    expect(r.stderr).toContain('  - store.kind must be one of memory, redis\n');
+    expect(r.stderr).toContain('  - store.kind (line 1, column 10) must be one of memory, redis; found "redsi"\n');
   });
 
   it.each([

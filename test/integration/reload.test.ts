@@ -118,7 +118,7 @@ describe('SIGHUP and --watch on the running gateway', () => {
       writeFileSync(file, yaml(['/v1/a'], 'lockout: { windowSeconds: -1 }\nrateLimit: { requests: 0 }'));
       child.proc.kill('SIGHUP');
       await expect.poll(() => logLines(child).find((l) => l.msg === 'configuration not reloaded; the one in force stays'), { timeout: 3000 }).toMatchObject({
-        level: 'error', why: 'SIGHUP', problems: ['lockout.windowSeconds must be a positive integer', 'rateLimit.requests must be a positive integer'],
+        level: 'error', why: 'SIGHUP', problems: ['lockout.windowSeconds (line 8, column 12) must be a positive integer; found -1', 'rateLimit.requests (line 9, column 14) must be a positive integer; found 0'],
       });
       expect(await get(port, '/v1/a/x')).toBe(200);
       expect(child.proc.exitCode).toBeNull();

@@ -49,18 +49,18 @@ describe('users.ldap', () => {
 
   it('refuses what cannot work, naming the key', () => {
     const ldap = (lines: string) => problems(config(`  ldap:\n${lines.split('\n').map((l) => `    ${l}`).join('\n')}`));
-    expect(ldap('url: http://x')).toEqual(expect.arrayContaining(['users.ldap.url must be a ldap: or ldaps: URL']));
-    expect(ldap('url: ldap://x')).toEqual(['users.ldap needs userDn (a direct bind) or searchBase with searchFilter (a search for the user\'s entry)']);
-    expect(ldap('url: ldap://x\nuserDn: uid=x,dc=y')).toEqual(['users.ldap.userDn must hold {user}, where the user name goes']);
-    expect(ldap('url: ldap://x\nuserDn: "uid={user}"\nsearchBase: dc=y\nsearchFilter: "(uid={user})"')).toEqual(['users.ldap sets userDn and searchBase: set one (a direct bind, or a search for the user\'s entry)']);
+    expect(ldap('url: http://x')).toEqual(expect.arrayContaining(['users.ldap.url (line 4, column 5) must be a ldap: or ldaps: URL; found "http://x"']));
+    expect(ldap('url: ldap://x')).toEqual(['users.ldap (line 3, column 3) needs userDn (a direct bind) or searchBase with searchFilter (a search for the user\'s entry)']);
+    expect(ldap('url: ldap://x\nuserDn: uid=x,dc=y')).toEqual(['users.ldap.userDn (line 5, column 5) must hold {user}, where the user name goes; found "uid=x,dc=y"']);
+    expect(ldap('url: ldap://x\nuserDn: "uid={user}"\nsearchBase: dc=y\nsearchFilter: "(uid={user})"')).toEqual(['users.ldap (line 3, column 3) sets userDn and searchBase: set one (a direct bind, or a search for the user\'s entry)']);
     expect(ldap('url: ldap://x\nsearchBase: dc=y')).toEqual(['users.ldap.searchFilter is required with searchBase, e.g. "(uid={user})"']);
-    expect(ldap('url: ldap://x\nsearchBase: dc=y\nsearchFilter: "uid={user}"')).toEqual(['users.ldap.searchFilter must be a filter in parentheses, e.g. "(uid={user})"']);
-    expect(ldap('url: ldaps://x\nstartTls: true\nuserDn: "uid={user}"')).toEqual(['users.ldap.startTls is for ldap:// URLs (ldaps:// is TLS from the first byte)']);
-    expect(ldap('url: ldap://x\ncaFile: ca.pem\nuserDn: "uid={user}"')).toEqual(['users.ldap.caFile is set, but the connection is plain: use an ldaps:// URL or startTls: true']);
+    expect(ldap('url: ldap://x\nsearchBase: dc=y\nsearchFilter: "uid={user}"')).toEqual(['users.ldap.searchFilter (line 6, column 5) must be a filter in parentheses, e.g. "(uid={user})"; found "uid={user}"']);
+    expect(ldap('url: ldaps://x\nstartTls: true\nuserDn: "uid={user}"')).toEqual(['users.ldap.startTls (line 5, column 5) is for ldap:// URLs (ldaps:// is TLS from the first byte)']);
+    expect(ldap('url: ldap://x\ncaFile: ca.pem\nuserDn: "uid={user}"')).toEqual(['users.ldap.caFile (line 5, column 5) is set, but the connection is plain: use an ldaps:// URL or startTls: true']);
     expect(ldap('url: ldap://x\nuserDn: "uid={user}"\nbindDn: cn=gw')).toEqual(['users.ldap.bindPassword is required with bindDn']);
-    expect(ldap('url: ldap://x\nuserDn: "uid={user}"\ngroupsBase: dc=y\ngroupsFilter: "(objectClass=groupOfNames)"')).toEqual(['users.ldap.groupsFilter must hold {dn} or {user}, or every user would get the same groups']);
-    expect(ldap('url: ldap://x\nuserDn: "uid={user}"\ncacheSeconds: -1')).toEqual(['users.ldap.cacheSeconds must be a non-negative integer']);
-    expect(ldap('url: ldap://x\nuserDn: "uid={user}"\nbindDN: cn=gw')).toEqual(['users.ldap.bindDN is not a known setting; did you mean bindDn?']);
+    expect(ldap('url: ldap://x\nuserDn: "uid={user}"\ngroupsBase: dc=y\ngroupsFilter: "(objectClass=groupOfNames)"')).toEqual(['users.ldap.groupsFilter (line 7, column 5) must hold {dn} or {user}, or every user would get the same groups; found "(objectClass=groupOfNames)"']);
+    expect(ldap('url: ldap://x\nuserDn: "uid={user}"\ncacheSeconds: -1')).toEqual(['users.ldap.cacheSeconds (line 6, column 5) must be a non-negative integer; found -1']);
+    expect(ldap('url: ldap://x\nuserDn: "uid={user}"\nbindDN: cn=gw')).toEqual(['users.ldap.bindDN (line 6, column 5) is not a known setting; did you mean bindDn?']);
   });
 
   it('allow rules may name groups with groupsBase; without bindDn that is a warning', () => {

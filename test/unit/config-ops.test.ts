@@ -16,8 +16,8 @@ describe('admin and server.tls settings', () => {
     expect(parseConfig(BASE + 'admin: { host: 0.0.0.0, port: "9100" }\n', '/etc/gw/gateway.yaml', {}).admin).toEqual({ host: '0.0.0.0', port: 9100 });
     expect(parseConfig(BASE + 'admin: false\n', '/etc/gw/gateway.yaml', {}).admin).toBe(false);
     expect(problems(BASE + 'admin: { port: 70000, path: /m }\n')).toEqual([
-      'admin.path is not a known setting',
-      'admin.port must be a non-negative integer no greater than 65535',
+      'admin.path (line 5, column 23) is not a known setting',
+      'admin.port (line 5, column 10) must be a non-negative integer no greater than 65535; found 70000',
     ]);
   });
 
@@ -32,7 +32,7 @@ describe('admin and server.tls settings', () => {
     const c = parseConfig(BASE + 'server: { tls: { certFile: c.pem, keyFile: k.pem, clientCa: tls/clients.pem, clientCerts: require, crlFile: tls/clients.crl, userFrom: san-uri } }\n', '/etc/gw/gateway.yaml', {});
     expect(c.server.tls).toMatchObject({ clientCa: '/etc/gw/tls/clients.pem', clientCerts: 'require', crlFile: '/etc/gw/tls/clients.crl', userFrom: 'san-uri' });
     expect(problems(BASE + 'server: { tls: { certFile: c.pem, keyFile: k.pem, crlFile: x.crl } }\n'))
-      .toEqual(['server.tls.crlFile needs server.tls.clientCa (a CRL of client certificates)']);
+      .toEqual(['server.tls.crlFile (line 5, column 51) needs server.tls.clientCa (a CRL of client certificates)']);
     expect(problems(BASE + 'server: { tls: { certFile: c.pem, keyFile: k.pem, clientCa: ca.pem, clientCerts: optional, userFrom: upn } }\n')).toHaveLength(2);
   });
 });
@@ -40,9 +40,9 @@ describe('admin and server.tls settings', () => {
 describe('config problems an operator can act on', () => {
   it('suggests the nearest known key for a misspelled one', () => {
     expect(problems(BASE + 'servr: { port: 1 }\nlog: { levle: debug }\nlockout: { maxFailuresPerUsr: 3 }\n')).toEqual([
-      'servr is not a known setting; did you mean server?',
-      'lockout.maxFailuresPerUsr is not a known setting; did you mean maxFailuresPerUser?',
-      'log.levle is not a known setting; did you mean level?',
+      'servr (line 5, column 1) is not a known setting; did you mean server?',
+      'lockout.maxFailuresPerUsr (line 7, column 12) is not a known setting; did you mean maxFailuresPerUser?',
+      'log.levle (line 6, column 8) is not a known setting; did you mean level?',
     ]);
     expect(nearest('colour', ['server', 'routes', 'log'])).toBeUndefined();
     expect(nearest('timeoutMS', ['url', 'timeoutMs'])).toBe('timeoutMs');

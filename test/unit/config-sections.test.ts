@@ -29,15 +29,15 @@ describe('settings declared once: types and reading follow from the table', () =
     const c = new Checker();
     const read = readScalars(c, 'upstreams.<name>', { maxQueued: -1, balance: 'random', preserveHost: 'yes', cooldownMs: '250' }, { as: 'upstreams.api' });
     expect(c.problems).toEqual([
-      'upstreams.api.balance must be one of round-robin, least-requests',
-      'upstreams.api.preserveHost must be true or false',
-      'upstreams.api.maxQueued must be a non-negative integer',
+      'upstreams.api.balance must be one of round-robin, least-requests; found "random"',
+      'upstreams.api.preserveHost must be true or false; found "yes"',
+      'upstreams.api.maxQueued must be a non-negative integer; found -1',
     ]);
     // A bad value reads as the default, so one mistake is reported once, not again downstream.
     expect(read).toMatchObject({ balance: 'round-robin', preserveHost: false, maxQueued: 1024, cooldownMs: 250 });
     const bounded = new Checker();
     readScalars(bounded, 'lockout', { addressFailuresPerMinute: 6001 });
-    expect(bounded.problems).toEqual(['lockout.addressFailuresPerMinute must be a positive integer no greater than 6000']);
+    expect(bounded.problems).toEqual(['lockout.addressFailuresPerMinute must be a positive integer no greater than 6000; found 6001']);
   });
 
   it('resolves paths against the configuration file and leaves out what the caller reads by hand', () => {

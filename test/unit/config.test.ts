@@ -45,8 +45,8 @@ describe('configuration', () => {
 
   it('refuses to start without a signing secret: there is no built-in default', () => {
     expect(problems(BASE, {})).toEqual(['tokens.signing.secret uses ${JWT_SECRET}, which is not set in the environment']);
-    expect(problems(BASE.replace('"${JWT_SECRET}"', '""'))[0]).toMatch(/^tokens\.signing\.secret is required/);
-    expect(problems(BASE.replace('"${JWT_SECRET}"', 'short'))).toEqual(['tokens.signing.secret must be at least 32 bytes long']);
+    expect(problems(BASE.replace('"${JWT_SECRET}"', '""'))[0]).toMatch(/^tokens\.signing\.secret \(line 4, column 26\) is required/);
+    expect(problems(BASE.replace('"${JWT_SECRET}"', 'short'))).toEqual(['tokens.signing.secret (line 4, column 26) must be at least 32 bytes long; found (hidden)']);
   });
 
   it('lists every problem at once, each naming its key', () => {
@@ -67,22 +67,22 @@ routes:
 colour: blue
 `;
     expect(problems(yaml, {})).toEqual([
-      'colour is not a known setting',
-      'server.port must be a non-negative integer no greater than 65535',
-      'server.trustProxy must be a non-negative integer no greater than 32',
-      'store.kind must be one of memory, redis',
+      'colour (line 15, column 1) is not a known setting',
+      'server.port (line 2, column 11) must be a non-negative integer no greater than 65535; found 99999',
+      'server.trustProxy (line 2, column 24) must be a non-negative integer no greater than 32; found "maybe"',
+      'store.kind (line 3, column 10) must be one of memory, redis; found "postgres"',
       'users.htpasswd is required',
-      'tokens.accessTtlSeconds must be a positive integer',
-      'tokens.refreshReuseGraceSeconds must be a non-negative integer no greater than 3600',
-      'tokens.signing.alg must be one of HS256, RS256, ES256',
+      'tokens.accessTtlSeconds (line 6, column 3) must be a positive integer; found -5',
+      'tokens.refreshReuseGraceSeconds (line 7, column 3) must be a non-negative integer no greater than 3600; found 1.5',
+      'tokens.signing.alg (line 8, column 14) must be one of HS256, RS256, ES256; found "none"',
       expect.stringMatching(/^tokens\.signing\.secret is required/),
-      'lockout.windowSeconds must be a positive integer',
-      'upstreams.a.url must be a http: or https: URL',
-      'upstreams.a.timeoutMs must be a positive integer',
-      'routes[0].path must be an absolute path of plain segments without a trailing slash, e.g. /v1/conversations',
-      'routes[0].upstream names no upstream (known: a)',
-      'routes[1].paging.defaultSize must be one of routes[1].paging.sizes (10)',
-      'routes[1].paging.sortable[0] must be a property name (letters, digits, _ and .)',
+      'lockout.windowSeconds (line 9, column 12) must be a positive integer; found 0',
+      'upstreams.a.url (line 11, column 8) must be a http: or https: URL; found "ftp://x"',
+      'upstreams.a.timeoutMs (line 11, column 24) must be a positive integer; found "abc"',
+      'routes[0].path (line 13, column 7) must be an absolute path of plain segments without a trailing slash, e.g. /v1/conversations; found "v1/x"',
+      'routes[0].upstream (line 13, column 21) names no upstream (known: a)',
+      'routes[1].paging.defaultSize (line 14, column 56) must be one of routes[1].paging.sizes (10); found 20',
+      'routes[1].paging.sortable[0] (line 14, column 84) must be a property name (letters, digits, _ and .); found "bad prop"',
     ]);
   });
 
@@ -101,7 +101,7 @@ colour: blue
       kind: 'redis', topology: { mode: 'single', url: 'redis://redis:6379' }, keyPrefix: 'gw:', commandTimeoutMs: 500, connectTimeoutMs: 1000, livenessCacheMs: 2000, waitForReplicas: 0, durability: 'available',
     });
     expect(c.server.port).toBe(9090);
-    expect(problems(BASE, { JWT_SECRET: SECRET, REDIS_URL: 'http://nope' })).toEqual(['store.url must be a redis: or rediss: URL']);
+    expect(problems(BASE, { JWT_SECRET: SECRET, REDIS_URL: 'http://nope' })).toEqual(['store.url (set by REDIS_URL) must be a redis: or rediss: URL; found "http://nope"']);
   });
 
   it('reads upstream pools: targets, balance, health check; url and targets are exclusive', () => {
@@ -113,12 +113,12 @@ colour: blue
       healthCheck: { path: '/healthz', intervalMs: 5000, timeoutMs: 2000 },
     });
     const both = BASE.replace('conversations: { url: "http://127.0.0.1:9001" }', 'conversations: { url: "http://a:1", targets: ["http://b:1"] }');
-    expect(problems(both, { JWT_SECRET: SECRET })).toEqual(['upstreams.conversations has both url and targets: give one target as url or several as targets']);
+    expect(problems(both, { JWT_SECRET: SECRET })).toEqual(['upstreams.conversations (line 6, column 3) has both url and targets: give one target as url or several as targets']);
     const bad = BASE.replace('conversations: { url: "http://127.0.0.1:9001" }', 'conversations: { targets: ["ftp://x"], balance: random, healthCheck: { path: healthz } }');
     expect(problems(bad, { JWT_SECRET: SECRET })).toEqual([
-      'upstreams.conversations.targets[0] must be a http: or https: URL',
-      'upstreams.conversations.balance must be one of round-robin, least-requests',
-      'upstreams.conversations.healthCheck.path must start with /',
+      'upstreams.conversations.targets[0] (line 6, column 30) must be a http: or https: URL; found "ftp://x"',
+      'upstreams.conversations.balance (line 6, column 42) must be one of round-robin, least-requests; found "random"',
+      'upstreams.conversations.healthCheck.path (line 6, column 74) must start with /; found "healthz"',
     ]);
   });
 
@@ -126,9 +126,9 @@ colour: blue
     const withWorkers = (w: string) => BASE + `server: { workers: ${w} }\nstore: { kind: redis, url: "redis://r:6379" }\n`;
     expect(parseConfig(withWorkers('4'), '/x/gateway.yaml', { JWT_SECRET: SECRET }).server.workers).toBe(4);
     expect(parseConfig(withWorkers('auto'), '/x/gateway.yaml', { JWT_SECRET: SECRET }).server.workers).toBe(availableParallelism());
-    expect(problems(withWorkers('0'))).toEqual(['server.workers must be a positive integer no greater than 256']);
+    expect(problems(withWorkers('0'))).toEqual(['server.workers (line 9, column 11) must be a positive integer no greater than 256; found 0']);
     expect(problems(BASE + 'server: { workers: 2 }\n')).toEqual([
-      'server.workers needs store.kind redis: with the memory store each worker would have its own sessions',
+      'server.workers (line 9, column 11) needs store.kind redis: with the memory store each worker would have its own sessions',
     ]);
   });
 
@@ -141,22 +141,22 @@ colour: blue
       kind: 'redis', topology: { mode: 'sentinel', name: 'gw', sentinels: ['10.0.0.5:26379', '10.0.0.6:26379'], password: 'p', sentinelPassword: 'q', tls: false }, waitForReplicas: 1,
     });
     expect(problems(withStore('{ kind: redis, url: "redis://a:6379", cluster: { nodes: ["redis://b:6379"] } }'))).toEqual([
-      'store sets url and cluster: set exactly one of url (or REDIS_URL), cluster, sentinel',
+      'store (line 9, column 1) sets url and cluster: set exactly one of url (or REDIS_URL), cluster, sentinel',
     ]);
     expect(problems(withStore('{ kind: redis, cluster: { nodes: [] }, keyPrefix: "{gw}:" }'))).toEqual([
-      'store.cluster.nodes must list at least one node URL',
-      'store.keyPrefix must not contain { or } (a hash tag would put every key in one cluster slot)',
+      'store.cluster.nodes (line 9, column 34) must list at least one node URL',
+      'store.keyPrefix (line 9, column 47) must not contain { or } (a hash tag would put every key in one cluster slot); found "{gw}:"',
     ]);
     expect(problems(withStore('{ kind: redis, sentinel: { sentinels: ["nohost"] } }'))).toEqual([
-      'store.sentinel.sentinels[0] must be host:port',
+      'store.sentinel.sentinels[0] (line 9, column 47) must be host:port; found "nohost"',
       'store.sentinel.name is required',
     ]);
     expect(problems(withStore('{ kind: redis, cluster: { nodes: ["redis://b:6379"] }, waitForReplicas: 1 }'))).toEqual([
-      'store.waitForReplicas is not supported with store.cluster (WAIT has no key to route by)',
+      'store.waitForReplicas (line 9, column 63) is not supported with store.cluster (WAIT has no key to route by)',
     ]);
     // REDIS_URL is the single-node form: with a cluster or sentinel in the file it is refused, not ignored.
     expect(problems(withStore('{ kind: redis, sentinel: { name: gw, sentinels: ["s:26379"] } }'), { JWT_SECRET: SECRET, REDIS_URL: 'redis://r:6379' })).toEqual([
-      'store sets url and sentinel: set exactly one of url (or REDIS_URL), cluster, sentinel',
+      'store (line 9, column 1) sets url and sentinel: set exactly one of url (or REDIS_URL), cluster, sentinel',
     ]);
   });
 
@@ -168,21 +168,21 @@ colour: blue
     expect(c.routes.map((r) => r.rateLimit)).toEqual([undefined, null, { requests: 5, windowSeconds: 1 }]);
     expect(problems(BASE.replace('routes:', 'rateLimit: { windowSeconds: 0 }\nroutes:'))).toEqual([
       'rateLimit.requests is required',
-      'rateLimit.windowSeconds must be a positive integer',
+      'rateLimit.windowSeconds (line 7, column 14) must be a positive integer; found 0',
     ]);
   });
 
   it('refuses routes under /v1/tokens and repeated routes', () => {
     const yaml = BASE + '  - { path: /v1/tokens/x, upstream: conversations }\n  - { path: /v1/conversations, upstream: conversations }\n';
     expect(problems(yaml)).toEqual([
-      'routes[1].path must not be under /v1/tokens (served by the gateway itself)',
-      'routes[2].path repeats /v1/conversations',
+      'routes[1].path (line 9, column 7) must not be under /v1/tokens (served by the gateway itself); found "/v1/tokens/x"',
+      'routes[2].path (line 10, column 7) repeats /v1/conversations',
     ]);
   });
 
   it('refuses a route that repeats another in another case (routes match without regard to case)', () => {
     expect(problems(BASE + '  - { path: /V1/Conversations, upstream: conversations }\n')).toEqual([
-      'routes[1].path repeats /v1/conversations (routes match without regard to case)',
+      'routes[1].path (line 9, column 7) repeats /v1/conversations (routes match without regard to case)',
     ]);
   });
 

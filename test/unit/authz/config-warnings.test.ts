@@ -46,8 +46,8 @@ describe('allow rules that cannot mean what they say', () => {
       '      methods: [GET, FETCH, PACH]',
     ].join('\n'));
     expect(r.problems).toEqual([
-      'routes[0].allow.methods[1] (line 11) is FETCH, which is not an HTTP method the gateway can receive: no request would ever match it',
-      'routes[0].allow.methods[2] (line 11) is PACH, which is not an HTTP method the gateway can receive: no request would ever match it; did you mean PATCH?',
+      'routes[0].allow.methods[1] (line 11, column 22) is FETCH, which is not an HTTP method the gateway can receive: no request would ever match it',
+      'routes[0].allow.methods[2] (line 11, column 29) is PACH, which is not an HTTP method the gateway can receive: no request would ever match it; did you mean PATCH?',
     ]);
   });
 

@@ -75,29 +75,29 @@ identity:
   assertion: { header: Authorization, alg: HS256, ttlSeconds: 1 }
 `;
     expect(problems(yaml)).toEqual([
-      'routes[0].allow lets no one in: list users or groups (or remove the route)',
-      'routes[1].allow must name users, groups or methods (leave allow out to let every authenticated user in)',
-      'routes[2].allow.roles is not a known setting',
-      'routes[2].allow.methods[0] must be a method name',
-      'routes[2].allow.groups names groups, but no source of groups is set: users.groups (the htgroup file), users.store, apiKeys, users.ldap.groupsBase, an identity.issuers groupsClaim or server.tls.clientCa (client certificates, their OU values)',
-      'routes[7].allow.users[0] must not contain spaces, commas or colons',
-      'routes[7].allow.methods lists no method: leave it out to allow every method',
-      'forwardAuth.mode is not a known setting',
-      'identity.assertion.alg must be one of ES256, RS256, EdDSA',
+      'routes[0].allow (line 8, column 45) lets no one in: list users or groups (or remove the route)',
+      'routes[1].allow (line 9, column 39) must name users, groups or methods (leave allow out to let every authenticated user in)',
+      'routes[2].allow.roles (line 10, column 84) is not a known setting',
+      'routes[2].allow.methods[0] (line 10, column 76) must be a method name; found "G T"',
+      'routes[2].allow.groups (line 10, column 48) names groups, but no source of groups is set: users.groups (the htgroup file), users.store, apiKeys, users.ldap.groupsBase, an identity.issuers groupsClaim or server.tls.clientCa (client certificates, their OU values)',
+      'routes[7].allow.users[0] (line 15, column 56) must not contain spaces, commas or colons; found "a b"',
+      'routes[7].allow.methods (line 15, column 64) lists no method: leave it out to allow every method',
+      'forwardAuth.mode (line 16, column 36) is not a known setting',
+      'identity.assertion.alg (line 18, column 39) must be one of ES256, RS256, EdDSA; found "HS256"',
       'identity.assertion.keyFile is required',
-      'identity.assertion.ttlSeconds must be an integer of at least 5 no greater than 86400',
-      'identity.assertion.header must not be Authorization (the gateway sets or removes it for another purpose)',
-      'routes[4].path overlaps /.well-known/jwks.json, which the gateway serves itself: choose a route path that does not cover it',
-      'routes[5].path overlaps /auth/verify, which the gateway serves itself: choose a route path that does not cover it',
-      'routes[6].path overlaps /healthz, which the gateway serves itself: choose a route path that does not cover it',
+      'identity.assertion.ttlSeconds (line 18, column 51) must be an integer of at least 5 no greater than 86400; found 1',
+      'identity.assertion.header (line 18, column 16) must not be Authorization (the gateway sets or removes it for another purpose); found "Authorization"',
+      'routes[4].path (line 12, column 7) overlaps /.well-known/jwks.json, which the gateway serves itself: choose a route path that does not cover it',
+      'routes[5].path (line 13, column 7) overlaps /auth/verify, which the gateway serves itself: choose a route path that does not cover it',
+      'routes[6].path (line 14, column 7) overlaps /healthz, which the gateway serves itself: choose a route path that does not cover it',
     ]);
   });
 
   it('a route without upstream needs forwardAuth; forwardAuth.path must not be an own path', () => {
     expect(problems(BASE.replace('upstream: reports }', '}'))).toEqual(['routes[0].upstream is required (only with forwardAuth may a route leave it out)']);
-    expect(problems(`${BASE}forwardAuth: { path: /v1/tokens/check }\n`)).toEqual(['forwardAuth.path must not be under /v1/tokens (served by the gateway itself)']);
-    expect(problems(`${BASE}forwardAuth: { path: /healthz }\n`)).toEqual(['forwardAuth.path must not be /healthz (served by the gateway itself)']);
-    expect(problems(`${BASE}forwardAuth: { path: auth }\n`)).toEqual(['forwardAuth.path must be an absolute path of plain segments without a trailing slash, e.g. /auth/verify']);
+    expect(problems(`${BASE}forwardAuth: { path: /v1/tokens/check }\n`)).toEqual(['forwardAuth.path (line 9, column 16) must not be under /v1/tokens (served by the gateway itself); found "/v1/tokens/check"']);
+    expect(problems(`${BASE}forwardAuth: { path: /healthz }\n`)).toEqual(['forwardAuth.path (line 9, column 16) must not be /healthz (served by the gateway itself); found "/healthz"']);
+    expect(problems(`${BASE}forwardAuth: { path: auth }\n`)).toEqual(['forwardAuth.path (line 9, column 16) must be an absolute path of plain segments without a trailing slash, e.g. /auth/verify; found "auth"']);
     // Not an own path while assertions are off.
     expect(problems(BASE.replace('/v1/reports', '/.well-known'))).toEqual([]);
   });

@@ -49,13 +49,13 @@ describe('forwardAuth.trustedProxies', () => {
     expect(ok.config!.forwardAuth).toEqual({ path: '/auth/verify', trustedProxies: ['10.0.0.0/8', 'fd00::/8', '127.0.0.1'] });
     expect(load(`${BASE}forwardAuth: { path: /auth/verify }\n`).config!.forwardAuth!.trustedProxies).toBeUndefined();
     expect(load(`${BASE}forwardAuth: { path: /auth/verify, trustedProxies: [10.0.0.0/8, proxy.internal, 10.0.0.0/40] }\n`).problems).toEqual([
-      'forwardAuth.trustedProxies[1] must be an IPv4 or IPv6 address or CIDR block (10.0.0.0/8, fd00::/8), not "proxy.internal"',
-      'forwardAuth.trustedProxies[2] must be an IPv4 or IPv6 address or CIDR block (10.0.0.0/8, fd00::/8), not "10.0.0.0/40"',
+      'forwardAuth.trustedProxies[1] (line 7, column 65) must be an IPv4 or IPv6 address or CIDR block (10.0.0.0/8, fd00::/8), not "proxy.internal"',
+      'forwardAuth.trustedProxies[2] (line 7, column 81) must be an IPv4 or IPv6 address or CIDR block (10.0.0.0/8, fd00::/8), not "10.0.0.0/40"',
     ]);
     expect(load(`${BASE}forwardAuth: { path: /auth/verify, trustedProxies: [] }\n`).problems).toEqual([
-      'forwardAuth.trustedProxies must name at least one address or CIDR block (leave it out to let any caller ask)',
+      'forwardAuth.trustedProxies (line 7, column 36) must name at least one address or CIDR block (leave it out to let any caller ask)',
     ]);
-    expect(load(`${BASE}forwardAuth: { path: /auth/verify, trustedProxies: 10.0.0.0/8 }\n`).problems).toEqual(['forwardAuth.trustedProxies must be a list']);
+    expect(load(`${BASE}forwardAuth: { path: /auth/verify, trustedProxies: 10.0.0.0/8 }\n`).problems).toEqual(['forwardAuth.trustedProxies (line 7, column 36) must be a list; found "10.0.0.0/8"']);
   });
 
   it('config check warns when forward-auth answers any caller', () => {

@@ -68,7 +68,7 @@ describe('identity.issuers', () => {
       identity: { issuers: [{ name: 'self', issuer: 'https://gw.example.com', audiences: ['x'] }] },
     }, '', tmpdir());
     expect(config.identity.issuers).toHaveLength(1);
-    expect(clash).toEqual(['identity.issuers[0].issuer must not be tokens.issuer (the gateway\'s own tokens carry it)']);
+    expect(clash).toEqual(['identity.issuers[0].issuer must not be tokens.issuer (the gateway\'s own tokens carry it); found "https://gw.example.com"']);
   });
 
   it('a groups claim lets allow rules name groups without a groups file', () => {
