@@ -194,7 +194,7 @@ export function createMetrics(): Metrics {
     }),
     http2Floods: new Counter({
       name: `${METRIC_PREFIX}http2_floods_total`,
-      help: 'HTTP/2 connections closed with GOAWAY for flooding: rapid_reset, continuation, settings_flood, ping_flood, invalid_frames, header_list',
+      help: 'HTTP/2 connections closed with GOAWAY for flooding or breaking the protocol: rapid_reset, continuation, settings_flood, ping_flood, invalid_frames, header_list, protocol_error',
       labelNames: ['reason'] as const,
       registers,
     }),
