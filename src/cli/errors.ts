@@ -38,11 +38,12 @@ export class ConnectionCheckError extends CommandError {
 /**
  * The configuration is fine, but what the command names cannot be acted on: `keys revoke` of a key the
  * store does not have (`no such key`), `users add` of a name that is in the users file (`users-file
- * name`). `kind` says which; exit 2, as for any input the operator can correct.
+ * name`), `users import` of a file it cannot take (`import refused`). `kind` says which; exit 2, as for
+ * any input the operator can correct.
  */
 export class InputError extends CommandError {
-  constructor(kind: string, message: string) {
-    super(kind, [message], 2);
+  constructor(kind: string, problems: string | string[]) {
+    super(kind, typeof problems === 'string' ? [problems] : problems, 2);
     this.name = 'InputError';
   }
 }

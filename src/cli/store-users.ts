@@ -76,7 +76,7 @@ export async function storeUsersCommand(command: string, args: string[], options
       return ['name'.padEnd(width) + '  groups  changed', ...list.map((u) => `${u.name.padEnd(width)}  ${u.groups.join(',') || '-'}  ${iso(u.changedAtMs)}`)].join('\n');
     }
     case 'users import': {
-      const lines = readHtpasswd(name!);
+      const lines = readImported(name!);
       const file = inFile();
       const spelling = otherSpellings(file.keys());
       const clash = [...lines.keys()].filter((n) => file.has(n) || spelling(n) !== undefined);
@@ -118,6 +118,20 @@ export async function storeUserWarnings(config: Config): Promise<string[]> {
 /** A name the store has no user under (it may be in the users file, which these commands do not change). */
 function noSuchUser(name: string): InputError {
   return new InputError('no such user', `there is no user "${name}" in the store (users list shows them)`);
+}
+
+/**
+ * The htpasswd file `users import` was given: it is no setting of the configuration, so what is wrong
+ * with it (unreadable, a line that is no bcrypt entry) is an input error, not an invalid configuration.
+ */
+function readImported(file: string): Map<string, string> {
+  try {
+    return readHtpasswd(file);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    // Nothing was imported: the file is read whole before the store is written.
+    throw new InputError('import refused', err.problems.map((p) => p.replace(/^users\.htpasswd: /, '')));
+  }
 }
 
 /** Runs `work` on the store's users (and a way to end a user's sessions on every instance). */

@@ -175,6 +175,18 @@ describe('what the store or the users file does not allow is said as such, not a
     expect((await cli(['users', 'list'], storeFile)).stdout).not.toMatch(/^alice /m);
   });
 
+  it('users import of a file it cannot read or take: import refused, exit 2, naming the file', async () => {
+    const missing = join(gw.users.dir, 'not-here.htpasswd');
+    const r = await cli(['users', 'import', missing], storeFile);
+    expect(r).toMatchObject({ status: 2, stdout: '' });
+    expect(r.stderr).toBe(`auth-gateway: import refused: ${missing} cannot be read: ENOENT\n`);
+    const bad = join(gw.users.dir, 'plain.htpasswd');
+    writeFileSync(bad, 'zoe:plaintext\n');
+    const refused = await cli(['users', 'import', bad], storeFile);
+    expect(refused.status).toBe(2);
+    expect(refused.stderr).toMatch(/^auth-gateway: import refused: \S+plain\.htpasswd:1 \(user "zoe"\) is not a bcrypt hash/);
+  });
+
   it('users remove, passwd and groups of a name the store does not have: no such user, exit 2', async () => {
     const r = await cli(['users', 'remove', 'nosuch'], storeFile);
     expect(r).toMatchObject({ status: 2, stdout: '' });

@@ -207,7 +207,7 @@ describe('serve: the exit codes of --help, docs/operating.md and README.md', () 
     const rows = Object.fromEntries([...operating.matchAll(/^\| `([^`]+)` \| (\d+) \|/gm)].map((m) => [m[1], Number(m[2])]));
     expect(rows).toEqual({
       'usage error': 2, 'invalid configuration': 2, 'connection check failed': 2, 'password refused': 2,
-      'no such key': 2, 'no such user': 2, 'users-file name': 2, 'user exists': 2,
+      'no such key': 2, 'no such user': 2, 'users-file name': 2, 'import refused': 2, 'user exists': 2,
       'store unreachable': 1, fatal: 1, cancelled: 130,
     });
   });
