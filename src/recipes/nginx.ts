@@ -99,17 +99,7 @@ export function nginxRecipe(site: Site, source: string): string {
     '    }',
     '',
     '    # A refusal, written by the gateway exactly as it made it (status, headers, problem body).',
-    '    location @gateway_refusal {',
-    `        rewrite ^ ${site.askPath} break;`,
-    '        proxy_method GET;',
-    '        proxy_pass_request_headers off;',
-    '        proxy_pass_request_body off;',
-    '        proxy_set_header Content-Length "";',
-    `        proxy_set_header ${titleCase(REFUSAL_HEADER)} $gw_refusal;`,
-    '        proxy_http_version 1.1;',
-    '        proxy_set_header Connection "";',
-    `        proxy_pass ${site.gateway.scheme}://auth_gateway;`,
-    '    }',
+    ...refusalLocation(site.askPath, `${site.gateway.scheme}://auth_gateway`).map((l) => `    ${l}`),
     '    location @gateway_unavailable {',
     '        default_type application/problem+json;',
     '        add_header Retry-After 1 always;',
@@ -175,6 +165,26 @@ export function nginxRecipe(site: Site, source: string): string {
       '        proxy_set_header X-Forwarded-Host $http_host;',
     ];
   }
+}
+
+/**
+ * The named location that asks the gateway to write a relayed refusal (`$gw_refusal`, the sealed answer
+ * `auth_request_set` kept): a bodiless GET of the forward-auth path with that one header.
+ */
+export function refusalLocation(askPath: string, gateway: string): string[] {
+  return [
+    'location @gateway_refusal {',
+    `    rewrite ^ ${askPath} break;`,
+    '    proxy_method GET;',
+    '    proxy_pass_request_headers off;',
+    '    proxy_pass_request_body off;',
+    '    proxy_set_header Content-Length "";',
+    `    proxy_set_header ${titleCase(REFUSAL_HEADER)} $gw_refusal;`,
+    '    proxy_http_version 1.1;',
+    '    proxy_set_header Connection "";',
+    `    proxy_pass ${gateway};`,
+    '}',
+  ];
 }
 
 /** `X-Gateway-Upstream` → `x_gateway_upstream`: the name of nginx's `$upstream_http_…` variable. */
