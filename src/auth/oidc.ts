@@ -3,7 +3,7 @@ import { isGroupName, isUsableName } from '../core/headers.js';
 import type { Principal } from '../core/principal.js';
 import { HttpProblem } from '../core/problem.js';
 import { KeysUnavailable, type IssuerKeys, type ProviderKey } from '../identity/issuers.js';
-import { claimAt, decodeToken, signatureValid, type DecodedToken } from '../identity/provider-jwt.js';
+import { claimAt, decodeToken, signedByOneOf, type DecodedToken } from '../identity/provider-jwt.js';
 import type { Authenticator } from './authenticator.js';
 import { schemeMatcher } from './authenticator.js';
 import { BEARER_CHALLENGE } from './bearer.js';
@@ -38,7 +38,8 @@ const RETRY_AFTER_S = '10';
  * `Authorization: Bearer <JWT>` issued by a configured OpenID provider (identity.issuers): recognised
  * only when the token's unverified `iss` equals a configured issuer exactly, so the gateway's own bearer
  * authenticator (after this one) keeps its own tokens and every other token. Verified against that
- * issuer's keys, synchronously when they are cached (IssuerKeys): the algorithm pinned per issuer and per
+ * issuer's keys (jsonwebtoken; EdDSA jose), synchronously when they are cached (IssuerKeys) or the
+ * token is in the cache of verified tokens (EdDSA: only then): the algorithm pinned per issuer and per
  * key (never HS*, never none), `aud`, `exp` and `nbf` with the issuer's skew. The user is `userClaim`,
  * the groups `groupsClaim` (they are the principal's groups: the allow step keeps them). No valid key
  * of the issuer known: 503 identity_provider_unavailable for its tokens only.
@@ -102,7 +103,7 @@ export function oidcAuthenticator(issuers: readonly IssuerKeys[]): Authenticator
   };
 }
 
-/** Verifies a provider token: the principal at once when a cached key verifies it, else after one refetch. */
+/** Verifies a provider token: the principal at once when a cached key verifies it (not EdDSA's: jose is async), else after one refetch. */
 export function verifyProviderToken(decoded: DecodedToken, issuer: IssuerKeys): Principal | Promise<Principal> {
   const { header } = decoded;
   const alg = header.alg;
@@ -129,10 +130,15 @@ export function verifyProviderToken(decoded: DecodedToken, issuer: IssuerKeys): 
   return principalOf(decoded, alg as IssuerAlg, keys, claims, issuer);
 }
 
-function principalOf(decoded: DecodedToken, alg: IssuerAlg, keys: ProviderKey[], claims: Claims, issuer: IssuerKeys): Principal {
+/** The principal once a key verifies the signature: at once for RS*, PS* and ES*, a promise for EdDSA (signedByOneOf). */
+function principalOf(decoded: DecodedToken, alg: IssuerAlg, keys: ProviderKey[], claims: Claims, issuer: IssuerKeys): Principal | Promise<Principal> {
   if (keys.length === 0) throw invalid(`no key of ${issuer.name} matches the token's kid and algorithm`);
-  if (!keys.some((k) => signatureValid(decoded, alg, k))) throw invalid('the token\'s signature is not valid');
-  return { user: claims.user, via: 'oidc', groups: claims.groups, ownGroups: true, sid: undefined, expiresAt: claims.exp, ambient: false, proof: decoded.token, credential: undefined };
+  const principal = (signed: boolean): Principal => {
+    if (!signed) throw invalid('the token\'s signature is not valid');
+    return { user: claims.user, via: 'oidc', groups: claims.groups, ownGroups: true, sid: undefined, expiresAt: claims.exp, ambient: false, proof: decoded.token, credential: undefined };
+  };
+  const signed = signedByOneOf(decoded.token, alg, keys);
+  return signed instanceof Promise ? signed.then(principal) : principal(signed);
 }
 
 interface Claims {

@@ -1,6 +1,6 @@
 import type { IssuerAlg } from '../config/types.js';
 import type { IssuerKeys, ProviderKey } from './issuers.js';
-import { decodeToken, signatureValid } from './provider-jwt.js';
+import { decodeToken, signedByOneOf } from './provider-jwt.js';
 
 /** The event a back-channel logout token carries (OpenID Connect Back-Channel Logout 1.0, section 2.4). */
 export const BACKCHANNEL_LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
@@ -63,6 +63,6 @@ export async function verifyLogoutToken(token: string, issuer: IssuerKeys, clien
   const sub = typeof payload.sub === 'string' && payload.sub !== '' ? payload.sub : undefined;
   if (!sid && !sub) throw new InvalidLogoutToken('the logout_token has neither sid nor sub');
   const keys: ProviderKey[] = await issuer.keysFor(kid, alg as IssuerAlg);
-  if (!keys.some((k) => signatureValid(decoded, alg as IssuerAlg, k))) throw new InvalidLogoutToken('the logout_token\'s signature is not valid');
+  if (!(await signedByOneOf(token, alg as IssuerAlg, keys))) throw new InvalidLogoutToken('the logout_token\'s signature is not valid');
   return { sid, sub, jti };
 }

@@ -1,15 +1,17 @@
-import { constants, verify as cryptoVerify } from 'node:crypto';
+import { compactVerify } from 'jose';
+import jwt from 'jsonwebtoken';
 import type { IssuerAlg } from '../config/types.js';
 import type { ProviderKey } from './issuers.js';
 
-/** A compact JWS split and decoded, not yet verified. */
+/**
+ * A compact JWS split and decoded, not yet verified: its `iss` chooses the issuer, and its claims are
+ * judged before a key is looked for (an expired token never waits for a refetch). The signature is the
+ * libraries' to check (signedByOneOf), over these same bytes.
+ */
 export interface DecodedToken {
   token: string;
   header: Record<string, unknown>;
   payload: Record<string, unknown>;
-  /** `header.payload`: the bytes the signature covers. */
-  signingInput: string;
-  signature: Buffer;
 }
 
 const B64URL = /^[A-Za-z0-9_-]*$/;
@@ -21,12 +23,11 @@ export function decodeToken(token: string): DecodedToken | undefined {
   if (first < 0 || second < 0 || token.indexOf('.', second + 1) >= 0) return undefined;
   const h = token.slice(0, first);
   const p = token.slice(first + 1, second);
-  const s = token.slice(second + 1);
-  if (!B64URL.test(h) || !B64URL.test(p) || !B64URL.test(s)) return undefined;
+  if (!B64URL.test(h) || !B64URL.test(p) || !B64URL.test(token.slice(second + 1))) return undefined;
   const header = json(h);
   const payload = json(p);
   if (!header || !payload) return undefined;
-  return { token, header, payload, signingInput: token.slice(0, second), signature: Buffer.from(s, 'base64url') };
+  return { token, header, payload };
 }
 
 function json(part: string): Record<string, unknown> | undefined {
@@ -38,27 +39,39 @@ function json(part: string): Record<string, unknown> | undefined {
   }
 }
 
-const DIGEST: Record<string, string> = { 256: 'sha256', 384: 'sha384', 512: 'sha512' };
-const EC_SIZE: Record<string, number> = { ES256: 64, ES384: 96, ES512: 132 };
+/**
+ * Whether one of `keys` signed the token with `alg` (RFC 7515/7518), each key only with an algorithm
+ * pinned to it. The claims are the caller's (checked before, on the same bytes). RS*, PS* and ES* are
+ * jsonwebtoken's, synchronous with a KeyObject, so a token is verified at once when its key is cached;
+ * EdDSA, which jsonwebtoken does not know, is jose's, a promise.
+ */
+export function signedByOneOf(token: string, alg: IssuerAlg, keys: readonly ProviderKey[]): boolean | Promise<boolean> {
+  const usable = keys.filter((k) => k.algs.includes(alg));
+  if (alg === 'EdDSA') return someAsync(usable, (k) => joseVerifies(token, alg, k));
+  return usable.some((k) => jsonwebtokenVerifies(token, alg, k));
+}
 
 /**
- * Checks a JWS signature with one key and one algorithm (RFC 7518), synchronously: RS* PKCS#1 v1.5,
- * PS* PSS with the digest's salt length, ES* the raw r||s form of the right length, EdDSA Ed25519.
- * The algorithm is the one pinned for the key; the token's header only chooses among those.
+ * jsonwebtoken checks the signature only: the algorithm is pinned (the token's header must name it),
+ * and the time claims, which it would judge without the issuer's skew, are the caller's.
  */
-export function signatureValid(decoded: DecodedToken, alg: IssuerAlg, key: ProviderKey): boolean {
-  if (!key.algs.includes(alg)) return false;
-  const data = Buffer.from(decoded.signingInput, 'ascii');
+function jsonwebtokenVerifies(token: string, alg: Exclude<IssuerAlg, 'EdDSA'>, key: ProviderKey): boolean {
   try {
-    if (alg === 'EdDSA') return cryptoVerify(null, data, key.key, decoded.signature);
-    const digest = DIGEST[alg.slice(2)]!;
-    if (alg.startsWith('RS')) return cryptoVerify(digest, data, key.key, decoded.signature);
-    if (alg.startsWith('PS')) return cryptoVerify(digest, data, { key: key.key, padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: constants.RSA_PSS_SALTLEN_DIGEST }, decoded.signature);
-    if (decoded.signature.length !== EC_SIZE[alg]) return false;
-    return cryptoVerify(digest, data, { key: key.key, dsaEncoding: 'ieee-p1363' }, decoded.signature);
+    jwt.verify(token, key.key, { algorithms: [alg], ignoreExpiration: true, ignoreNotBefore: true });
+    return true;
   } catch {
     return false;
   }
+}
+
+/** jose's JWS verification (no claims): the algorithm pinned, critical header parameters refused. */
+function joseVerifies(token: string, alg: IssuerAlg, key: ProviderKey): Promise<boolean> {
+  return compactVerify(token, key.key, { algorithms: [alg] }).then(() => true, () => false);
+}
+
+async function someAsync<T>(items: readonly T[], test: (item: T) => Promise<boolean>): Promise<boolean> {
+  for (const item of items) if (await test(item)) return true;
+  return false;
 }
 
 /** The value at a dotted path of claims (`realm_access.roles`); a claim whose own name has a dot is found first. */
