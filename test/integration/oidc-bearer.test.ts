@@ -250,6 +250,15 @@ describe('provider bearer tokens', () => {
     const verified = auth.verify(auth.parse(req)!, {} as Exchange);
     expect(verified).not.toBeInstanceOf(Promise);
     expect((verified as Principal).user).toBe('svc-user');
+    // EdDSA is jose's (jsonwebtoken 9 has none), a promise the first time; then from the cache of verified tokens, at once.
+    const ed = await provider.clientCredentialsToken('svc', 'svc-secret', 'https://eddsa.test');
+    const edReq = { headers: { authorization: `Bearer ${ed}` } } as IncomingMessage;
+    const first = auth.verify(auth.parse(edReq)!, {} as Exchange);
+    expect(first).toBeInstanceOf(Promise);
+    expect((await first).user).toBe('svc-user');
+    const warm = auth.verify(auth.parse(edReq)!, {} as Exchange);
+    expect(warm).not.toBeInstanceOf(Promise);
+    expect((warm as Principal).user).toBe('svc-user');
     // The gateway's own tokens are not recognised by it.
     const { accessToken } = await createTokens(gw.base, 'alice', 'alice-pw');
     expect(auth.parse({ headers: { authorization: `Bearer ${accessToken}` } } as IncomingMessage)).toBeUndefined();
