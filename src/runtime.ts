@@ -136,7 +136,9 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   // The groups file reloads with the users file (same watch setting; a reload reads both again).
   const fileGroups = sameUsers ? fileGroupsOf(previous.groups) : config.users.groups ? new GroupsFile(config.users.groups, log, config.users.watch) : noGroups;
   const directory = sameUsers ? previous.users.directory : config.users.ldap ? new DirectoryUsers(config.users.ldap, clock, log, config.users.maxPendingVerifications) : undefined;
-  const users = new UserSources(credentials.verifier, directory);
+  // A name not in the file may be a user of the store: its entry is checked fresh before it is trusted.
+  const storeUsers = shared.storeUsers;
+  const users = new UserSources(credentials.verifier, directory, storeUsers ? (user) => (credentials.inFile(user) ? undefined : storeUsers.confirm(user)) : undefined);
   const groups = directory ? new DirectoryGroups(fileGroups, users) : fileGroups;
   if (sameUsers && fileGroups instanceof GroupsFile) fileGroups.reload();
   // A user removed from a group loses an open tunnel on a route that needed the group at once.

@@ -41,6 +41,12 @@ export interface PasswordSource {
   readonly keyEpoch: unknown;
   /** Whether the password is right; may throw an HttpProblem (503) when it cannot be told now. */
   verify(user: string, password: string): Promise<boolean>;
+  /**
+   * Makes sure what the source holds of this user is true now, before anything about it is trusted (the
+   * users kept in the store: see StoreUsers.confirm); undefined when it already is. May reject with a
+   * DomainError (503) when that cannot be told now.
+   */
+  confirm?(user: string): void | Promise<void>;
 }
 
 /**
@@ -70,6 +76,12 @@ export class PasswordCheck {
    * it (token create) every lock and the address's throttle apply.
    */
   check(attempt: PasswordAttempt, options: { trustCache: boolean }): void | Promise<void> {
+    const confirming = this.verifier.confirm?.(attempt.user);
+    if (confirming !== undefined) return confirming.then(() => this.checkConfirmed(attempt, options));
+    return this.checkConfirmed(attempt, options);
+  }
+
+  private checkConfirmed(attempt: PasswordAttempt, options: { trustCache: boolean }): void | Promise<void> {
     const key = this.keyOf(attempt);
     if (this.verifier.isCachedKey(key)) {
       // Basic with a fresh note of the pair: no promise at all.

@@ -31,7 +31,19 @@ export class UserSources implements PasswordSource {
   /** The canonical spellings of the file's names, for the file's table they were made of. */
   private fileSpellings: { table: ReadonlyMap<string, string>; names: ReadonlySet<string> } | undefined;
 
-  constructor(private readonly file: PasswordVerifier, readonly directory: DirectoryUsers | undefined) {}
+  /**
+   * `confirm`: for a name the users file does not have, makes sure the users kept in the store beside the
+   * file's (held in `file`'s table) are as the store has them now (see StoreUsers.confirm).
+   */
+  constructor(
+    private readonly file: PasswordVerifier,
+    readonly directory: DirectoryUsers | undefined,
+    private readonly confirmOther?: (user: string) => void | Promise<void>,
+  ) {}
+
+  confirm(user: string): void | Promise<void> {
+    return this.confirmOther?.(user);
+  }
 
   /** Whether the directory, not the file, has this name (false without a directory). */
   inDirectory(user: string): boolean {

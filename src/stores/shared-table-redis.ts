@@ -66,6 +66,8 @@ export class RedisTable<T> implements SharedTable<T> {
   private readonly changeWaitMs: number;
   private readonly outage: OutageLog;
   private readonly feed = new RevocationFeed();
+  /** The connection was ready once: before, a command waits for it (a start's first requests), after, it fails fast. */
+  private connectedOnce = false;
 
   constructor(name: string, private readonly options: RedisStoreOptions, log: Logger, cacheMs = options.livenessCacheMs > 0 ? TABLE_CACHE_MS : 0) {
     const connections = connect(options.topology, options);
@@ -79,7 +81,10 @@ export class RedisTable<T> implements SharedTable<T> {
     this.outage = new OutageLog(log, `redis (${name})`, `${name} not read in the last minute are refused with 503 until it returns`);
     this.client.on('error', (err: Error) => this.outage.failed(err));
     this.client.on('node error', (err: Error) => this.outage.failed(err));
-    this.client.on('ready', () => this.outage.connected());
+    this.client.on('ready', () => {
+      this.connectedOnce = true;
+      this.outage.connected();
+    });
     this.entriesKey = `t:{${name}}`;
     this.notesKey = `t:{${name}}:notes`;
     this.channelName = `${options.keyPrefix}t:${name}:changed`;
@@ -175,6 +180,9 @@ export class RedisTable<T> implements SharedTable<T> {
   }
 
   private async guard<T2>(op: () => Promise<T2>): Promise<T2> {
+    // Commands are not queued while connecting: a request that comes before the first connection (the
+    // listener opens while the table still connects) waits for it rather than be refused.
+    if (!this.connectedOnce) await readyWithin(this.client, this.options.commandTimeoutMs);
     try {
       const result = await withDeadline(op(), 3 * this.options.commandTimeoutMs + this.changeWaitMs);
       this.outage.answered();

@@ -11,12 +11,22 @@ export interface StoreUser {
 
 /** How often the whole table is read again: the backstop for changes missed while the change channel was down. */
 export const RESYNC_MS = 5000;
+/** How long the first read waits for the store's connection before it is tried anyway. */
+const FIRST_READ_WAIT_MS = 10_000;
+/** How soon a first read that failed is tried again (the resync pace after it answered). */
+const FIRST_READ_RETRY_MS = 250;
 
 /**
- * The users kept in the store, mirrored in full on every instance: read whole at start and every
- * RESYNC_MS, and each user again as soon as a change to it is heard on the table's change channel (a
- * removed or changed user leaves the mirror at once, before it is read again). Listeners hear every
- * change of the mirror. The same table serves the CLI and the admin API to change the users.
+ * The users kept in the store, mirrored in full on every instance: read whole at start (once the
+ * store's connection is up) and every RESYNC_MS, and each user again as soon as a change to it is heard
+ * on the table's change channel (a removed or changed user leaves the mirror at once, before it is read
+ * again). Listeners hear every change of the mirror. The same table serves the CLI and the admin API to
+ * change the users.
+ *
+ * The mirror is not trusted by itself for a sign-in: `confirm` holds it to the table's own guarantee
+ * (the entry answered from memory only while the change channel is up and fresh, else read again), so
+ * when a change has answered no instance accepts the user as it was, whether or not it heard the change,
+ * and a user the mirror does not know yet (a start, a missed message) is read from the store.
  */
 export class StoreUsers {
   private mirror = new Map<string, StoreUser>();
@@ -25,6 +35,8 @@ export class StoreUsers {
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
   private loaded = false;
+  /** The first read's failure was logged (once, not at every retry). */
+  private warned = false;
   /** Changes heard so far: a read that a later change overtook is not applied. */
   private changes = 0;
   private readonly generation = new Map<string, number>();
@@ -33,15 +45,36 @@ export class StoreUsers {
     this.unsubscribe = table.onChanged((name) => this.heard(name));
   }
 
-  /** Starts mirroring: the first read now (retried at the resync pace until it answers), then every RESYNC_MS. */
+  /**
+   * Starts mirroring: the first read once the store's connection is up (a command sent before is refused
+   * at once, not queued), retried every FIRST_READ_RETRY_MS until it answers, then every RESYNC_MS.
+   */
   start(): void {
     const tick = () => {
       if (this.closed) return;
       void this.resync().finally(() => {
-        if (!this.closed) this.timer = setTimeout(tick, RESYNC_MS).unref();
+        if (!this.closed) this.timer = setTimeout(tick, this.loaded ? RESYNC_MS : FIRST_READ_RETRY_MS).unref();
       });
     };
-    tick();
+    void this.table.waitUntilReady(FIRST_READ_WAIT_MS).then(tick);
+  }
+
+  /**
+   * Makes the mirror's entry for `name` the store's now before it is trusted: at once when the table
+   * knows it without waiting (the memory table; Redis while the change channel is up and fresh and the
+   * entry was read), else read from the store. A user the mirror holds is not trusted when the store
+   * cannot answer (rejects with StoreUnavailableError, a 503); a name it does not hold stays unknown then.
+   */
+  confirm(name: string): void | Promise<void> {
+    const known = this.table.getNow(name);
+    if (known !== undefined) {
+      this.take(name, known, this.generation.get(name));
+      return;
+    }
+    const seen = this.generation.get(name);
+    return this.table.get(name).then((user) => this.take(name, user, seen), (err: unknown) => {
+      if (this.mirror.has(name)) throw err;
+    });
   }
 
   /** Whether the whole table has been read at least once. */
@@ -117,13 +150,25 @@ export class StoreUsers {
     });
   }
 
+  /** The store's entry for `name`, read while no change to it was heard since `seen`, into the mirror. */
+  private take(name: string, user: StoreUser | null, seen: number | undefined): void {
+    if (this.closed || seen !== this.generation.get(name)) return;
+    const before = this.mirror.get(name);
+    if (user === null ? before === undefined : same(user, before)) return;
+    this.mirror = new Map(this.mirror);
+    if (user === null) this.mirror.delete(name);
+    else this.mirror.set(name, user);
+    this.emit();
+  }
+
   private async resync(): Promise<void> {
     const seen = this.changes;
     let all;
     try {
       all = await this.table.all();
     } catch (err) {
-      if (!this.loaded) this.log.warn('users of the store not read yet; they cannot sign in until the store answers', { error: (err as Error).message });
+      if (!this.loaded && !this.warned) this.log.warn('users of the store not read yet; each is read from the store at its sign-in until the store answers', { error: (err as Error).message });
+      this.warned = !this.loaded;
       return;
     }
     const next = new Map(all.map(({ id, value }) => [id, value]));

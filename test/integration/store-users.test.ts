@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basic, createTokens, gatewayFixture, SECRET, startGateway, testConfig, type RunningGateway } from '../support/fixtures.js';
 import { waitForHttp } from '../support/process.js';
 import { createLogger } from '../../src/log.js';
+import type { RedisTable } from '../../src/stores/shared-table-redis.js';
 
 /**
  * Users kept in the store: two gateway instances sharing one real Redis, the users managed with the
@@ -172,6 +173,39 @@ describe('users kept in the store, on two instances', () => {
       await refresh.arrayBuffer();
     }
     expect((await cli(['users', 'remove', 'erin'])).status).toBe(2);
+  });
+
+  it('users remove while an instance\'s change channel is down: that instance refuses the password as soon as the command answers', async () => {
+    expect((await cli(['users', 'add', 'hank', '--cost', '4'], 'hank-password\n')).status).toBe(0);
+    await untilAll(basic('hank', 'hank-password'), 200, 1000);
+    // The second instance stops hearing changes (its listening connections closed, not reconnected):
+    // the removal's message never reaches it, and its mirror still holds hank.
+    const table = gateways[1]!.gateway.storeUsers!.table as RedisTable<unknown>;
+    const listeners = table.channel.connections;
+    for (const redis of listeners) redis.disconnect(false);
+    try {
+      expect(await status(gateways[1]!, basic('hank', 'hank-password'))).toBe(200);
+      // Removed in process (the CLI's start would take a good part of the mirror's re-read period).
+      expect(await gateways[0]!.gateway.storeUsers!.remove('hank')).toBe(true);
+      for (const gw of gateways) expect(await status(gw, basic('hank', 'hank-password'))).toBe(401);
+    } finally {
+      for (const redis of listeners) await redis.connect().catch(() => {});
+    }
+  });
+
+  it('users added before a gateway starts sign in on it at once, as soon as it listens', async () => {
+    expect((await cli(['users', 'add', 'gina', '--cost', '4'], 'gina-password\n')).status).toBe(0);
+    const late = await startGateway(testConfig(f.users.file, {
+      store: { kind: 'redis', url: f.redis.url, keyPrefix: 'su:', commandTimeoutMs: 2000 },
+      users: { htpasswd: f.users.file, watch: false, store: true },
+      upstreams: { up: { url: f.echo.url } },
+      routes: [{ path: '/v1/x', upstream: 'up' }],
+    }));
+    try {
+      expect(await status(late, basic('gina', 'gina-password'))).toBe(200);
+    } finally {
+      await late.close();
+    }
   });
 
   it('users import: the lines of an htpasswd file, those in the store left as they are', async () => {
