@@ -39,8 +39,11 @@ async function main(argv: string[]): Promise<number> {
   const address = typeof options.address === 'string' ? options.address : undefined;
   switch (command.name) {
     case 'serve': {
-      const config = loadChecked(file);
+      let warnings: string[] = [];
+      const config = loadChecked(file, (found) => (warnings = found));
       serveLog = createLogger(config.log.level);
+      // A retired setting is still served, and said once at start (`config check` lists the same).
+      for (const warning of warnings) serveLog.warn('configuration warning (see `auth-gateway config check`)', { warning });
       await serve(config, serveLog, { watch: options.watch === true });
       return -1;
     }

@@ -83,11 +83,12 @@ export async function runGateway(config: Config, log: Logger = createLogger(conf
  * included); a broken one is logged, every problem, and the configuration in force stays.
  */
 export function reloadFrom(gateway: Gateway, file: string, why: string, log: Logger): boolean {
-  const { config, problems } = inspectConfig(file);
+  const { config, problems, warnings } = inspectConfig(file);
   if (!config || problems.length > 0) {
     log.error('configuration not reloaded; the one in force stays', { why, file, problems });
     return false;
   }
+  for (const warning of warnings) log.warn('configuration warning (see `auth-gateway config check`)', { warning });
   try {
     const { restartNeeded } = gateway.reload(config);
     log.info('configuration reloaded', { why, file, routes: config.routes.map((r) => r.path), upstreams: Object.keys(config.upstreams) });

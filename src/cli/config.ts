@@ -5,10 +5,14 @@ import { inspectConfig } from '../inspect.js';
 import { inspectConfigText } from '../config/load.js';
 import type { Config } from '../config/types.js';
 
-/** The whole configuration, refused with every problem at once (the files it names included). */
-export function loadChecked(file: string): Config {
-  const { config, problems } = inspectConfig(file);
+/**
+ * The whole configuration, refused with every problem at once (the files it names included); its
+ * warnings (a retired setting still read, a lower-case method) are handed to `warnings`.
+ */
+export function loadChecked(file: string, warnings: (warnings: string[]) => void = () => {}): Config {
+  const { config, problems, warnings: found } = inspectConfig(file);
   if (!config || problems.length > 0) throw new ConfigError(problems);
+  warnings(found);
   return config;
 }
 

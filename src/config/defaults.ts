@@ -125,7 +125,7 @@ export const SETTINGS = {
   'lockout.windowSeconds': { type: 'integer', default: 900, min: 1, meaning: 'The window of both counts, from the first failure.' },
   'lockout.addressBurst': { type: 'integer', default: 10, min: 1, meaning: 'Failed checks (any user names) an address may make at once before it is slowed down.' },
   'lockout.addressFailuresPerMinute': { type: 'integer', default: 30, min: 1, max: 6000, meaning: 'After the burst, failed checks an address may make per minute; in between it gets 429 with a short `Retry-After`: slowed, never locked out.' },
-  'lockout.maxFailuresPerAddress': { type: 'removed', defaultText: 'refused', meaning: 'Gone: an address is slowed down, never locked out (use `addressBurst` and `addressFailuresPerMinute`).' },
+  'lockout.maxFailuresPerAddress': { type: 'integer (retired)', defaultText: 'none', min: 1, meaning: 'Retired: an address is slowed down, never locked out. Still read, with a warning, as `addressBurst` when that is not set; write `addressBurst` (and `addressFailuresPerMinute`) instead. It will be refused from a later release on.' },
 
   // rateLimit
   'rateLimit': { type: 'mapping or `false`', defaultText: 'none', meaning: 'Per-user limit of proxied requests on each route (GCRA, kept in the store, shared by every instance); past it 429 `rate_limited` with `Retry-After`.' },

@@ -193,10 +193,17 @@ function readSecret(c: Checker, key: string, value: unknown): string {
 
 function readLockout(c: Checker, l: Record<string, unknown>): LockoutConfig {
   c.unknownKeys('lockout', l, childrenOf('lockout'));
+  const lockout: LockoutConfig = readScalars(c, 'lockout', l);
+  // The setting of an earlier release keeps working for at least one release after it was retired: an
+  // operator's file must not stop the gateway from starting after an upgrade. It becomes the burst.
   if (l.maxFailuresPerAddress !== undefined) {
-    c.problem('lockout.maxFailuresPerAddress', 'is gone: an address is now slowed down, never locked out (use lockout.addressBurst and lockout.addressFailuresPerMinute)');
+    const burst = int(c, 'lockout.maxFailuresPerAddress', l.maxFailuresPerAddress, 1);
+    const kept = l.addressBurst !== undefined;
+    if (!kept) lockout.addressBurst = burst;
+    c.warning(c.at('lockout.maxFailuresPerAddress'), 'is retired (an address is now slowed down, never locked out) and will be refused by a later release: '
+      + (kept ? 'ignored, since lockout.addressBurst is set; remove it' : `read as lockout.addressBurst: ${burst}; write addressBurst: ${burst} instead (and addressFailuresPerMinute for the pace after it)`));
   }
-  return readScalars(c, 'lockout', l);
+  return lockout;
 }
 
 function readUpstreams(c: Checker, raw: unknown): Record<string, UpstreamConfig> {

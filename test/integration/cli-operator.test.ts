@@ -45,6 +45,33 @@ function configFile(yaml: string): string {
 }
 
 describe('config check', () => {
+  it('a retired setting of an earlier release: config check exits 0 and says what to write; serve starts and logs the same', async () => {
+    const file = configFile([
+      `users: { htpasswd: ${users.file} }`,
+      `tokens: { signing: { alg: HS256, secret: "${SECRET}" } }`,
+      'upstreams: { up: { url: "http://127.0.0.1:9001" } }',
+      'routes: [{ path: /api, upstream: up }]',
+      'lockout: { maxFailuresPerAddress: 50 }',
+      'server: { host: 127.0.0.1, port: 0 }',
+      'admin: false',
+    ].join('\n'));
+    const r = run(['config', 'check', '--config', file]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toContain('auth-gateway: warning: lockout.maxFailuresPerAddress (line 5) is retired');
+    expect(r.stderr).toContain('write addressBurst: 50 instead');
+    const child = spawn(process.execPath, [CLI, 'serve', '--config', file], { env: { PATH: process.env.PATH }, stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      const deadline = Date.now() + 10_000;
+      while (!out.includes('auth-gateway listening') && child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(out).toContain('auth-gateway listening');
+      expect(out).toMatch(/"warning":"lockout\.maxFailuresPerAddress \(line 5\) is retired[^"]*read as lockout\.addressBurst: 50/);
+    } finally {
+      child.kill('SIGINT');
+    }
+  });
+
   it('reports every problem in one pass: schema, misspelled keys, and the files it names', () => {
     const file = configFile(`
 servr: { port: 8080 }
