@@ -165,6 +165,8 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     refreshTtlSeconds: config.tokens.refreshTtlSeconds,
     refreshReuseGraceSeconds: config.tokens.refreshReuseGraceSeconds,
     refreshKey: refreshKey(config.tokens.refreshSecret, keys.signing.key),
+    // Sessions made before the keyed uv (release c247b92) carry the plain fingerprint; they keep it.
+    unkeyedVersion: (user) => users.credentialVersion(user),
   }, clock);
   const trustForwarded = config.server.trustProxy > 0;
   const issuers = issuerKeysFor(config, shared, previous);

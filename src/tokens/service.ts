@@ -26,6 +26,12 @@ export interface TokenServiceOptions {
   refreshReuseGraceSeconds: number;
   /** What refresh tokens are derived with (see refresh-token.ts). */
   refreshKey: Buffer;
+  /**
+   * The user's credential version in the unkeyed form of the releases before the keyed `uv` (the plain
+   * fingerprint of the user's hash): a session made in that form keeps it, and is still the user's while
+   * the hash is unchanged. Without it only the keyed form holds.
+   */
+  unkeyedVersion?: CredentialVersions;
 }
 
 /** A revoke step's answer when the token is not of its kind (the next kind is tried). */
@@ -72,7 +78,7 @@ export class TokenService {
       nowMs: this.clock.now(),
     });
     if (outcome.result !== 'rotated') throw invalidRefreshToken();
-    if (outcome.uv !== this.credentialVersion(outcome.sub)) {
+    if (!this.holds(outcome.sub, outcome.uv)) {
       // The user was removed or its password changed since sign-in: the session ends here.
       await this.store.revoke(presented.sid);
       throw invalidRefreshToken();
@@ -113,7 +119,7 @@ export class TokenService {
    */
   verifyAccessTokenNow(token: string): AccessClaims | Promise<AccessClaims> {
     const claims = this.codec.verify(token);
-    if (claims.uv !== this.credentialVersion(claims.sub)) throw invalidToken('the credentials of this user have changed');
+    if (!this.holds(claims.sub, claims.uv)) throw invalidToken('the credentials of this user have changed');
     const live = this.store.isLiveNow(claims.sid);
     if (live === true) return claims;
     if (live === false) throw revoked();
@@ -143,6 +149,17 @@ export class TokenService {
     const presented = parseRefreshToken(this.options.refreshKey, token);
     if (!presented) return NOT_THIS_KIND;
     return this.store.revoke(presented.sid);
+  }
+
+  /**
+   * Whether a session's credential version (its `uv`) is still the user's: the keyed form new sessions
+   * carry, or the unkeyed form of a session made by an earlier release. A session keeps the form it was
+   * made in (its refreshes copy the session's `uv`), so upgrading or rolling back ends no session.
+   */
+  private holds(user: string, uv: string): boolean {
+    if (uv === this.credentialVersion(user)) return true;
+    const unkeyed = this.options.unkeyedVersion;
+    return unkeyed !== undefined && uv !== '' && uv === unkeyed(user);
   }
 
   private pair(sub: string, sid: string, uv: string, refreshToken: string, thumbprint: string | undefined): TokenPair {

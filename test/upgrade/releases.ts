@@ -1,0 +1,78 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+/**
+ * The releases an installation may upgrade from, as recorded in releases.json, built from git: each is
+ * the repository's tree at its commit (`git archive`), its own `npm ci` and `tsc` build, kept in a cache
+ * outside the tracked files (node_modules/.cache/auth-gateway-releases/<commit>, or
+ * $GATEWAY_RELEASES_CACHE/<commit>) and reused while it is there. A fresh clone (CI) builds each once,
+ * a minute or two apiece on 2 cores.
+ */
+export interface Release {
+  commit: string;
+  name: string;
+  what: string;
+  /**
+   * Whether the release reads the sessions the current build makes (same layout and claims): then a
+   * pair made by the current build works on it too, beside and after a rollback. A release before the
+   * session layout changed refuses them cleanly (401), while what it made keeps working on both.
+   */
+  sameSessions: boolean;
+}
+
+export const ROOT = resolve(import.meta.dirname, '../..');
+
+export function recordedReleases(): Release[] {
+  return (JSON.parse(readFileSync(join(ROOT, 'test/upgrade/releases.json'), 'utf8')) as { releases: Release[] }).releases;
+}
+
+/** The release whose name or commit (a prefix will do) is given; throws for one not recorded. */
+export function release(which: string): Release {
+  const found = recordedReleases().find((r) => r.commit.startsWith(which) || r.name === which);
+  if (!found) throw new Error(`no release "${which}" in test/upgrade/releases.json`);
+  return found;
+}
+
+function cacheRoot(): string {
+  return process.env.GATEWAY_RELEASES_CACHE ?? join(ROOT, 'node_modules/.cache/auth-gateway-releases');
+}
+
+/** The built release's folder (its `dist/src/main.js` is the CLI), building it first when it is not cached. */
+export async function builtRelease(r: Release): Promise<string> {
+  const dir = join(cacheRoot(), r.commit);
+  if (existsSync(join(dir, '.built'))) return dir;
+  const work = `${dir}.${process.pid}.tmp`;
+  rmSync(work, { recursive: true, force: true });
+  mkdirSync(work, { recursive: true });
+  try {
+    // The commit must be in this clone: CI's has main's whole history.
+    execFileSync('git', ['-C', ROOT, 'cat-file', '-e', `${r.commit}^{commit}`]);
+    await run('sh', ['-c', `git -C "${ROOT}" archive --format=tar ${r.commit} | tar -x -C "${work}"`], work);
+    await run('npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error'], work);
+    await run(process.execPath, [join(work, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], work);
+    writeFileSync(join(work, '.built'), `${r.commit}\n`);
+    try {
+      renameSync(work, dir);
+    } catch (err) {
+      // Another process built it meanwhile: theirs is as good.
+      if (!existsSync(join(dir, '.built'))) throw err;
+      rmSync(work, { recursive: true, force: true });
+    }
+    return dir;
+  } catch (err) {
+    rmSync(work, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+function run(cmd: string, args: string[], cwd: string): Promise<void> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, npm_config_update_notifier: 'false' } });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolvePromise() : reject(new Error(`${cmd} ${args.join(' ')} failed (${code}) in ${cwd}:\n${out.slice(-4000)}`))));
+  });
+}
