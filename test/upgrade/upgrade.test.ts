@@ -62,7 +62,7 @@ describe.each(recordedReleases().map((r) => [r.commit.slice(0, 7), r] as const))
     previous = join(await builtRelease(release), 'dist/src/main.js');
     redis = await startRedis();
     echo = await echoUpstream();
-    users = htpasswd({ alice: 'alice-pw', bob: 'bob-pw', carol: 'carol-pw', dave: 'dave-pw' });
+    users = htpasswd({ alice: 'alice-pw', bob: 'bob-pw', carol: 'carol-pw', dave: 'dave-pw', gus: 'gus-pw' });
     dir = mkdtempSync(join(tmpdir(), 'gw-upgrade-'));
     configFile = join(dir, 'gateway.yaml');
     // The earlier release's file: only settings it knows. The current build must load it unchanged.
@@ -193,6 +193,9 @@ describe.each(recordedReleases().map((r) => [r.commit.slice(0, 7), r] as const))
       expect((await call(old, '/v1/x', { headers: { authorization: basic('erin', 'erin-password') } })).status).toBe(200);
     }
 
+    // The earlier release's file, unchanged: the current build's check passes it, then it serves from it.
+    const checked = await cli(CURRENT, ['config', 'check']);
+    expect(checked.status, checked.stderr).toBe(0);
     current = await start('current');
     const both = [old, current];
     await everywhere(both, made.alice.accessToken, 200);
@@ -204,6 +207,18 @@ describe.each(recordedReleases().map((r) => [r.commit.slice(0, 7), r] as const))
     if (features.storeUsers) {
       for (const i of both) expect((await call(i, '/v1/x', { headers: { authorization: basic('erin', 'erin-password') } })).status).toBe(200);
     }
+  });
+
+  it('upgrade: a lockout and a rate-limit bucket made by the current release hold on the earlier one', async () => {
+    for (let n = 0; n < 3; n++) expect((await call(current, '/v1/limited', { headers: { authorization: basic('carol', 'carol-pw') } })).status).toBe(200);
+    refused(await call(old, '/v1/limited', { headers: { authorization: basic('carol', 'carol-pw') } }), 429);
+    for (let n = 0; n < 3; n++) refused(await call(current, '/v1/tokens/create', { body: { appKey: 'gus', appSecret: 'wrong-password' } }), 401);
+    refused(await call(old, '/v1/tokens/create', { body: { appKey: 'gus', appSecret: 'gus-pw' } }), 429);
+    refused(await call(current, '/v1/tokens/create', { body: { appKey: 'gus', appSecret: 'gus-pw' } }), 429);
+    // Cleared by the earlier release's CLI: lifted on both.
+    const cleared = await cli(previous, ['lockout', 'clear', '--user', 'gus', '--address', '127.0.0.1']);
+    expect(cleared.status, cleared.stderr).toBe(0);
+    for (const i of [old, current]) expect((await call(i, '/v1/tokens/create', { body: { appKey: 'gus', appSecret: 'gus-pw' } })).status).toBe(200);
   });
 
   it('upgrade: a pair refreshed on one release works on the other, and again the other way', async () => {
@@ -279,6 +294,8 @@ describe.each(recordedReleases().map((r) => [r.commit.slice(0, 7), r] as const))
     const removed = await cli(previous, ['users', 'remove', 'fay']);
     expect(removed.status, removed.stderr).toBe(0);
     for (const i of both) refused(await call(i, '/v1/x', { headers: { authorization: basic('fay', 'fay-password') } }), 401);
+    expect((await cli(CURRENT, ['users', 'add', 'hal', '--groups', 'ops', '--cost', '4'], 'hal-password\n')).status).toBe(0);
+    for (const i of both) expect((await call(i, '/v1/x', { headers: { authorization: basic('hal', 'hal-password') } })).status).toBe(200);
     const listed = await cli(CURRENT, ['users', 'list']);
     expect(listed.stdout).toMatch(/erin\s+ops/);
   });
@@ -321,9 +338,12 @@ describe.each(recordedReleases().map((r) => [r.commit.slice(0, 7), r] as const))
         a = await erin();
       }
       expect(a.status, a.body).toBe(200);
+      // Added by the current release: the same entry, read by the earlier one.
+      expect((await call(old, '/v1/x', { headers: { authorization: basic('hal', 'hal-password') } })).status).toBe(200);
     }
     // Signing in again on the earlier release works, and it is still up.
     await everywhere([old], (await signIn(old, 'alice', 'alice-pw')).accessToken, 200);
     expect(old.child.proc.exitCode).toBeNull();
   });
-});
+  // Each step starts processes and runs CLIs of two builds: generous on a busy host.
+}, 90_000);
