@@ -22,16 +22,11 @@ export interface Release {
 }
 
 export const ROOT = resolve(import.meta.dirname, '../..');
+/** How long a build waits for another process's build of the same release (then takes its lock over). */
+const LOCK_WAIT_MS = 10 * 60_000;
 
 export function recordedReleases(): Release[] {
   return (JSON.parse(readFileSync(join(ROOT, 'test/upgrade/releases.json'), 'utf8')) as { releases: Release[] }).releases;
-}
-
-/** The release whose name or commit (a prefix will do) is given; throws for one not recorded. */
-export function release(which: string): Release {
-  const found = recordedReleases().find((r) => r.commit.startsWith(which) || r.name === which);
-  if (!found) throw new Error(`no release "${which}" in test/upgrade/releases.json`);
-  return found;
 }
 
 function cacheRoot(): string {
@@ -42,6 +37,31 @@ function cacheRoot(): string {
 export async function builtRelease(r: Release): Promise<string> {
   const dir = join(cacheRoot(), r.commit);
   if (existsSync(join(dir, '.built'))) return dir;
+  // One build per release at a time: the suite's files run side by side and may want the same one.
+  const lock = `${dir}.lock`;
+  mkdirSync(cacheRoot(), { recursive: true });
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      if (existsSync(join(dir, '.built'))) return dir;
+      // A lock left by a process that died mid-build is taken over once the wait is up.
+      if (Date.now() > deadline) break;
+      await new Promise((resolveWait) => setTimeout(resolveWait, 1000));
+    }
+  }
+  try {
+    if (existsSync(join(dir, '.built'))) return dir;
+    return await build(r, dir);
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+async function build(r: Release, dir: string): Promise<string> {
   const work = `${dir}.${process.pid}.tmp`;
   rmSync(work, { recursive: true, force: true });
   mkdirSync(work, { recursive: true });

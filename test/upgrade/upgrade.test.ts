@@ -79,6 +79,8 @@ describe.each(recordedReleases().map((r) => [r.commit.slice(0, 7), r] as const))
       'routes:',
       '  - { path: /v1/x, upstream: up }',
       '  - { path: /v1/limited, upstream: up, rateLimit: { requests: 3, windowSeconds: 600 } }',
+      // Groups come from the store (a release without store users would want an htgroup file).
+      ...(features.storeUsers ? ['  - { path: /v1/ops, upstream: up, allow: { groups: [ops] } }'] : []),
     ].join('\n'));
   }, BUILD_MS);
 
@@ -205,7 +207,12 @@ describe.each(recordedReleases().map((r) => [r.commit.slice(0, 7), r] as const))
     refused(await call(current, '/v1/tokens/create', { body: { appKey: 'bob', appSecret: 'bob-pw' } }), 429);
     if (oldKey) for (const i of both) expect((await call(i, '/v1/x', { headers: { 'x-api-key': oldKey } })).status).toBe(200);
     if (features.storeUsers) {
-      for (const i of both) expect((await call(i, '/v1/x', { headers: { authorization: basic('erin', 'erin-password') } })).status).toBe(200);
+      for (const i of both) {
+        expect((await call(i, '/v1/x', { headers: { authorization: basic('erin', 'erin-password') } })).status).toBe(200);
+        // Her groups count in allow rules on both; a user without the group is refused.
+        expect((await call(i, '/v1/ops', { headers: { authorization: basic('erin', 'erin-password') } })).status).toBe(200);
+        refused(await call(i, '/v1/ops', { headers: { authorization: basic('alice', 'alice-pw') } }), 403);
+      }
     }
   });
 
@@ -295,7 +302,14 @@ describe.each(recordedReleases().map((r) => [r.commit.slice(0, 7), r] as const))
     expect(removed.status, removed.stderr).toBe(0);
     for (const i of both) refused(await call(i, '/v1/x', { headers: { authorization: basic('fay', 'fay-password') } }), 401);
     expect((await cli(CURRENT, ['users', 'add', 'hal', '--groups', 'ops', '--cost', '4'], 'hal-password\n')).status).toBe(0);
-    for (const i of both) expect((await call(i, '/v1/x', { headers: { authorization: basic('hal', 'hal-password') } })).status).toBe(200);
+    for (const i of both) expect((await call(i, '/v1/ops', { headers: { authorization: basic('hal', 'hal-password') } })).status).toBe(200);
+    // Groups changed by the earlier release's CLI: both judge by the new ones.
+    expect((await cli(previous, ['users', 'groups', 'hal', '--set', 'dev'])).status).toBe(0);
+    for (const i of both) refused(await call(i, '/v1/ops', { headers: { authorization: basic('hal', 'hal-password') } }), 403);
+    // A password changed by the current one: the old one is refused on both.
+    expect((await cli(CURRENT, ['users', 'passwd', 'hal', '--cost', '4'], 'hal-new-password\n')).status).toBe(0);
+    for (const i of both) refused(await call(i, '/v1/x', { headers: { authorization: basic('hal', 'hal-password') } }), 401);
+    for (const i of both) expect((await call(i, '/v1/x', { headers: { authorization: basic('hal', 'hal-new-password') } })).status).toBe(200);
     const listed = await cli(CURRENT, ['users', 'list']);
     expect(listed.stdout).toMatch(/erin\s+ops/);
   });
@@ -339,7 +353,7 @@ describe.each(recordedReleases().map((r) => [r.commit.slice(0, 7), r] as const))
       }
       expect(a.status, a.body).toBe(200);
       // Added by the current release: the same entry, read by the earlier one.
-      expect((await call(old, '/v1/x', { headers: { authorization: basic('hal', 'hal-password') } })).status).toBe(200);
+      expect((await call(old, '/v1/x', { headers: { authorization: basic('hal', 'hal-new-password') } })).status).toBe(200);
     }
     // Signing in again on the earlier release works, and it is still up.
     await everywhere([old], (await signIn(old, 'alice', 'alice-pw')).accessToken, 200);
