@@ -1,5 +1,5 @@
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -168,6 +168,19 @@ describe.each(recordedReleases().map((r) => [r.commit.slice(0, 7), r] as const))
   const made: Record<string, { accessToken: string; refreshToken: string }> = {};
   let oldKey: string | undefined;
   let currentKey: string | undefined;
+
+  it('the configuration file the earlier release shipped passes the current build\'s config check, no problem and no change asked', () => {
+    const shipped = join(dir, 'shipped');
+    mkdirSync(shipped);
+    for (const file of ['config/gateway.yaml', 'config/users.htpasswd']) {
+      writeFileSync(join(shipped, file.slice('config/'.length)), execFileSync('git', ['-C', ROOT, 'show', `${release.commit}:${file}`]));
+    }
+    const r = spawnSync(process.execPath, [CURRENT, 'config', 'check', '--config', join(shipped, 'gateway.yaml')], {
+      env: { PATH: process.env.PATH, GATEWAY_JWT_SECRET: SECRET }, encoding: 'utf8', timeout: 15_000,
+    });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).not.toContain('warning');
+  });
 
   it('upgrade: the earlier release holds state; the current one starts beside it on its file and accepts all of it', async () => {
     old = await start('previous');
