@@ -42,6 +42,8 @@ describe.each(withLogin.map((r) => [r.commit.slice(0, 7), r] as const))('browser
   let configFile: string;
   let browser: Browser;
   const running = new Map<string, Child>();
+  /** Every process started, stopped or not: all are killed after (a stopped one's kill is a no-op). */
+  const started: Child[] = [];
 
   beforeAll(async () => {
     previous = join(await builtRelease(release), 'dist/src/main.js');
@@ -79,7 +81,7 @@ describe.each(withLogin.map((r) => [r.commit.slice(0, 7), r] as const))('browser
 
   afterAll(async () => {
     await browser?.close();
-    await Promise.all([...running.values()].map((c) => c.stop('SIGKILL')));
+    await Promise.all(started.splice(0).map((c) => c.stop('SIGKILL')));
     await echo?.close();
     await provider?.close();
     await redis?.destroy();
@@ -92,6 +94,7 @@ describe.each(withLogin.map((r) => [r.commit.slice(0, 7), r] as const))('browser
   async function start(name: 'previous' | 'current'): Promise<string> {
     const child = startNode(name === 'previous' ? previous : CURRENT, ['serve', '--config', configFile], {});
     running.set(name, child);
+    started.push(child);
     const base = `https://127.0.0.1:${await loggedPort(child)}`;
     bases.set(name, base);
     await provider.restart({

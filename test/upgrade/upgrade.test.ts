@@ -56,7 +56,8 @@ describe.each(recordedReleases().map((r) => [r.commit.slice(0, 7), r] as const))
   let users: Users;
   let dir: string;
   let configFile: string;
-  const running: Instance[] = [];
+  /** Every process started, stopped or not: all are killed after (a stopped one's kill is a no-op). */
+  const started: Instance[] = [];
 
   beforeAll(async () => {
     previous = join(await builtRelease(release), 'dist/src/main.js');
@@ -85,7 +86,7 @@ describe.each(recordedReleases().map((r) => [r.commit.slice(0, 7), r] as const))
   }, BUILD_MS);
 
   afterAll(async () => {
-    await Promise.all(running.splice(0).map((i) => i.child.stop('SIGKILL')));
+    await Promise.all(started.splice(0).map((i) => i.child.stop('SIGKILL')));
     await echo?.close();
     await redis?.destroy();
     users?.remove();
@@ -94,14 +95,14 @@ describe.each(recordedReleases().map((r) => [r.commit.slice(0, 7), r] as const))
 
   async function start(name: 'previous' | 'current'): Promise<Instance> {
     const child = startNode(name === 'previous' ? previous : CURRENT, ['serve', '--config', configFile], {});
-    const port = await loggedPort(child);
-    const instance = { name, child, base: `http://127.0.0.1:${port}`, startedAt: Date.now() };
-    running.push(instance);
+    const instance = { name, child, base: '', startedAt: 0 };
+    started.push(instance);
+    instance.base = `http://127.0.0.1:${await loggedPort(child)}`;
+    instance.startedAt = Date.now();
     return instance;
   }
 
   async function stop(instance: Instance): Promise<void> {
-    running.splice(running.indexOf(instance), 1);
     expect(await instance.child.stop('SIGTERM')).toBe(0);
   }
 
