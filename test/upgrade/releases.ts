@@ -1,13 +1,14 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 /**
  * The releases an installation may upgrade from, as recorded in releases.json, built from git: each is
  * the repository's tree at its commit (`git archive`), its own `npm ci` and `tsc` build, kept in a cache
- * outside the tracked files (node_modules/.cache/auth-gateway-releases/<commit>, or
- * $GATEWAY_RELEASES_CACHE/<commit>) and reused while it is there. A fresh clone (CI) builds each once,
- * a minute or two apiece on 2 cores.
+ * outside the checkout ($GATEWAY_RELEASES_CACHE/<commit>, by default ~/.cache/auth-gateway-releases/<commit>:
+ * a commit's build never changes, so every checkout and CI run on one machine shares it) and reused while it
+ * is there. A fresh machine builds each once, a minute or two apiece on 2 cores.
  */
 export interface Release {
   commit: string;
@@ -30,7 +31,7 @@ export function recordedReleases(): Release[] {
 }
 
 function cacheRoot(): string {
-  return process.env.GATEWAY_RELEASES_CACHE ?? join(ROOT, 'node_modules/.cache/auth-gateway-releases');
+  return process.env.GATEWAY_RELEASES_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'auth-gateway-releases');
 }
 
 /** The built release's folder (its `dist/src/main.js` is the CLI), building it first when it is not cached. */
