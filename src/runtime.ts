@@ -171,16 +171,6 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   const trustForwarded = config.server.trustProxy > 0;
   const issuers = issuerKeysFor(config, shared, previous);
   const login = loginFor(config, issuers, shared, keys.signing.key, previous);
-  // Refusals of forward-auth questions relayed through the proxy in front (nginx): one key on every instance.
-  const refusals = new Sealer(derivedKey(config.tokens.refreshSecret, keys.signing.key, 'forward-auth refusals v1'));
-  const findOwn = ownEndpoints(config, routes, {
-    ping: shared.ping,
-    refused: shared.refused,
-    tokenEndpoints: onTokenPaths(tokenRoutes(tokens, config.server.bodyTimeoutMs, (token) => subjectOf(codec, token)).routes(), notATokenEndpoint),
-    jwks: assertionKeys ? serveJwks(assertionKeys) : undefined,
-    forwardAuth: config.forwardAuth ? { path: config.forwardAuth.path, enter: forwardAuthEntry(config.forwardAuth, replayRefusal(refusals, clock)) } : undefined,
-    more: login ? signInEndpoints(login, trustForwarded, config.server.bodyTimeoutMs) : undefined,
-  });
   const signed = assertionKeys ? assertionsFor(config, assertionKeys, clock, previous) : undefined;
   // The identity sources, in the order they are asked (docs/pipeline-extension.md: adding one). A
   // provider's token is recognised by its iss before the gateway's own bearer authenticator sees it.
@@ -196,6 +186,17 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     // Last: a request's Authorization header (or certificate) decides before the browser's session cookie.
     ...(login ? [cookieSessionAuthenticator(login.cookieName, login.sealer, store, () => clock.now())] : []),
   ] as Authenticator[];
+  // Refusals of forward-auth questions relayed through the proxy in front (nginx): one key on every instance.
+  const refusals = new Sealer(derivedKey(config.tokens.refreshSecret, keys.signing.key, 'forward-auth refusals v1'));
+  const findOwn = ownEndpoints(config, routes, {
+    ping: shared.ping,
+    refused: shared.refused,
+    tokenEndpoints: onTokenPaths(tokenRoutes(tokens, config.server.bodyTimeoutMs, (token) => subjectOf(codec, token)).routes(), notATokenEndpoint),
+    jwks: assertionKeys ? serveJwks(assertionKeys) : undefined,
+    forwardAuth: config.forwardAuth ? { path: config.forwardAuth.path, enter: forwardAuthEntry(config.forwardAuth, replayRefusal(refusals, clock)) } : undefined,
+    securitySchemes: authenticators.map((a) => a.securityScheme),
+    more: login ? signInEndpoints(login, trustForwarded, config.server.bodyTimeoutMs) : undefined,
+  });
   const consumed = config.apiKeys ? { header: config.apiKeys.header.toLowerCase(), bearerPrefix: `${config.apiKeys.prefix}_` } : undefined;
   // Store users' groups (users.store) for names not in the file; allow rules and open tunnels read them.
   const allowGroups = allowGroupsFor(groups, shared.storeUsers, credentials);

@@ -25,6 +25,7 @@ export function apiKeyAuthenticator(keys: ApiKeys, config: ApiKeysConfig): Authe
     // Its credentials come in a header of their own (or as a bearer credential the token check leaves).
     scheme: undefined,
     challenge: undefined,
+    securityScheme: { name: 'apiKey', scheme: { type: 'apiKey', in: 'header', name: config.header, description: `An API key (\`${config.prefix}_<id>_<secret>\`, made by \`auth-gateway keys create\`), in this header or as \`Authorization: Bearer <key>\`.` } },
     parse(req) {
       const value = req.headers[header];
       if (value !== undefined) {

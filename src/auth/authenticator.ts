@@ -24,6 +24,11 @@ export interface Authenticator<C = unknown> {
   /** The WWW-Authenticate challenge of a 401 for its credentials (undefined: none). */
   readonly challenge: string | undefined;
   /**
+   * How its credentials are described in the OpenAPI document (`/openapi.json` lists the scheme of every
+   * authenticator that is on): the scheme's name there and its OpenAPI 3.1 Security Scheme Object.
+   */
+  readonly securityScheme: SecurityScheme;
+  /**
    * Its credentials on the request, or undefined when the request carries none of its kind. Throws a
    * 401 HttpProblem (with its challenge) for credentials of its kind that are malformed.
    */
@@ -38,6 +43,12 @@ export interface Authenticator<C = unknown> {
    * it holds, else why it no longer does. A store that cannot answer is no reason: the check holds.
    */
   recheck(owner: Principal): string | undefined | Promise<string | undefined>;
+}
+
+/** An OpenAPI 3.1 Security Scheme Object under the name the document gives it. */
+export interface SecurityScheme {
+  name: string;
+  scheme: Readonly<Record<string, unknown>>;
 }
 
 /**

@@ -35,6 +35,7 @@ export function basicAuthenticator(passwords: PasswordCheck, credentialVersion: 
     via: 'basic',
     scheme: 'basic',
     challenge: BASIC_CHALLENGE,
+    securityScheme: { name: 'basic', scheme: { type: 'http', scheme: 'basic', description: 'A user and password of the gateway\'s users (the htpasswd file, users kept in the store, the LDAP directory).' } },
     parse(req) {
       const header = req.headers.authorization;
       if (header === undefined || !isBasic(header)) return undefined;

@@ -27,6 +27,7 @@ export function bearerAuthenticator(tokens: TokenService): Authenticator<string>
     via: 'bearer',
     scheme: 'bearer',
     challenge: BEARER_CHALLENGE,
+    securityScheme: { name: 'bearer', scheme: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'An access token from /v1/tokens/create or /v1/tokens/refresh.' } },
     parse(req) {
       const header = req.headers.authorization;
       if (header === undefined || !isBearer(header)) return undefined;

@@ -53,6 +53,7 @@ export function cookieSessionAuthenticator(cookieName: string, sealer: Sealer, s
     via: 'oidc-session',
     scheme: undefined,
     challenge: undefined,
+    securityScheme: { name: 'session', scheme: { type: 'apiKey', in: 'cookie', name: cookieName, description: 'The session cookie of browser sign-in (login).' } },
     parse(req) {
       const header = req.headers.cookie;
       if (header === undefined) return undefined;

@@ -22,6 +22,7 @@ export function mtlsAuthenticator(certificates: ClientCertificates): Authenticat
     via: 'mtls',
     scheme: undefined,
     challenge: undefined,
+    securityScheme: { name: 'clientCertificate', scheme: { type: 'mutualTLS', description: 'A client certificate the gateway\'s TLS listener verifies (server.tls.clientCa).' } },
     // A forward-auth question comes over the asking proxy's connection: its certificate is the proxy's,
     // never the user's; authenticate does not ask this source then.
     fromConnection: true,

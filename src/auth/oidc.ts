@@ -58,6 +58,7 @@ export function oidcAuthenticator(issuers: readonly IssuerKeys[]): Authenticator
     via: 'oidc',
     scheme: 'bearer',
     challenge: BEARER_CHALLENGE,
+    securityScheme: { name: 'providerToken', scheme: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: `An access token of a configured OpenID provider (${issuers.map((i) => i.issuer).join(', ')}).` } },
     parse(req) {
       const header = req.headers.authorization;
       if (header === undefined || !isBearer(header) || header.charCodeAt(6) !== 0x20) return undefined;

@@ -3,6 +3,7 @@ import { loginPaths } from './openapi-login.js';
 import type { Config, PagingRules, RouteConfig } from '../config/types.js';
 import type { ProblemCode } from '../core/problem.js';
 import type { GatewayContext } from './state.js';
+import type { SecurityScheme } from '../auth/authenticator.js';
 
 type Json = Record<string, unknown>;
 
@@ -26,7 +27,7 @@ const nonEmpty = { type: 'string', minLength: 1 };
  * for each configured route with paging its `size`/`page`/`sort` parameters (from that route's rules)
  * and the page envelope. Built from the configuration, so it names exactly the routes being served.
  */
-export function openApiDocument(config: Config): Json {
+export function openApiDocument(config: Config, schemes: readonly SecurityScheme[] = DEFAULT_SCHEMES): Json {
   const paths: Json = {
     '/v1/tokens/create': tokenOperation('create', 'Signs in with an htpasswd user and password: a new session and its token pair.', 'CreateRequest', true),
     '/v1/tokens/refresh': tokenOperation('refresh', 'Rotates a refresh token: a new pair; the presented refresh token stops working (reuse revokes the session).', 'RefreshRequest', true),
@@ -54,21 +55,28 @@ export function openApiDocument(config: Config): Json {
       description: 'Token endpoints of the gateway and the paged list routes it forwards. Every error the gateway writes is RFC 9457 problem JSON with a machine-readable code.',
     },
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
-    security: [{ basic: [] }, { bearer: [] }],
+    // Any one of the identity sources that are on, each as its authenticator declares it.
+    security: schemes.map((s) => ({ [s.name]: [] })),
     paths,
     components: {
-      securitySchemes: {
-        basic: { type: 'http', scheme: 'basic', description: 'A user and password of the htpasswd file.' },
-        bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'An access token from /v1/tokens/create or /v1/tokens/refresh.' },
-      },
+      securitySchemes: Object.fromEntries(schemes.map((s) => [s.name, s.scheme])),
       schemas: SCHEMAS,
     },
   };
 }
 
-/** GET /openapi.json, without credentials (it describes the API, nothing about its users); built once per configuration. */
-export function openApi(config: Config): (ctx: GatewayContext) => void {
-  const body = JSON.stringify(openApiDocument(config));
+/** The schemes of the two sources that are always on, for a document made without the authenticators. */
+const DEFAULT_SCHEMES: readonly SecurityScheme[] = [
+  { name: 'basic', scheme: { type: 'http', scheme: 'basic' } },
+  { name: 'bearer', scheme: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+];
+
+/**
+ * GET /openapi.json, without credentials (it describes the API, nothing about its users); built once per
+ * configuration, with the security schemes of the authenticators that are on.
+ */
+export function openApi(config: Config, schemes: readonly SecurityScheme[]): (ctx: GatewayContext) => void {
+  const body = JSON.stringify(openApiDocument(config, schemes));
   return function serveOpenApi(ctx) {
     ctx.type = 'application/json';
     ctx.body = body;

@@ -6,6 +6,7 @@ import { openApi } from '../http/openapi.js';
 import { isTokenPath } from '../http/request-form.js';
 import type { GatewayExchange } from '../http/state.js';
 import type { RouteTable } from '../routes/route-table.js';
+import type { SecurityScheme } from '../auth/authenticator.js';
 
 export type { OwnHandler };
 
@@ -29,6 +30,8 @@ export interface OwnEndpointDeps {
    * undefined), or answered by the handler enter returns (a relayed refusal's replay).
    */
   forwardAuth?: { path: string; enter: (ex: GatewayExchange) => OwnHandler | undefined };
+  /** The OpenAPI security schemes of the authenticators that are on (see Authenticator.securityScheme). */
+  securitySchemes: readonly SecurityScheme[];
   /** More exact paths (the sign-in endpoints of `login`). */
   more?: ReadonlyArray<[string, ExactEndpoint]>;
 }
@@ -45,7 +48,7 @@ export function ownEndpoints(config: Config, routes: RouteTable, deps: OwnEndpoi
   const exact = new Map<string, ExactEndpoint>([
     ['/healthz', { handler: healthz }],
     ['/readyz', { handler: readyz(deps.ping, deps.refused) }],
-    ['/openapi.json', { methods: READ, handler: openApi(config) }],
+    ['/openapi.json', { methods: READ, handler: openApi(config, deps.securitySchemes) }],
   ]);
   if (deps.jwks) exact.set(JWKS_PATH, { methods: READ, handler: deps.jwks });
   for (const [path, endpoint] of deps.more ?? []) exact.set(path, endpoint);

@@ -132,3 +132,18 @@ describe('/openapi.json', () => {
     }
   });
 });
+
+describe('the security schemes of /openapi.json', () => {
+  const keyed = gatewayFixture({
+    echo: false,
+    config: () => ({ apiKeys: { header: 'X-Service-Key' }, upstreams: {}, routes: [] }),
+  });
+
+  it('name each identity source that is on, as its authenticator declares it', async () => {
+    const plain = await (await fetch(`${gw.base}/openapi.json`)).json() as { security: unknown[]; components: { securitySchemes: Record<string, Record<string, unknown>> } };
+    expect(Object.keys(plain.components.securitySchemes)).toEqual(['basic', 'bearer']);
+    const withKeys = await (await fetch(`${keyed.base}/openapi.json`)).json() as typeof plain;
+    expect(withKeys.components.securitySchemes.apiKey).toMatchObject({ type: 'apiKey', in: 'header', name: 'X-Service-Key' });
+    expect(withKeys.security).toEqual([{ apiKey: [] }, { basic: [] }, { bearer: [] }]);
+  });
+});

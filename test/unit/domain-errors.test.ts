@@ -55,7 +55,7 @@ describe('domain errors → problems (the one table)', () => {
     expect(toProblem(new DomainError('invalid_credentials', 'wrong')).headers['WWW-Authenticate']).toBeUndefined();
 
     const refusing: Authenticator<string> = {
-      via: 'test', scheme: 'basic', challenge: BASIC_CHALLENGE,
+      via: 'test', scheme: 'basic', challenge: BASIC_CHALLENGE, securityScheme: { name: 'test', scheme: { type: 'http', scheme: 'basic' } },
       parse: (req) => req.headers.authorization,
       verify: () => Promise.reject(new DomainError('invalid_credentials', 'the user name or password is wrong')),
       recheck: () => undefined,
