@@ -1,7 +1,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket, WebSocketServer } from 'ws';
 import { SESSION_PURPOSE } from '../../src/auth/cookie-session.js';
 import { Sealer } from '../../src/auth/seal.js';
 import type { Config } from '../../src/config/types.js';
@@ -35,6 +37,7 @@ let gw: RunningGateway;
 let config: Config;
 let nginx: Nginx;
 let caddy: Caddy;
+let live: Server;
 let sessionCookie: string;
 const keys: Record<string, string> = {};
 const limited: Record<string, string> = {};
@@ -50,6 +53,13 @@ beforeAll(async () => {
     echoUpstream(),
     startRedis(),
   ]);
+  // A WebSocket upstream that greets with the identity it was handed, then echoes.
+  live = createServer();
+  new WebSocketServer({ server: live }).on('connection', (socket, req) => {
+    socket.send(`hello ${String(req.headers['x-authenticated-user'])} ${req.headers.authorization === undefined ? 'without' : 'with'} Authorization`);
+    socket.on('message', (m) => socket.send(`echo ${String(m)}`));
+  });
+  await new Promise<void>((resolve) => live.listen(0, '127.0.0.1', resolve));
   users = htpasswd({ carol: 'carol-password', erin: 'erin-password' });
   const groups = join(users.dir, 'users.groups');
   writeFileSync(groups, 'admins: erin\n');
@@ -61,11 +71,12 @@ beforeAll(async () => {
     identity: { issuers: [{ name: 'corp', issuer: provider.issuer, audiences: ['api'], caFile: ca.caFile }] },
     login: { issuer: 'corp', clientId: 'gateway', clientSecret: 's' },
     forwardAuth: { path: '/auth/verify', trustedProxies: ['127.0.0.1'] },
-    upstreams: { app: { url: echo.url } },
+    upstreams: { app: { url: echo.url }, live: { url: `http://127.0.0.1:${(live.address() as { port: number }).port}` } },
     routes: [
       { path: '/api', upstream: 'app', login: true },
       { path: '/api/admin', upstream: 'app', allow: { groups: ['admins'] } },
       { path: '/api/items', upstream: 'app', paging: { sizes: [10, 20], defaultSize: 10 } },
+      { path: '/live', upstream: 'live' },
     ],
   });
   gw = await startGateway(config);
@@ -88,6 +99,8 @@ afterAll(async () => {
   await caddy?.stop();
   await gw?.close();
   await echo?.close();
+  live?.closeAllConnections();
+  live?.close();
   await provider?.close();
   await redis?.destroy();
   users?.remove();
@@ -162,6 +175,29 @@ describe.each(FRONTS)('%s: what reaches the upstream', (front) => {
         expect(value, `${how}: ${name}`).not.toContain('forged');
       }
     }
+  });
+});
+
+describe.each(FRONTS)('%s: a WebSocket', (front) => {
+  it('opens through the front with the identity, and without credentials is refused with the gateway\'s 401', async () => {
+    const url = `${base(front).replace('http', 'ws')}/live/feed`;
+    const ws = new WebSocket(url, { headers: { authorization: basic('carol', 'carol-password') } });
+    const greeting = await new Promise<string>((resolve, reject) => {
+      ws.once('message', (m) => resolve(String(m)));
+      ws.once('error', reject);
+      ws.once('unexpected-response', (_, res) => reject(new Error(`HTTP ${res.statusCode}`)));
+    });
+    expect(greeting).toBe('hello carol without Authorization');
+    ws.send('ping');
+    expect(await new Promise<string>((resolve) => ws.once('message', (m) => resolve(String(m))))).toBe('echo ping');
+    ws.close();
+    const refused = await new Promise<number>((resolve, reject) => {
+      const anonymous = new WebSocket(url);
+      anonymous.once('unexpected-response', (_, res) => resolve(res.statusCode ?? 0));
+      anonymous.once('open', () => reject(new Error('opened without credentials')));
+      anonymous.once('error', () => undefined);
+    });
+    expect(refused).toBe(401);
   });
 });
 
