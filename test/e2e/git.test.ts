@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { until } from '../support/authz.js';
+import { eventually } from '../support/poll.js';
 import { createTokens, gatewayFixture } from '../support/fixtures.js';
 import { startFcgiwrap, startNginx, type Nginx } from './support/nginx.js';
 import { requireTool, run, type RunResult } from './support/tools.js';
@@ -126,7 +126,7 @@ describe('git smart HTTP through the gateway', () => {
     await commitAndPush(dir, { 'bearer.txt': 'pushed with a token\n' }, 'bearer push', bearer);
     // nginx writes its access line once the answer is out: under load, just after git has read it.
     const pushed = () => upstream.accessLog().find((l) => l.includes('POST /git/project.git/git-receive-pack') && l.includes('user=bob'));
-    await until(() => pushed() !== undefined, 5000);
+    await eventually(() => pushed() !== undefined, 5000);
     const pushLine = pushed();
     expect(pushLine).toContain('via=bearer');
     expect(pushLine).toContain('auth=-');
@@ -144,7 +144,7 @@ describe('git smart HTTP through the gateway', () => {
     expect(sent).toMatch(/=> Send header: POST \/git\/project\.git\/git-receive-pack/);
     expect(sent).toMatch(/=> Send header: Transfer-Encoding: chunked/i);
     // ... and it reached the upstream chunked too (streamed, not buffered into one Content-Length).
-    expect(await until(() => upstream.accessLog().some((l) => l.includes('POST /git/project.git/git-receive-pack') && l.includes('te=chunked')), 5000)).toBe(true);
+    expect(await eventually(() => upstream.accessLog().some((l) => l.includes('POST /git/project.git/git-receive-pack') && l.includes('te=chunked')), 5000)).toBe(true);
 
     const check = join(work, 'check-large');
     await ok(run(git, [...bearer, 'clone', '-q', repoUrl(), check], { env, timeoutMs: 60_000 }));

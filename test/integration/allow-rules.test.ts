@@ -4,7 +4,8 @@ import { createServer, type IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
 import { basic, createTokens, gatewayFixture, testConfig } from '../support/fixtures.js';
-import { captureLog, until, writeGroups } from '../support/authz.js';
+import { captureLog, writeGroups } from '../support/authz.js';
+import { eventually } from '../support/poll.js';
 
 /**
  * Per-route allow rules (users, groups from an htgroup file, methods) on proxied requests and WebSocket
@@ -129,7 +130,7 @@ describe('allow rules', () => {
   it('the access line and the metrics show the 403 with its code', async () => {
     log.lines.length = 0;
     expect((await get('/v1/staff', alice)).status).toBe(403);
-    expect(await until(() => log.lines.some((l) => l.msg === 'request' && l.status === 403))).toBe(true);
+    expect(await eventually(() => log.lines.some((l) => l.msg === 'request' && l.status === 403))).toBe(true);
     expect(log.lines.find((l) => l.msg === 'request' && l.status === 403)).toMatchObject({ code: 'forbidden', user: 'alice', route: '/v1/staff', path: '/v1/staff' });
     const metrics = await gw.gateway.metrics.registry.metrics();
     expect(metrics).toMatch(/auth_gateway_forbidden_total\{route="\/v1\/staff"\} [1-9]/);
@@ -228,7 +229,7 @@ describe('the groups file', () => {
     expect(await new Promise<string>((resolve) => ws.once('message', (d) => resolve(d.toString())))).toBe('echo:hello');
     const started = Date.now();
     writeGroups(gw.users.dir, { admins: ['bob'], staff: ['bob'] });
-    expect(await until(async () => (await get('/v1/staff', carol)).status === 403)).toBe(true);
+    expect(await eventually(async () => (await get('/v1/staff', carol)).status === 403)).toBe(true);
     // The tunnel is closed as revocation closes them (an abnormal closure: the gateway cannot write a close frame).
     expect(await Promise.race([closed, new Promise((r) => setTimeout(() => r('still open'), 3000))])).toBe(1006);
     // Well before the periodic recheck (5 s): the change itself closed it.
@@ -236,7 +237,7 @@ describe('the groups file', () => {
     expect((await get('/v1/staff', bob)).status).toBe(200);
     // A broken file is logged and the groups in force stay.
     writeFileSync(`${gw.users.dir}/users.groups`, 'not a group line\n');
-    expect(await until(() => log.lines.some((l) => l.msg === 'groups file not reloaded; keeping the previous groups'))).toBe(true);
+    expect(await eventually(() => log.lines.some((l) => l.msg === 'groups file not reloaded; keeping the previous groups'))).toBe(true);
     expect((await get('/v1/staff', bob)).status).toBe(200);
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { basic, createTokens, gatewayFixture, postJson } from '../support/fixtures.js';
-import { captureLog, until, writeGroups } from '../support/authz.js';
+import { captureLog, writeGroups } from '../support/authz.js';
+import { eventually } from '../support/poll.js';
 import { openRaw } from '../support/raw-client.js';
 
 /**
@@ -193,7 +194,7 @@ describe('forward-auth', () => {
   it('the access line says forward-auth and names the described request; the metrics count answers by status', async () => {
     log.lines.length = 0;
     await ask('DELETE', '/v1/reports/9', { authorization: alice, 'x-forwarded-host': 'api.example.com' });
-    expect(await until(() => log.lines.some((l) => l.msg === 'request' && l.forwardAuth === true))).toBe(true);
+    expect(await eventually(() => log.lines.some((l) => l.msg === 'request' && l.forwardAuth === true))).toBe(true);
     expect(log.lines.find((l) => l.msg === 'request')).toMatchObject({ method: 'DELETE', path: '/v1/reports/9', status: 403, code: 'forbidden', forwardAuth: true, forwardedHost: 'api.example.com', user: 'alice', route: '/v1/reports' });
     const metrics = await gw.gateway.metrics.registry.metrics();
     expect(metrics).toMatch(/auth_gateway_forward_auth_answers_total\{status="200"\} [1-9]/);
@@ -204,11 +205,11 @@ describe('forward-auth', () => {
   it('a refused description is logged as described: the access line names the raw path, not a resolved one', async () => {
     log.lines.length = 0;
     await ask('GET', '/api/admin/users/../../items?size=10', { authorization: carol });
-    expect(await until(() => log.lines.some((l) => l.msg === 'request' && l.forwardAuth === true))).toBe(true);
+    expect(await eventually(() => log.lines.some((l) => l.msg === 'request' && l.forwardAuth === true))).toBe(true);
     expect(log.lines.find((l) => l.msg === 'request')).toMatchObject({ method: 'GET', path: '/api/admin/users/../../items', status: 400, code: 'invalid_path', forwardAuth: true });
     log.lines.length = 0;
     await ask('GET', '/api/ADMIN/report', { authorization: carol });
-    expect(await until(() => log.lines.some((l) => l.msg === 'request' && l.forwardAuth === true))).toBe(true);
+    expect(await eventually(() => log.lines.some((l) => l.msg === 'request' && l.forwardAuth === true))).toBe(true);
     expect(log.lines.find((l) => l.msg === 'request')).toMatchObject({ path: '/api/ADMIN/report', status: 403, route: '/api/admin', forwardAuth: true });
   });
 

@@ -8,6 +8,7 @@ import WebSocket, { WebSocketServer } from 'ws';
 import { basic, gatewayFixture } from '../support/fixtures.js';
 import { ErrorCode, RawH2, getRequest, headersFrame, rstStream } from '../support/h2-frames.js';
 import { TestPki } from '../support/tls-pki.js';
+import { waitUntil } from '../support/poll.js';
 
 const run = promisify(execFile);
 let pki: TestPki;
@@ -319,7 +320,7 @@ describe('HTTP/2 on the TLS listener', () => {
       asks.push(viaHttp2(session, method, path, { ...headers, 'x-request-id': id }, body));
     }
     await Promise.all(asks);
-    await until(() => ids.every((id) => accessLines().some((l) => l.requestId === id)));
+    await waitUntil(() => ids.every((id) => accessLines().some((l) => l.requestId === id)));
     const lines = accessLines().filter((l) => ids.includes(l.requestId as string));
     expect(lines.map((l) => [l.requestId, l.address])).toEqual(lines.map((l) => [l.requestId, '127.0.0.1']));
   });
@@ -342,18 +343,18 @@ describe('HTTP/2 on the TLS listener', () => {
         frames.push(headersFrame(id, request));
       }
       await raw.send(...frames);
-      await until(() => held === 10);
+      await waitUntil(() => held === 10);
       const resets: Buffer[] = [];
       for (let i = 0, id = 1; i < 10; i++, id += 2) resets.push(rstStream(id, i % 2 === 0 ? ErrorCode.NO_ERROR : ErrorCode.CANCEL));
       await raw.send(...resets);
-      await until(() => accessLines().filter((l) => String(l.requestId).startsWith('h2-reset-')).length === 10);
+      await waitUntil(() => accessLines().filter((l) => String(l.requestId).startsWith('h2-reset-')).length === 10);
       // An HTTP/1.1 client that leaves before its answer: the same line.
       const h1 = tlsConnect({ host: '127.0.0.1', port: gw.port, ca: pki.ca, servername: 'localhost', ALPNProtocols: ['http/1.1'] });
       h1.on('error', () => {});
       h1.write(`GET /v1/items/h1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${bearer}\r\nX-Request-Id: h1-reset\r\n\r\n`);
-      await until(() => held === 11);
+      await waitUntil(() => held === 11);
       h1.destroy();
-      await until(() => accessLines().some((l) => l.requestId === 'h1-reset'));
+      await waitUntil(() => accessLines().some((l) => l.requestId === 'h1-reset'));
     } finally {
       gw.echo.handler = previous;
       raw.close();
@@ -402,7 +403,7 @@ describe('HTTP/2 and a drain', () => {
     };
     try {
       const pending = viaHttp2(other, 'GET', '/v1/items/slow', { authorization: bearer });
-      await until(() => gw.echo.received.some((r) => r.url === '/v1/items/slow'));
+      await waitUntil(() => gw.echo.received.some((r) => r.url === '/v1/items/slow'));
       const goaway = new Promise<number>((resolve) => other.once('goaway', (code) => resolve(code)));
       const closed = gw.gateway.close(5000);
       expect(await goaway).toBe(constants.NGHTTP2_NO_ERROR);
@@ -420,10 +421,3 @@ function accessLines(): Array<Record<string, unknown>> {
   return gw.logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'request');
 }
 
-async function until(check: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}

@@ -3,6 +3,7 @@ import { sessionPlace } from '../../src/tokens/store/user-index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RedisSessionStore } from '../../src/tokens/store/redis.js';
 import { createTokens, gatewayFixture, postJson, startGateway, testConfig, type RunningGateway } from '../support/fixtures.js';
+import { waitUntil } from '../support/poll.js';
 
 const f = gatewayFixture({ redis: true, gateway: false });
 let a: RunningGateway;
@@ -19,7 +20,7 @@ beforeAll(async () => {
   a = await startGateway(config());
   b = await startGateway(config());
   raw = new Redis(f.redis.url);
-  await until(() => storeOf(a).liveness.enabled && storeOf(b).liveness.enabled);
+  await waitUntil(() => storeOf(a).liveness.enabled && storeOf(b).liveness.enabled, 3000, 2);
 });
 afterAll(async () => {
   raw.disconnect();
@@ -30,14 +31,6 @@ afterAll(async () => {
 const storeOf = (gw: RunningGateway) => gw.gateway.store as unknown as RedisSessionStore;
 const list = (gw: RunningGateway, token: string) => fetch(`${gw.base}/v1/conversations`, { headers: { authorization: `Bearer ${token}` } });
 
-async function until(check: () => boolean | Promise<boolean>, timeoutMs = 3000, everyMs = 2): Promise<number> {
-  const started = performance.now();
-  while (performance.now() - started < timeoutMs) {
-    if (await check()) return performance.now() - started;
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-  throw new Error('condition not met in time');
-}
 
 /** B has answered from Redis once, so the session is in its liveness cache. */
 async function warm(token: string): Promise<void> {
@@ -63,7 +56,7 @@ describe('the session liveness cache', () => {
     const tokens = await createTokens(a.base, 'alice', 'alice-pw');
     await warm(tokens.accessToken);
     await revoke(tokens);
-    const elapsed = await until(async () => (await list(b, tokens.accessToken)).status === 401, 1000);
+    const elapsed = await waitUntil(async () => (await list(b, tokens.accessToken)).status === 401, 1000, 2);
     expect(elapsed).toBeLessThan(50);
   });
 
@@ -77,9 +70,9 @@ describe('the session liveness cache', () => {
     expect((await list(b, tokens.accessToken)).status).toBe(200);
     // Cut the subscribers: the cache must not be trusted, so B asks Redis and refuses the token.
     await raw.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
-    await until(async () => (await list(b, tokens.accessToken)).status === 401, 1000);
+    await waitUntil(async () => (await list(b, tokens.accessToken)).status === 401, 1000, 2);
     // The channel comes back by itself and the cache with it.
-    await until(() => storeOf(b).liveness.enabled, 3000, 20);
+    await waitUntil(() => storeOf(b).liveness.enabled, 3000, 20);
   });
 
   it('never answers from the cache while Redis is down', async () => {
@@ -91,6 +84,6 @@ describe('the session liveness cache', () => {
     } finally {
       await f.redis.start();
     }
-    await until(async () => (await list(b, tokens.accessToken)).status !== 503, 3000, 50);
+    await waitUntil(async () => (await list(b, tokens.accessToken)).status !== 503, 3000, 50);
   });
 });

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { TLSSocket } from 'node:tls';
 import { describe, expect, it } from 'vitest';
 import { makePki, type Pki } from '../support/client-pki.js';
-import { until } from '../support/authz.js';
+import { waitUntil } from '../support/poll.js';
 import { basic, gatewayFixture, jwtPayload } from '../support/fixtures.js';
 
 /**
@@ -59,7 +59,7 @@ function close(s: ClientHttp2Session): Promise<void> {
 }
 
 /** Waits until `probe` holds (a file change is polled by the gateway), for at most 10 s. */
-const eventually = async (probe: () => Promise<boolean>) => expect(await until(probe, 10_000)).toBe(true);
+const eventually = (probe: () => Promise<boolean>) => waitUntil(probe, 10_000);
 
 describe('client certificates over HTTP/2', () => {
   let pki: Pki;

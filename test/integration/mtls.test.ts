@@ -6,7 +6,7 @@ import type { TLSSocket } from 'node:tls';
 import { describe, expect, it } from 'vitest';
 import { newKeyPem } from '../support/assertion-keys.js';
 import { makePki, type Pki } from '../support/client-pki.js';
-import { until } from '../support/authz.js';
+import { waitUntil } from '../support/poll.js';
 import { basic, gatewayFixture, jwtPayload } from '../support/fixtures.js';
 
 interface Answer {
@@ -50,7 +50,7 @@ function httpsCall(pki: Pki, port: number, path: string, { as, body, ...options 
 }
 
 /** Waits until `probe` holds (a file change is polled by the gateway), for at most 10 s. */
-const eventually = async (probe: () => Promise<boolean>) => expect(await until(probe, 10_000)).toBe(true);
+const eventually = (probe: () => Promise<boolean>) => waitUntil(probe, 10_000);
 
 describe('client certificates, server.tls.clientCerts: request', () => {
   let pki: Pki;

@@ -10,6 +10,7 @@ import { createLogger } from '../../src/log.js';
 import { createTokens, echoUpstream, htpasswd, startGateway, testConfig, basic, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
 import { forge, decodeJwt } from '../security/jwt-forge.js';
 import { signingKey, TestCa, TestProvider, type ProviderSettings, type SigningKey } from '../support/oidc-provider.js';
+import { waitUntil } from '../support/poll.js';
 
 /**
  * Bearer tokens of a real OpenID Provider (node-oidc-provider in its own process, loopback HTTPS with a
@@ -313,7 +314,7 @@ describe('key rotation and outages', () => {
       // Past the default max-age (300 s): a background refresh fails; the request does not wait for it.
       clock.advance(301_000);
       expect((await call(gw.base, '/api/x', `Bearer ${token}`)).status).toBe(200);
-      await until(async () => (await errorFetches(gw)) >= 1);
+      await waitUntil(async () => (await errorFetches(gw)) >= 1, 10_000);
       expect(logs.some((l) => l.includes('provider keys not fetched'))).toBe(true);
       expect((await call(gw.base, '/api/x', `Bearer ${token}`)).status).toBe(200);
     } finally {
@@ -358,9 +359,9 @@ describe('tokens verified before (the cache of verified tokens)', () => {
       // Past the keys' max-age: the next request starts a refresh and passes on the keys it had...
       clock.advance(301_000);
       expect((await call(gw.base, '/api/x', `Bearer ${token}`)).status).toBe(200);
-      await until(async () => (await provider.jwksFetches()) >= 1);
+      await waitUntil(async () => (await provider.jwksFetches()) >= 1, 10_000);
       // ...once the new set (without its key) is in, the same token is checked again: refused.
-      await until(async () => (await call(gw.base, '/api/x', `Bearer ${token}`)).status === 401);
+      await waitUntil(async () => (await call(gw.base, '/api/x', `Bearer ${token}`)).status === 401, 10_000);
       // A token of the new key: its kid is unknown until the refetch throttle (10 s) lets one more fetch happen.
       clock.advance(10_000);
       const fresh = await provider.clientCredentialsToken('svc', 'svc-secret', 'https://long.test');
@@ -392,10 +393,3 @@ async function errorFetches(g: RunningGateway): Promise<number> {
   return metric.values.filter((v) => v.labels.result === 'error').reduce((n, v) => n + v.value, 0);
 }
 
-async function until(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}

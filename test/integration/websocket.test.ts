@@ -5,6 +5,7 @@ import type { RedisSessionStore } from '../../src/tokens/store/redis.js';
 import { BEARER_PROTOCOL_PREFIX } from '../../src/proxy/websocket-protocol.js';
 import { basic, createTokens, gatewayFixture, jwtPayload, postJson, startGateway, testConfig, type RunningGateway } from '../support/fixtures.js';
 import { exchangeUntilClosed, openRaw } from '../support/raw-client.js';
+import { waitUntil } from '../support/poll.js';
 
 /**
  * WebSocket through the gateway with the `ws` package on both ends: a real WebSocket server as the
@@ -88,13 +89,6 @@ async function openTunnels(gateway: RunningGateway['gateway'], upstream: string)
   return metric.values.find((v) => v.labels.upstream === upstream)?.value;
 }
 
-async function until(check: () => boolean, ms = 2000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 const USERS = { alice: 'alice-pw', bob: 'bob-pw' };
 let up: WsUpstream;
@@ -226,7 +220,7 @@ describe('WebSocket on the memory store', () => {
   it('closes the tunnel within a second of the session\'s revocation', async () => {
     const { accessToken } = await createTokens(gw.base, 'bob', 'bob-pw');
     const client = track(await open(`${ws}/v1/live`, { headers: { authorization: `Bearer ${accessToken}` } }));
-    await until(() => up.sockets.size > 0);
+    await waitUntil(() => up.sockets.size > 0);
     const upstreamCount = up.sockets.size;
     const ended = closed(client);
     const started = Date.now();
@@ -234,7 +228,7 @@ describe('WebSocket on the memory store', () => {
     await ended;
     expect(Date.now() - started).toBeLessThan(1000);
     // The upstream side is closed too.
-    await until(() => up.sockets.size < upstreamCount);
+    await waitUntil(() => up.sockets.size < upstreamCount);
   });
 
   it('closes the tunnel when its access token expires', async () => {
@@ -250,13 +244,13 @@ describe('WebSocket on the memory store', () => {
   it('a client that leaves closes the upstream side, and an upstream that leaves closes the client', async () => {
     const auth = { headers: { authorization: basic('alice', 'alice-pw') } };
     const a = track(await open(`${ws}/v1/live`, auth));
-    await until(() => up.sockets.size > 0);
+    await waitUntil(() => up.sockets.size > 0);
     const count = up.sockets.size;
     a.terminate();
-    await until(() => up.sockets.size === count - 1);
+    await waitUntil(() => up.sockets.size === count - 1);
 
     const b = track(await open(`${ws}/v1/live`, auth));
-    await until(() => up.sockets.size === count);
+    await waitUntil(() => up.sockets.size === count);
     const ended = closed(b);
     for (const s of up.sockets) s.close(1000, 'bye');
     expect(await ended).toBe(1000);
@@ -297,7 +291,7 @@ describe('other upgrades (h2c)', () => {
     expect(answer.toLowerCase()).toContain('connection: close');
     expect(answer).toContain('"x-authenticated-user":"alice"');
     // The request finished inside the gateway too (its access line is written after the response).
-    await until(() => gw.logs.some((l) => l.includes('"msg":"request"') && l.includes('"path":"/v1/plain"')));
+    await waitUntil(() => gw.logs.some((l) => l.includes('"msg":"request"') && l.includes('"path":"/v1/plain"')));
   });
 });
 
@@ -366,7 +360,7 @@ describe('WebSocket tunnels per upstream (maxTunnels)', () => {
     track(pending);
     const answered = new Promise<number>((resolve) => pending.once('unexpected-response', (_req, res) => resolve(res.statusCode!)));
     pending.on('error', () => {});
-    await until(() => held.length === 1);
+    await waitUntil(() => held.length === 1);
     // The upstream is still thinking: the one place is taken.
     expectProblem(await refusal(open(`${url}/v1/slow`, { headers: auth })), 503, 'service_unavailable');
     expect(held).toHaveLength(1);
@@ -378,7 +372,7 @@ describe('WebSocket tunnels per upstream (maxTunnels)', () => {
     next.on('error', () => {});
     let nextStatus = 0;
     next.once('unexpected-response', (_req, res) => (nextStatus = res.statusCode!));
-    await until(() => held.length === 2 || nextStatus !== 0);
+    await waitUntil(() => held.length === 2 || nextStatus !== 0);
     expect(nextStatus).toBe(0);
   });
 });
@@ -428,7 +422,7 @@ describe('WebSocket on a shared Redis store', () => {
     });
     a = await startGateway(config());
     b = await startGateway(config());
-    await until(() => (a.gateway.store as RedisSessionStore).liveness.enabled && (b.gateway.store as RedisSessionStore).liveness.enabled, 5000);
+    await waitUntil(() => (a.gateway.store as RedisSessionStore).liveness.enabled && (b.gateway.store as RedisSessionStore).liveness.enabled, 5000);
   });
   afterAll(async () => {
     await a?.close();

@@ -55,15 +55,8 @@ export function expectProblem(a: Answer, status: number, code: string): Record<s
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** Polls `check` every `everyMs` until it is true; false after `timeoutMs`. */
-export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs: number, everyMs = 25): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return true;
-    if (Date.now() >= deadline) return false;
-    await sleep(everyMs);
-  }
-}
+/** The one polling helper (test/support/poll.ts), as the reliability suite has always called it. */
+export { eventually } from '../support/poll.js';
 
 /** The process's resident set size in bytes (Linux /proc). */
 export function rssBytes(pid: number): number {

@@ -22,12 +22,3 @@ export function captureLog(): CapturedLog {
   return { lines, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 }
 
-/** Polls `check` every 20 ms until it holds, for at most timeoutMs; returns whether it did. */
-export async function until(check: () => boolean | Promise<boolean>, timeoutMs = 3000): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return true;
-    if (Date.now() > deadline) return false;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}

@@ -12,6 +12,7 @@ import { MemoryCounters } from '../../src/counters/memory.js';
 import type { CounterKey, CounterStore } from '../../src/counters/types.js';
 import { silentLogger } from '../../src/log.js';
 import { htpasswd, TEST_COST } from '../support/fixtures.js';
+import { waitUntil } from '../support/poll.js';
 
 const hash = (pw: string, cost = TEST_COST) => hashSync(pw, { cost });
 
@@ -125,7 +126,7 @@ describe('Credentials file watch', () => {
     try {
       expect(await creds.verifier.verify('alice', 'old-pw')).toBe(true);
       u.write({ alice: 'new-pw', dave: 'dave-pw' });
-      await waitFor(async () => (await creds.verifier.verify('dave', 'dave-pw')) === true);
+      await waitUntil(async () => (await creds.verifier.verify('dave', 'dave-pw')) === true);
       expect(await creds.verifier.verify('alice', 'old-pw')).toBe(false);
       expect(await creds.verifier.verify('alice', 'new-pw')).toBe(true);
       expect(creds.reload()).toBe(true);
@@ -139,14 +140,6 @@ describe('Credentials file watch', () => {
   });
 });
 
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 3000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error('condition not met in time');
-}
 
 describe('bcrypt hash prefixes', () => {
   it.each(['$2a$', '$2b$', '$2y$'])('verifies %s hashes (htpasswd -B writes $2y$)', async (prefix) => {

@@ -8,17 +8,11 @@ import { silentLogger } from '../../../src/log.js';
 import { MemoryTable } from '../../../src/stores/shared-table.js';
 import { StoreUsers, type StoreUser } from '../../../src/stores/store-users.js';
 import { htpasswd, testConfig } from '../../support/fixtures.js';
+import { waitUntil } from '../../support/poll.js';
 
 // A name in both the users file and the store is the file's user (its line stays in force, the store's
 // entry is refused): the store's groups must not reach it, or the file's password would carry them.
 
-async function until(condition: () => boolean): Promise<void> {
-  const started = Date.now();
-  while (!condition()) {
-    if (Date.now() - started > 5000) throw new Error('condition not met within 5 s');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 describe('store groups beside the users file', () => {
   it('a store user named like a file user gives the file user none of its groups; other store users keep theirs', async () => {
@@ -29,7 +23,7 @@ describe('store groups beside the users file', () => {
       await store.add('carol', hashSync('carol-store-pw', { cost: 4 }), ['admins']);
       await store.add('erin', hashSync('erin-pw', { cost: 4 }), ['admins']);
       store.start();
-      await until(() => store.ready && store.users().size === 2);
+      await waitUntil(() => store.ready && store.users().size === 2);
       credentials.follow(store);
       // The file's carol is the one who signs in (the store's carol is refused from the store).
       expect(await credentials.verifier.verify('carol', 'carol-file-pw')).toBe(true);
