@@ -1,60 +1,35 @@
 import { Redis, type Cluster } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { silentLogger } from '../../src/log.js';
-import { RedisCounters } from '../../src/counters/redis.js';
-import { RedisSessionStore, type RedisStoreOptions } from '../../src/tokens/store/redis.js';
+import { describe, expect, it } from 'vitest';
 import { startCluster, type TestCluster } from '../support/redis-cluster.js';
-import { counterStoreContract } from './counter-store.js';
-import { sessionStoreContract } from './session-store.js';
+import { redisContracts } from './redis-harness.js';
 
 let cluster: TestCluster;
-let store: RedisSessionStore;
-let counters: RedisCounters;
 
-beforeAll(async () => {
-  cluster = await startCluster(3);
-  // The contract is about answers, not deadlines (test/reliability/cluster-faults.test.ts holds those): on a
-  // machine busy with the rest of the suite, a 1 s connect or 500 ms command limit failed a take now and then.
-  const options: RedisStoreOptions = {
-    topology: { mode: 'cluster', nodes: cluster.urls.slice(0, 1) }, keyPrefix: 'gwtest:', commandTimeoutMs: 2000, connectTimeoutMs: 5000,
-    // The contract is about the store's answers; the cache (and the wait that keeps revocation
-    // synchronous with it) is shown with several instances in test/integration/sync-revocation.test.ts.
-    livenessCacheMs: 0, waitForReplicas: 0, durability: 'available' as const,
-  };
-  store = new RedisSessionStore(options, silentLogger);
-  counters = new RedisCounters(options, silentLogger);
-  expect(await store.waitUntilReady(10_000)).toBe(true);
-  expect(await counters.waitUntilReady(10_000)).toBe(true);
-  // A Cluster client connects to a master when it first sends it a command, and never resends a command
-  // whose connection closed (a replayed rotation would look like reuse): connect every master up front,
-  // so no test's first command on a master races that connection.
-  for (const client of [store.client, counters.client]) {
-    await Promise.all((client as Cluster).nodes('master').map((node) => node.ping()));
-  }
-}, 30_000);
-
-afterAll(async () => {
-  await store?.close();
-  await counters?.close();
-  await cluster?.destroy();
+const under = redisContracts('redis (3-master cluster)', {
+  async start() {
+    cluster = await startCluster(3);
+    // The contract is about answers, not deadlines (test/reliability/cluster-faults.test.ts holds those): on a
+    // machine busy with the rest of the suite, a 1 s connect or 500 ms command limit failed a take now and then.
+    return { topology: { mode: 'cluster', nodes: cluster.urls.slice(0, 1) }, commandTimeoutMs: 2000, connectTimeoutMs: 5000 };
+  },
+  async ready(store, counters) {
+    // A Cluster client connects to a master when it first sends it a command, and never resends a command
+    // whose connection closed (a replayed rotation would look like reuse): connect every master up front,
+    // so no test's first command on a master races that connection.
+    for (const client of [store.client, counters.client]) {
+      await Promise.all((client as Cluster).nodes('master').map((node) => node.ping()));
+    }
+  },
+  stop: () => cluster?.destroy(),
 });
-
-sessionStoreContract('redis (3-master cluster)', {
-  store: () => store,
-  fastForward: (ms) => new Promise((r) => setTimeout(r, ms)),
-  now: () => Date.now(),
-});
-counterStoreContract('redis (3-master cluster)', {
-  store: () => counters,
-  fastForward: (ms) => new Promise((r) => setTimeout(r, ms)),
-  now: () => Date.now(),
-});
+const store = () => under.store();
+const counters = () => under.counters();
 
 describe('RedisSessionStore on a cluster', () => {
   it('spreads sessions (their users\' hashes) and counters over every master', async () => {
     for (let i = 0; i < 30; i++) {
-      await store.createSession({ sub: `user${i}`, uv: 'v' }, 60);
-      await counters.hit(`k${i}`, 60);
+      await store().createSession({ sub: `user${i}`, uv: 'v' }, 60);
+      await counters().hit(`k${i}`, 60);
     }
     for (const n of cluster.nodes) {
       const raw = new Redis(n.url);
@@ -68,9 +43,9 @@ describe('RedisSessionStore on a cluster', () => {
   });
 
   it('listens for revocations on every master', async () => {
-    await expect.poll(() => store.channel.connections.length, { timeout: 5000 }).toBe(3);
-    await expect.poll(() => store.channel.up, { timeout: 5000 }).toBe(true);
-    const ports = store.channel.connections.map((c) => c.options.port).sort();
+    await expect.poll(() => store().channel.connections.length, { timeout: 5000 }).toBe(3);
+    await expect.poll(() => store().channel.up, { timeout: 5000 }).toBe(true);
+    const ports = store().channel.connections.map((c) => c.options.port).sort();
     expect(ports).toEqual(cluster.nodes.map((n) => n.port).sort());
   });
 });

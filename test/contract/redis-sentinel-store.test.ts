@@ -1,48 +1,25 @@
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger, silentLogger } from '../../src/log.js';
+import { describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/log.js';
 import { StoreUnavailableError } from '../../src/tokens/store/types.js';
-import { RedisCounters } from '../../src/counters/redis.js';
-import { RedisSessionStore, type RedisStoreOptions } from '../../src/tokens/store/redis.js';
+import { RedisSessionStore } from '../../src/tokens/store/redis.js';
 import { SENTINEL_MASTER_NAME, startSentinel, type TestSentinel } from '../support/redis-sentinel.js';
-import { counterStoreContract } from './counter-store.js';
-import { sessionStoreContract } from './session-store.js';
+import { redisContracts } from './redis-harness.js';
 
 let pair: TestSentinel;
 let store: RedisSessionStore;
-let counters: RedisCounters;
 
-beforeAll(async () => {
-  // Two replicas: after a failover one is in sync at once to acknowledge writes (WAIT 1), while Sentinel
-  // takes its time (about 10 s) to turn a demoted master into a replica.
-  pair = await startSentinel({ replicas: 2 });
-  const options: RedisStoreOptions = {
-    topology: { mode: 'sentinel', name: SENTINEL_MASTER_NAME, sentinels: pair.sentinels, tls: false },
-    keyPrefix: 'gwtest:', commandTimeoutMs: 500, connectTimeoutMs: 1000,
-    // The contract is about the store's answers; the cache (and the wait that keeps revocation
-    // synchronous with it) is shown with several instances in test/integration/sync-revocation.test.ts.
-    livenessCacheMs: 0, waitForReplicas: 1, durability: 'available' as const,
-  };
-  store = new RedisSessionStore(options, silentLogger);
-  counters = new RedisCounters(options, silentLogger);
-  expect(await store.waitUntilReady(10_000)).toBe(true);
-}, 30_000);
-
-afterAll(async () => {
-  await store?.close();
-  await counters?.close();
-  await pair?.destroy();
-});
-
-sessionStoreContract('redis (Sentinel: master and two replicas, WAIT 1)', {
-  store: () => store,
-  fastForward: (ms) => new Promise((r) => setTimeout(r, ms)),
-  now: () => Date.now(),
-});
-counterStoreContract('redis (Sentinel: master and two replicas, WAIT 1)', {
-  store: () => counters,
-  fastForward: (ms) => new Promise((r) => setTimeout(r, ms)),
-  now: () => Date.now(),
+redisContracts('redis (Sentinel: master and two replicas, WAIT 1)', {
+  async start() {
+    // Two replicas: after a failover one is in sync at once to acknowledge writes (WAIT 1), while Sentinel
+    // takes its time (about 10 s) to turn a demoted master into a replica.
+    pair = await startSentinel({ replicas: 2 });
+    return { topology: { mode: 'sentinel', name: SENTINEL_MASTER_NAME, sentinels: pair.sentinels, tls: false }, waitForReplicas: 1 };
+  },
+  async ready(s) {
+    store = s;
+  },
+  stop: () => pair?.destroy(),
 });
 
 describe('RedisSessionStore behind Sentinel', () => {

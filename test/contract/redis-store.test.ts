@@ -1,43 +1,27 @@
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/log.js';
 import { RedisCounters } from '../../src/counters/redis.js';
 import { RedisSessionStore, type RedisStoreOptions } from '../../src/tokens/store/redis.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { userIndexKeys, userTag } from '../../src/tokens/store/user-index.js';
 import { measureSessionBytes } from './session-size.js';
-import { counterStoreContract } from './counter-store.js';
-import { sessionStoreContract } from './session-store.js';
+import { redisContracts } from './redis-harness.js';
 
 let redis: TestRedis;
 let store: RedisSessionStore;
 let counters: RedisCounters;
 
-beforeAll(async () => {
-  redis = await startRedis();
-  const options: RedisStoreOptions = {
-    topology: { mode: 'single', url: redis.url }, keyPrefix: 'gwtest:', commandTimeoutMs: 500, connectTimeoutMs: 1000, livenessCacheMs: 2000, waitForReplicas: 0, durability: 'available' as const,
-  };
-  store = new RedisSessionStore(options, silentLogger);
-  counters = new RedisCounters(options, silentLogger);
-  expect(await store.waitUntilReady(5000)).toBe(true);
-});
-
-afterAll(async () => {
-  await store?.close();
-  await counters?.close();
-  await redis?.destroy();
-});
-
-sessionStoreContract('redis (single node)', {
-  store: () => store,
-  fastForward: (ms) => new Promise((r) => setTimeout(r, ms)),
-  now: () => Date.now(),
-});
-counterStoreContract('redis (single node)', {
-  store: () => counters,
-  fastForward: (ms) => new Promise((r) => setTimeout(r, ms)),
-  now: () => Date.now(),
+redisContracts('redis (single node)', {
+  async start() {
+    redis = await startRedis();
+    return { topology: { mode: 'single', url: redis.url }, livenessCacheMs: 2000 };
+  },
+  async ready(s, c) {
+    store = s;
+    counters = c;
+  },
+  stop: () => redis?.destroy(),
 });
 
 describe('RedisSessionStore revocation channel', () => {
