@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import Koa from 'koa';
-import { createMetrics, type Metrics } from './admin/metrics.js';
+import { createMetrics, type KnownNames, type Metrics } from './admin/metrics.js';
 import { requestCounter } from './admin/request-metrics.js';
 import { createAdminServer } from './admin/server.js';
 import { adminApi } from './admin/api.js';
@@ -178,6 +178,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
     tables.storeUsers.onChange(() => tunnels.recheckNow());
   }
   let current = buildRuntime(config, shared);
+  metrics.known(knownNames(config));
 
   const serve = observe({
     count: requestCounter(metrics, (path) => current.routes.match(path)?.path),
@@ -250,6 +251,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
       const previous = current;
       const runtime = buildRuntime(next, shared, previous);
       current = runtime;
+      metrics.known(knownNames(next));
       app.proxy = next.server.trustProxy > 0;
       app.maxIpsCount = next.server.trustProxy;
       (server as Server).headersTimeout = next.server.headersTimeoutMs;
@@ -278,6 +280,15 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
       if (ownsCounters) await counters.close();
       await tables.close();
     },
+  };
+}
+
+/** The names of a configuration that label series (their counters start at 0). */
+function knownNames(config: Config): KnownNames {
+  return {
+    upstreams: Object.keys(config.upstreams),
+    issuers: config.identity.issuers.map((i) => i.name),
+    routes: config.routes.map((r) => r.path),
   };
 }
 

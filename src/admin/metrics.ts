@@ -1,5 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ReplicationStats } from '../tokens/store/types.js';
+import type { FloodReason } from '../http/http2.js';
 import { TallyCounter, TallyHistogram } from './tally.js';
 
 export const METRIC_PREFIX = 'auth_gateway_';
@@ -56,9 +57,37 @@ export interface Metrics {
   readonly http2Floods: Counter<'reason'>;
   /** Sets what the store, bcrypt and open-tunnels gauges read when scraped. */
   watch(sources: MetricSources): void;
-  /** Adds Node's default process metrics (CPU, memory, event loop, GC) once; the admin listener calls it. */
+  /**
+   * Starts at 0 the series of the names a configuration gives (upstreams, issuers, routes), each with
+   * every value of its other labels, so `rate()` and `increase()` have a series from the first scrape.
+   * Called with every configuration taken (a reload adds names; one removed keeps its series).
+   */
+  known(names: KnownNames): void;
+  /**
+   * Adds Node's default process metrics (CPU, memory, event loop, GC) once, under the names prom-client
+   * gives them (`process_*`, `nodejs_*`, no prefix: what standard Node.js dashboards read); the admin
+   * listener calls it.
+   */
   collectProcessMetrics(): void;
 }
+
+/** The names of a configuration that label series (see Metrics.known). */
+export interface KnownNames {
+  upstreams: Iterable<string>;
+  issuers: Iterable<string>;
+  routes: Iterable<string>;
+}
+
+/** Every reason an HTTP/2 connection is closed for flooding (a record: a FloodReason added is a compile error here). */
+const FLOOD_REASONS = Object.keys({
+  rapid_reset: true, continuation: true, settings_flood: true, ping_flood: true, invalid_frames: true, header_list: true, protocol_error: true,
+} satisfies Record<FloodReason, true>);
+const UPSTREAM_ERROR_KINDS: readonly UpstreamErrorKind[] = ['refused', 'reset', 'timeout'];
+const TOKEN_OPERATIONS: readonly TokenOperation[] = ['create', 'refresh', 'revoke'];
+const LOCKOUT_ENDPOINTS: readonly LockoutEndpoint[] = ['create', 'basic'];
+/** What the forward-auth endpoint answers: yes, not authenticated, not allowed, throttled, store or directory down. */
+const FORWARD_AUTH_STATUSES = ['200', '401', '403', '429', '503'];
+const REPLICATIONS = ['replicated', 'unreplicated', 'refused'];
 
 const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const STORE_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
@@ -73,7 +102,7 @@ export function createMetrics(): Metrics {
 
   new Gauge({
     name: `${METRIC_PREFIX}store_up`,
-    help: '1 when the token store answered a ping at scrape time, else 0',
+    help: '1 when the token store answered a ping at scrape time (within 1 s), else 0',
     registers,
     // Over server.workers: 1 only when every worker reached the store.
     aggregator: 'min',
@@ -107,8 +136,10 @@ export function createMetrics(): Metrics {
     registers,
     collect() {
       const stats = sources.storeReplication?.();
-      if (!stats) return;
       this.reset();
+      // Without store.waitForReplicas no write waits for replicas: every outcome stays at 0.
+      for (const replication of REPLICATIONS) this.inc({ replication }, 0);
+      if (!stats) return;
       for (const [replication, n] of Object.entries(stats.outcomes)) this.inc({ replication }, n);
     },
   });
@@ -127,20 +158,20 @@ export function createMetrics(): Metrics {
   });
   new Gauge({
     name: `${METRIC_PREFIX}bcrypt_queue_depth`,
-    help: 'bcrypt password checks waiting for or running on the thread pool',
+    help: 'bcrypt password checks waiting for or running on the thread pool (503 past users.maxPendingVerifications)',
     registers,
     collect() {
       this.set(sources.bcryptPending?.() ?? 0);
     },
   });
 
-  return {
+  const metrics: Metrics = {
     registry,
-    requests: new TallyCounter(`${METRIC_PREFIX}requests_total`, 'requests answered, by route, method, status class, auth method and protocol (http/1.0, http/1.1, h2)', registry),
-    requestDuration: new TallyHistogram(`${METRIC_PREFIX}request_duration_seconds`, 'time from the request to the end of its response, by route and method', SECONDS_BUCKETS, registry),
+    requests: new TallyCounter(`${METRIC_PREFIX}requests_total`, 'requests answered, by route (a configured route path, tokens, health, openapi, none), method (GET HEAD POST PUT PATCH DELETE OPTIONS, else other), status class (2xx…), auth method (the principal\'s via, or none) and protocol (http/1.0, http/1.1, h2)', ['route', 'method', 'status_class', 'auth', 'protocol'], registry),
+    requestDuration: new TallyHistogram(`${METRIC_PREFIX}request_duration_seconds`, 'time from the request to the end of its response (proxied bodies included), by route and method', ['route', 'method'], SECONDS_BUCKETS, registry),
     upstreamErrors: new Counter({
       name: `${METRIC_PREFIX}upstream_errors_total`,
-      help: 'requests an upstream did not answer, by upstream and kind (refused, reset, timeout; unavailable: refused or reset)',
+      help: 'failed attempts at an upstream (retried ones and responses cut mid-body included; an upstream\'s own 5xx is its answer, not an error), by upstream and kind (refused, reset, timeout)',
       labelNames: ['upstream', 'kind'] as const,
       registers,
     }),
@@ -152,7 +183,7 @@ export function createMetrics(): Metrics {
     }),
     lockouts: new Counter({
       name: `${METRIC_PREFIX}lockout_refusals_total`,
-      help: 'requests refused because the user name or client address is locked out (429 too_many_attempts)',
+      help: 'requests refused because the user name or client address is locked out (429 too_many_attempts), by endpoint (create, basic)',
       labelNames: ['endpoint'] as const,
       registers,
     }),
@@ -201,17 +232,35 @@ export function createMetrics(): Metrics {
     watch(next) {
       Object.assign(sources, next);
     },
+    known(names) {
+      for (const upstream of names.upstreams) {
+        for (const kind of UPSTREAM_ERROR_KINDS) metrics.upstreamErrors.inc({ upstream, kind }, 0);
+      }
+      for (const issuer of names.issuers) {
+        for (const result of ['ok', 'error']) metrics.providerKeyFetches.inc({ issuer, result }, 0);
+      }
+      for (const route of names.routes) {
+        metrics.rateLimited.inc({ route }, 0);
+        metrics.forbidden.inc({ route }, 0);
+      }
+    },
     collectProcessMetrics() {
       if (processMetrics) return;
       processMetrics = true;
-      collectDefaultMetrics({ register: registry, prefix: METRIC_PREFIX });
+      collectDefaultMetrics({ register: registry });
       // Gauges named like counters (`promtool check metrics` refuses them); each is the sum of the series
-      // of the same name without `_total`, labelled by type: sum(auth_gateway_nodejs_active_handles).
+      // of the same name without `_total`, labelled by type: sum(nodejs_active_handles).
       for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {
-        registry.removeSingleMetric(`${METRIC_PREFIX}${name}`);
+        registry.removeSingleMetric(name);
       }
     },
   };
+  // The closed sets start at 0: an alert on a flood or a lockout has a series before the first one.
+  for (const reason of FLOOD_REASONS) metrics.http2Floods.inc({ reason }, 0);
+  for (const endpoint of LOCKOUT_ENDPOINTS) metrics.lockouts.inc({ endpoint }, 0);
+  for (const operation of TOKEN_OPERATIONS) metrics.tokenOperations.inc({ operation, outcome: 'ok' }, 0);
+  for (const status of FORWARD_AUTH_STATUSES) metrics.forwardAuthAnswers.inc({ status }, 0);
+  return metrics;
 }
 
 async function answers(ping: () => Promise<void>): Promise<number> {

@@ -23,7 +23,7 @@ interface HistogramCell {
 export class TallyCounter {
   private readonly cells = new Map<string, CountCell>();
 
-  constructor(readonly name: string, readonly help: string, registry: Registry) {
+  constructor(readonly name: string, readonly help: string, readonly labelNames: readonly string[], registry: Registry) {
     registry.registerMetric(this as never);
   }
 
@@ -53,7 +53,7 @@ export class TallyCounter {
 export class TallyHistogram {
   private readonly cells = new Map<string, HistogramCell>();
 
-  constructor(readonly name: string, readonly help: string, private readonly upperBounds: readonly number[], registry: Registry) {
+  constructor(readonly name: string, readonly help: string, readonly labelNames: readonly string[], private readonly upperBounds: readonly number[], registry: Registry) {
     registry.registerMetric(this as never);
   }
 

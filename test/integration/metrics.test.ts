@@ -70,10 +70,14 @@ describe('the admin listener', () => {
     expect(await signedIn.text()).not.toContain('auth_gateway_');
   });
 
-  it('exports the default process metrics under the prefix', async () => {
+  it('exports the default process metrics under their standard names, the gateway\'s own under the prefix', async () => {
     const samples = await scrape();
-    expect(sampleValue(samples, 'auth_gateway_process_cpu_user_seconds_total')).toBeGreaterThan(0);
-    expect(sampleValue(samples, 'auth_gateway_nodejs_eventloop_lag_seconds')).toBeGreaterThanOrEqual(0);
+    expect(sampleValue(samples, 'process_cpu_seconds_total')).toBeGreaterThan(0);
+    expect(sampleValue(samples, 'process_cpu_user_seconds_total')).toBeGreaterThan(0);
+    expect(sampleValue(samples, 'process_resident_memory_bytes')).toBeGreaterThan(0);
+    expect(sampleValue(samples, 'nodejs_eventloop_lag_seconds')).toBeGreaterThanOrEqual(0);
+    expect(sampleValue(samples, 'nodejs_heap_size_used_bytes')).toBeGreaterThan(0);
+    expect(samples.filter((s) => /^auth_gateway_(process|nodejs)_/.test(s.name))).toEqual([]);
     expect(sampleValue(samples, 'auth_gateway_store_up')).toBe(1);
     expect(sampleValue(samples, 'auth_gateway_bcrypt_queue_depth')).toBe(0);
   });
@@ -154,7 +158,8 @@ describe('request series', () => {
     expect(sampleValue(samples, 'auth_gateway_rate_limited_total', { route: '/v1/limited' })).toBe(1);
     expect(sampleValue(samples, 'auth_gateway_upstream_errors_total', { upstream: 'gone', kind: 'refused' })).toBe(1);
     expect(sampleValue(samples, 'auth_gateway_upstream_errors_total', { upstream: 'slow', kind: 'timeout' })).toBe(1);
-    expect(sampleValue(samples, 'auth_gateway_upstream_errors_total', { upstream: 'up' })).toBeUndefined();
+    // Every configured upstream has its series from the start: an upstream's own 503 is its answer, not an error.
+    for (const kind of ['refused', 'reset', 'timeout']) expect(sampleValue(samples, 'auth_gateway_upstream_errors_total', { upstream: 'up', kind })).toBe(0);
     expect(sampleValue(samples, 'auth_gateway_requests_total', { route: '/v1/items', status_class: '5xx', auth: 'basic' })).toBe(1);
   });
 
@@ -179,7 +184,7 @@ describe('promtool', () => {
     expect(`${checked.stdout}${checked.stderr}`).toBe('');
     expect(checked.code).toBe(0);
     // What the three removed gauges said is the sum of these.
-    expect(text).toMatch(/^auth_gateway_nodejs_active_handles\{type="[A-Za-z]+"\} \d+$/m);
+    expect(text).toMatch(/^nodejs_active_handles\{type="[A-Za-z]+"\} \d+$/m);
   });
 });
 
