@@ -216,10 +216,10 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
     if (!clientCertificates) return;
     clientCertificates.useCrl(options.crl as Buffer | undefined);
     tunnels.recheckNow();
-  }) : () => {};
+  }, (failed) => metrics.tlsReloadFailing.set(failed ? 1 : 0)) : () => {};
   server.on('clientError', clientErrorResponder(log));
   handleExpectations(server as Server, handle);
-  metrics.watch({ openTunnels: () => tunnels.openByUpstream(), storePing: ping, bcryptPending: () => current.credentials.verifier.pendingVerifications, storeReplication: () => store.replication() });
+  metrics.watch({ upstreamQueued: () => current.forwarder.queued(), openTunnels: () => tunnels.openByUpstream(), storePing: ping, bcryptPending: () => current.credentials.verifier.pendingVerifications, storeReplication: () => store.replication() });
   const adminToken = config.admin === false ? undefined : config.admin.apiToken;
   const api = adminToken === undefined ? undefined : {
     on: true,

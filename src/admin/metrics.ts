@@ -1,6 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ReplicationStats } from '../tokens/store/types.js';
 import type { FloodReason } from '../http/http2.js';
+import type { ProblemCode } from '../core/problem.js';
 import { TallyCounter, TallyHistogram } from './tally.js';
 
 export const METRIC_PREFIX = 'auth_gateway_';
@@ -21,6 +22,8 @@ export interface MetricSources {
   storeReplication?: () => ReplicationStats | undefined;
   /** Open WebSocket tunnels per upstream (the upstreams with any open or opening). */
   openTunnels?: () => Iterable<[string, number]>;
+  /** Requests waiting for a connection to an upstream, per upstream (every configured one). */
+  upstreamQueued?: () => Iterable<[string, number]>;
 }
 
 /**
@@ -55,6 +58,10 @@ export interface Metrics {
   readonly pipeliningOverflows: Counter;
   /** HTTP/2 connections closed with GOAWAY for flooding, by reason (see src/http/http2.ts). */
   readonly http2Floods: Counter<'reason'>;
+  /** Answers the gateway wrote itself as a problem body, by code. */
+  readonly refusals: Counter<'code'>;
+  /** 1 while the last reload of the certificate, client CA or CRL files failed (the previous ones in use). */
+  readonly tlsReloadFailing: Gauge;
   /** Sets what the store, bcrypt and open-tunnels gauges read when scraped. */
   watch(sources: MetricSources): void;
   /**
@@ -88,6 +95,16 @@ const LOCKOUT_ENDPOINTS: readonly LockoutEndpoint[] = ['create', 'basic'];
 /** What the forward-auth endpoint answers: yes, not authenticated, not allowed, throttled, store or directory down. */
 const FORWARD_AUTH_STATUSES = ['200', '401', '403', '429', '503'];
 const REPLICATIONS = ['replicated', 'unreplicated', 'refused'];
+/** Every problem code (a record: a ProblemCode added is a compile error here until it is listed). */
+const PROBLEM_CODES = Object.keys({
+  invalid_request: true, request_timeout: true, expectation_failed: true, malformed_json: true, unsupported_media_type: true,
+  payload_too_large: true, method_not_allowed: true, not_found: true, invalid_path: true, uri_too_long: true,
+  headers_too_large: true, missing_credentials: true, invalid_credentials: true, invalid_token: true, token_expired: true,
+  invalid_refresh_token: true, forbidden: true, too_many_attempts: true, rate_limited: true, websocket_not_allowed: true,
+  cors_not_allowed: true, invalid_page_size: true, invalid_page: true, invalid_sort: true, store_unavailable: true,
+  identity_provider_unavailable: true, directory_unavailable: true, bad_gateway: true, gateway_timeout: true,
+  service_unavailable: true, internal_error: true,
+} satisfies Record<ProblemCode, true>);
 
 const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const STORE_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
@@ -154,6 +171,15 @@ export function createMetrics(): Metrics {
       const open = new Map(sources.openTunnels?.() ?? []);
       for (const upstream of open.keys()) tunnelUpstreams.add(upstream);
       for (const upstream of tunnelUpstreams) this.set({ upstream }, open.get(upstream) ?? 0);
+    },
+  });
+  new Gauge({
+    name: `${METRIC_PREFIX}upstream_queued`,
+    help: 'requests waiting for a connection to an upstream (all of its targets at maxConnections), by upstream',
+    labelNames: ['upstream'] as const,
+    registers,
+    collect() {
+      for (const [upstream, n] of sources.upstreamQueued?.() ?? []) this.set({ upstream }, n);
     },
   });
   new Gauge({
@@ -229,6 +255,17 @@ export function createMetrics(): Metrics {
       labelNames: ['reason'] as const,
       registers,
     }),
+    refusals: new Counter({
+      name: `${METRIC_PREFIX}refusals_total`,
+      help: 'answers the gateway wrote itself as a problem body (application/problem+json), by code',
+      labelNames: ['code'] as const,
+      registers,
+    }),
+    tlsReloadFailing: new Gauge({
+      name: `${METRIC_PREFIX}tls_reload_failing`,
+      help: '1 while the last reload of server.tls files (certificate, key, client CA, CRL) failed and the previous ones stay in use, else 0',
+      registers,
+    }),
     watch(next) {
       Object.assign(sources, next);
     },
@@ -260,6 +297,8 @@ export function createMetrics(): Metrics {
   for (const endpoint of LOCKOUT_ENDPOINTS) metrics.lockouts.inc({ endpoint }, 0);
   for (const operation of TOKEN_OPERATIONS) metrics.tokenOperations.inc({ operation, outcome: 'ok' }, 0);
   for (const status of FORWARD_AUTH_STATUSES) metrics.forwardAuthAnswers.inc({ status }, 0);
+  for (const code of PROBLEM_CODES) metrics.refusals.inc({ code }, 0);
+  metrics.tlsReloadFailing.set(0);
   return metrics;
 }
 

@@ -56,6 +56,7 @@ function routeLabel(ex: Exchange, path: string, routeOf: (path: string) => strin
 
 function countOutcome(metrics: Metrics, ex: Exchange, path: string, route: string, status: number): void {
   const code = ex.problem;
+  if (code !== undefined) metrics.refusals.inc({ code });
   const operation = ex.method === 'POST' ? TOKEN_OPERATIONS[path] : undefined;
   if (operation) metrics.tokenOperations.inc({ operation, outcome: status < 400 ? 'ok' : code ?? `http_${status}` });
   if (code === 'too_many_attempts') {

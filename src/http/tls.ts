@@ -106,17 +106,20 @@ export function certificateExpiry(cert: TlsOptions['cert']): string | undefined 
  * file or a swapped symlink, as certificate managers and mounted secrets do it, is seen too), and on a
  * change the pair is read and checked again; connections from then on get it. A broken pair is logged
  * and the one in use stays. The client CA and CRL files are watched alike; `reloaded` is called with the
- * options taken (the CRL for the connections already open). Returns a function that stops watching.
+ * options taken (the CRL for the connections already open), `failing` with whether a reload failed (the
+ * metric). Returns a function that stops watching.
  */
-export function watchCertificate(server: HttpsServer, tls: TlsConfig, log: Logger, reloaded: (options: TlsOptions) => void = () => {}): () => void {
+export function watchCertificate(server: HttpsServer, tls: TlsConfig, log: Logger, reloaded: (options: TlsOptions) => void = () => {}, failing: (failed: boolean) => void = () => {}): () => void {
   let settle: NodeJS.Timeout | undefined;
   const reload = () => {
     try {
       const options = readTlsOptions(tls);
       server.setSecureContext(options);
       reloaded(options);
+      failing(false);
       log.info('tls certificate reloaded', { certFile: tls.certFile, validTo: certificateExpiry(options.cert), clientCa: tls.clientCa, crlFile: tls.crlFile });
     } catch (err) {
+      failing(true);
       log.error('tls certificate not reloaded; keeping the one in use', { error: err instanceof ConfigError ? err.problems.join('; ') : String(err) });
     }
   };

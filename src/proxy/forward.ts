@@ -144,6 +144,11 @@ export class Forwarder {
     });
   }
 
+  /** Requests waiting for a connection, per upstream (the upstream_queued gauge). */
+  queued(): Array<[string, number]> {
+    return [...this.upstreams.values()].map((u) => [u.name, u.pool.queued()]);
+  }
+
   close(): void {
     if (this.closed) return;
     this.closed = true;

@@ -126,6 +126,15 @@ export class UpstreamPool {
   }
 
   /** The answer when pick() found no target with room: 503, retry shortly. */
+  /** Requests waiting for a connection (every target's agent at maxSockets), across the targets. */
+  queued(): number {
+    let n = 0;
+    for (const t of this.targets) {
+      for (const waiting of Object.values(t.agent.requests)) n += waiting?.length ?? 0;
+    }
+    return n;
+  }
+
   busy(): DomainError {
     const { maxConnections, maxQueued } = this.config;
     return new DomainError('upstream_busy', `the ${this.name} service has as many requests as it may take (${maxConnections + maxQueued} per target); retry shortly`, {

@@ -23,12 +23,14 @@ const gw = gatewayFixture({
       up: { url: f.echo.url },
       gone: { url: `http://127.0.0.1:${refusing}` },
       slow: { url: `http://127.0.0.1:${(silent.address() as { port: number }).port}`, timeoutMs: 200 },
+      narrow: { url: `http://127.0.0.1:${(silent.address() as { port: number }).port}`, maxConnections: 1, timeouts: { responseMs: 30_000 } },
     },
     routes: [
       { path: '/v1/items', upstream: 'up', paging: true },
       { path: '/v1/limited', upstream: 'up', rateLimit: { requests: 1, windowSeconds: 60 } },
       { path: '/v1/gone', upstream: 'gone' },
       { path: '/v1/slow', upstream: 'slow' },
+      { path: '/v1/narrow', upstream: 'narrow' },
     ],
   }),
   after: () => {
@@ -161,6 +163,29 @@ describe('request series', () => {
     // Every configured upstream has its series from the start: an upstream's own 503 is its answer, not an error.
     for (const kind of ['refused', 'reset', 'timeout']) expect(sampleValue(samples, 'auth_gateway_upstream_errors_total', { upstream: 'up', kind })).toBe(0);
     expect(sampleValue(samples, 'auth_gateway_requests_total', { route: '/v1/items', status_class: '5xx', auth: 'basic' })).toBe(1);
+  });
+
+  it('counts every problem answer by its code, each code from 0', async () => {
+    const before = await scrape();
+    expect(sampleValue(before, 'auth_gateway_refusals_total', { code: 'directory_unavailable' })).toBe(0);
+    const missing = sampleValue(before, 'auth_gateway_refusals_total', { code: 'missing_credentials' })!;
+    const res = await fetch(`${gw.base}/v1/items`);
+    expect(await res.json()).toMatchObject({ code: 'missing_credentials' });
+    expect(sampleValue(await scrape(), 'auth_gateway_refusals_total', { code: 'missing_credentials' })).toBe(missing + 1);
+  });
+
+  it('exports the requests waiting for a connection to an upstream', async () => {
+    expect(sampleValue(await scrape(), 'auth_gateway_upstream_queued', { upstream: 'narrow' })).toBe(0);
+    const aborts = [new AbortController(), new AbortController()];
+    const pending = aborts.map((a) => fetch(`${gw.base}/v1/narrow`, { headers: alice, signal: a.signal }).catch(() => undefined));
+    try {
+      // One request has the only connection; the other waits for it.
+      await expect.poll(async () => sampleValue(await scrape(), 'auth_gateway_upstream_queued', { upstream: 'narrow' }), { timeout: 5000 }).toBe(1);
+    } finally {
+      for (const a of aborts) a.abort();
+      await Promise.all(pending);
+    }
+    await expect.poll(async () => sampleValue(await scrape(), 'auth_gateway_upstream_queued', { upstream: 'narrow' }), { timeout: 5000 }).toBe(0);
   });
 
   it('exports the open-tunnels gauge from a scrape, with no series before any tunnel (test/integration/websocket.test.ts follows real ones)', async () => {

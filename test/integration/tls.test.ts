@@ -144,6 +144,8 @@ describe('HTTPS on the public port', () => {
     const renewed = pki.issue(certFile, keyFile);
     await expect.poll(async () => (await https('/healthz')).serial, { timeout: 5000, interval: 100 }).toBe(renewed);
     expect(gw.logs.some((l) => l.includes('"msg":"tls certificate reloaded"'))).toBe(true);
+    const failing = async () => (await gw.gateway.metrics.tlsReloadFailing.get()).values[0]?.value;
+    expect(await failing()).toBe(0);
 
     // A key that does not belong to the certificate: logged, and the renewed pair stays in force.
     const otherCert = join(pki.dir, 'other.pem');
@@ -152,6 +154,10 @@ describe('HTTPS on the public port', () => {
     const after = await https('/healthz');
     expect(after.status).toBe(200);
     expect(after.serial).toBe(renewed);
+    // The auth_gateway_tls_reload_failing gauge says so until a reload succeeds.
+    expect(await failing()).toBe(1);
+    pki.issue(certFile, keyFile);
+    await expect.poll(failing, { timeout: 5000, interval: 100 }).toBe(0);
   });
 });
 
