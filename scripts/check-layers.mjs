@@ -14,6 +14,7 @@ import { files, importsOf } from './imports.mjs';
 export const LAYERS = [
   { name: 'core', parts: ['core', 'clock.ts', 'log.ts'] },
   { name: 'configuration', parts: ['config'] },
+  { name: 'tracing', parts: ['tracing'] },
   { name: 'stores', parts: ['tokens/store', 'counters', 'stores'] },
   { name: 'identity sources and policies', parts: ['identity', 'credentials', 'paging', 'authz', 'tokens', 'auth', 'routes'] },
   { name: 'forwarding and HTTP features', parts: ['proxy', 'http', 'admin'] },

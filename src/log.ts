@@ -27,6 +27,23 @@ export function logPlain(log: Logger, level: PlainLevel, msg: string, fields: Pl
   else log[level](msg, fields);
 }
 
+/** The trace fields of the line being written: the active span's ids, while tracing is on. */
+export type TraceFields = () => { trace_id: string; span_id: string } | undefined;
+let traceFields: TraceFields | undefined;
+
+/**
+ * Lines logged from then on carry `trace_id` and `span_id` of the span active where they are logged
+ * (src/tracing sets it when tracing is on; off, no line looks for a span).
+ */
+export function useTraceFields(fields: TraceFields): void {
+  traceFields = fields;
+}
+
+/** pino's mixin: the trace fields, when tracing is on and a span is active. */
+function traceMixin(): object {
+  return traceFields?.() ?? {};
+}
+
 /** A field whose name says it holds a credential is never written, at any depth. */
 const SECRET_NAME = /authorization|password|passwd|secret|token|cookie|api[-_]?key|credential/i;
 export const REDACTED = '[redacted]';
@@ -54,6 +71,7 @@ export function createLogger(level: LogLevel, write?: (line: string, isError: bo
     base: undefined,
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label) => ({ level: label }), log: redact },
+    mixin: traceMixin,
   }, destination);
   return {
     debug: (msg, fields) => logger.debug(fields ?? {}, msg),

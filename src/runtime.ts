@@ -296,6 +296,7 @@ export function restartOnlyChanges(old: Config, next: Config): string[] {
   if (!same(old.store, next.store)) changed.push('store');
   if (!same(old.admin, next.admin)) changed.push('admin');
   if (old.log.level !== next.log.level) changed.push('log.level');
+  if (!same(old.tracing, next.tracing)) changed.push('tracing');
   if (old.server.workers !== next.server.workers) changed.push('server.workers');
   if ((old.apiKeys === undefined) !== (next.apiKeys === undefined)) changed.push('apiKeys (on or off)');
   if (old.users.store !== next.users.store) changed.push('users.store');

@@ -17,9 +17,11 @@ import { answerPlainHttp, keepClientCertificates, readTlsOptions, watchCertifica
 import { createHttp2Listener, entry } from './http/http2.js';
 import type { Http2SecureServer } from 'node:http2';
 import { ClientCertificates } from './auth/client-certificate.js';
-import { observe } from './http/observe.js';
+import { observe, type Observers } from './http/observe.js';
+import { tracingSettings } from './tracing/settings.js';
+import { packageVersion } from './tracing/version.js';
 import { answerError } from './http/errors.js';
-import { newExchange } from './core/exchange.js';
+import { newExchange, type ExchangeTracer } from './core/exchange.js';
 import type { OwnHandler } from './pipeline/own-endpoints.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { RequestLanes } from './http/pipelining.js';
@@ -48,6 +50,8 @@ export interface GatewayDeps {
   counters?: CounterStore;
   /** The registry to count in (tests read it); otherwise a new one per gateway. */
   metrics?: Metrics;
+  /** The environment the OTEL_* variables are read from (tests); otherwise process.env. */
+  env?: Record<string, string | undefined>;
 }
 
 export interface Gateway {
@@ -180,11 +184,15 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   let current = buildRuntime(config, shared);
   metrics.known(knownNames(config));
 
-  const serve = observe({
+  const observers: Observers = {
     count: requestCounter(metrics, (path) => current.routes.match(path)?.path),
     log,
     accessLog: () => current.config.log.access,
-  }, (ex) => current.handle(ex as GatewayState));
+    tracer: undefined,
+  };
+  const serve = observe(observers, (ex) => current.handle(ex as GatewayState));
+  // Tracing: the SDK is loaded only when it is on; listen() waits for it, so every request is traced.
+  const tracing = startTracing(config, deps.env ?? process.env, metrics, log, (tracer) => (observers.tracer = tracer));
   // The rest of the way is the runtime's, picked up once: a reload mid-request does not change it.
   const serveOne = (req: IncomingMessage, res: ServerResponse) => {
     // Koa's default until an answer sets its own (a request cut before any answer is logged as 499: see observe).
@@ -261,7 +269,10 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
       tunnels.recheckNow();
       return { restartNeeded: restartOnlyChanges(config, next) };
     },
-    listen: (port = config.server.port, host = config.server.host) => listen(server, port, host),
+    listen: async (port = config.server.port, host = config.server.host) => {
+      await tracing.ready;
+      return listen(server, port, host);
+    },
     listenAdmin: (port, host) => {
       if (!admin || adminConfig === false) return Promise.reject(new Error('the admin listener is off (admin: false)'));
       metrics.collectProcessMetrics();
@@ -279,6 +290,35 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
       if (ownsStore) await store.close();
       if (ownsCounters) await counters.close();
       await tables.close();
+      // The spans still queued are exported (within OTEL_BSP_EXPORT_TIMEOUT).
+      await tracing.shutdown();
+    },
+  };
+}
+
+/**
+ * Loads the tracing SDK when tracing is on (an endpoint in the environment or the configuration, and
+ * OTEL_SDK_DISABLED not true) and hands its tracer over; off, nothing is imported. A tracer that
+ * cannot load is logged and the gateway serves without it.
+ */
+function startTracing(
+  config: Config, env: Record<string, string | undefined>, metrics: Metrics, log: Logger, use: (tracer: ExchangeTracer) => void,
+): { ready: Promise<void>; shutdown: () => Promise<void> } {
+  const settings = tracingSettings(config.tracing, env);
+  if (settings === undefined) return { ready: Promise.resolve(), shutdown: () => Promise.resolve() };
+  const loaded = import('./tracing/sdk.js').then((sdk) => {
+    const tracer = sdk.createTracer(settings, packageVersion(), (reason, n) => metrics.tracingSpansDropped.inc({ reason }, n));
+    use(tracer);
+    log.info('tracing on', { endpoint: settings.url, protocol: settings.protocol, serviceName: settings.serviceName, sampler: settings.sampler, ratio: settings.ratio });
+    return tracer;
+  }, (err: unknown) => {
+    log.error('tracing not started: the OpenTelemetry SDK did not load', { error: err instanceof Error ? err.message : String(err) });
+    return undefined;
+  });
+  return {
+    ready: loaded.then(() => {}),
+    shutdown: async () => {
+      await (await loaded)?.shutdown().catch(() => {});
     },
   };
 }

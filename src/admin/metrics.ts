@@ -58,6 +58,8 @@ export interface Metrics {
   readonly pipeliningOverflows: Counter;
   /** HTTP/2 connections closed with GOAWAY for flooding, by reason (see src/http/http2.ts). */
   readonly http2Floods: Counter<'reason'>;
+  /** Spans not exported, with tracing on: the queue was full, or their export failed. */
+  readonly tracingSpansDropped: Counter<'reason'>;
   /** Answers the gateway wrote itself as a problem body, by code. */
   readonly refusals: Counter<'code'>;
   /** 1 while the last reload of the certificate, client CA or CRL files failed (the previous ones in use). */
@@ -261,6 +263,12 @@ export function createMetrics(): Metrics {
       labelNames: ['code'] as const,
       registers,
     }),
+    tracingSpansDropped: new Counter({
+      name: `${METRIC_PREFIX}tracing_spans_dropped_total`,
+      help: 'spans not exported (tracing on), by reason: queue_full (more than OTEL_BSP_MAX_QUEUE_SIZE waiting) or export_failed (the collector refused or did not answer in time)',
+      labelNames: ['reason'] as const,
+      registers,
+    }),
     tlsReloadFailing: new Gauge({
       name: `${METRIC_PREFIX}tls_reload_failing`,
       help: '1 while the last reload of server.tls files (certificate, key, client CA, CRL) failed and the previous ones stay in use, else 0',
@@ -299,6 +307,7 @@ export function createMetrics(): Metrics {
   for (const status of FORWARD_AUTH_STATUSES) metrics.forwardAuthAnswers.inc({ status }, 0);
   for (const code of PROBLEM_CODES) metrics.refusals.inc({ code }, 0);
   metrics.tlsReloadFailing.set(0);
+  for (const reason of ['queue_full', 'export_failed']) metrics.tracingSpansDropped.inc({ reason }, 0);
   return metrics;
 }
 

@@ -1,4 +1,5 @@
 import type { Metrics } from './metrics.js';
+import { innerSpanStart } from '../tracing/inner.js';
 
 /** Methods that are not store commands (answered at once from memory, or the end of the store): called untimed. */
 const UNTIMED = new Set(['isLiveNow', 'close']);
@@ -23,15 +24,21 @@ export function instrumentStore<S extends object>(store: S, metrics: Metrics): S
     // The labelled children, looked up once: a call costs two clock reads and one observe.
     const ok = metrics.storeCommandDuration.labels({ command: name, result: 'ok' });
     const failed = metrics.storeCommandDuration.labels({ command: name, result: 'error' });
+    const spanName = `store.${name}`;
+    const attributes = { 'db.operation.name': name };
     instrumented[name] = function timedCall(...args: unknown[]): unknown {
       const started = performance.now();
       const out: unknown = method.apply(store, args);
       if (out instanceof Promise) {
+        // With tracing on, a call the request waits for is a span of its trace (`store.<command>`).
+        const span = innerSpanStart(spanName, attributes);
         return out.then((v: unknown) => {
           ok.observe((performance.now() - started) / 1000);
+          span?.();
           return v;
         }, (err: unknown) => {
           failed.observe((performance.now() - started) / 1000);
+          span?.(err);
           throw err;
         });
       }

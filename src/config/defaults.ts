@@ -225,6 +225,14 @@ export const SETTINGS = {
   'log.level': { type: '`debug`, `info`, `warn`, `error` or `silent`', default: 'info', values: ['debug', 'info', 'warn', 'error', 'silent'], meaning: 'The least severe level written.' },
   'log.access': { type: 'boolean', default: true, meaning: 'One access line per request after its response.' },
 
+  // tracing
+  'tracing': { type: 'mapping', defaultText: 'none (off, unless an `OTEL_EXPORTER_OTLP_*ENDPOINT` variable is set)', meaning: 'OpenTelemetry traces exported over OTLP/HTTP: a SERVER span per request, a CLIENT span per upstream call, W3C Trace Context in and out. The standard `OTEL_*` variables win over these keys; `OTEL_SDK_DISABLED=true` turns tracing off whatever is set (docs/operating.md#traces). Changing it needs a restart.' },
+  'tracing.endpoint': { type: 'url', defaultText: 'none (tracing off)', meaning: 'The OTLP/HTTP collector\'s base URL (`http://collector:4318`); spans go to `<endpoint>/v1/traces`. `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (the full URL) or `OTEL_EXPORTER_OTLP_ENDPOINT` win.' },
+  'tracing.protocol': { type: '`http/protobuf` or `http/json`', default: 'http/protobuf', values: ['http/protobuf', 'http/json'], meaning: 'The OTLP encoding (`OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`, `OTEL_EXPORTER_OTLP_PROTOCOL` win).' },
+  'tracing.serviceName': { type: 'string', default: 'auth-gateway', meaning: 'The `service.name` of the spans (`OTEL_SERVICE_NAME` wins).' },
+  'tracing.sampleRatio': { type: 'number, 0 to 1', default: 1, meaning: 'The share of new traces recorded; a request\'s trace that the caller sampled (or not) is followed (parent-based). `OTEL_TRACES_SAMPLER`/`OTEL_TRACES_SAMPLER_ARG` win.' },
+  'tracing.headers': { type: 'mapping of strings', defaultText: 'none', meaning: 'Headers sent with every export (`authorization: Bearer ${COLLECTOR_TOKEN}`); `OTEL_EXPORTER_OTLP_HEADERS` wins per header.' },
+
   // admin
   'admin': { type: 'mapping or `false`', defaultText: '`{ host: 127.0.0.1, port: 9091 }`', meaning: 'The admin listener (plain HTTP, no authentication): `/metrics`, `/healthz`, `/readyz`; `false`: none.' },
   'admin.host': { type: 'string', default: '127.0.0.1', meaning: 'Its address; keep it on loopback or a private interface.' },

@@ -20,6 +20,8 @@ export interface Config {
   upstreams: Record<string, UpstreamConfig>;
   routes: RouteConfig[];
   log: LogConfig;
+  /** OpenTelemetry traces; undefined: no `tracing` section (the environment may still turn tracing on). */
+  tracing: TracingConfig | undefined;
   /** The admin listener (/metrics, /healthz, /readyz); false: none. */
   admin: AdminConfig | false;
   /** The forward-auth endpoint (nginx auth_request, Caddy forward_auth, Traefik ForwardAuth); undefined: none. */
@@ -87,6 +89,14 @@ export type AdminConfig = Scalars<'admin'>;
 export type Http2Config = Scalars<'server.http2'>;
 
 export type LogConfig = Scalars<'log'>;
+
+/** OpenTelemetry traces (the section as written; the OTEL_* variables are applied by src/tracing/settings.ts). */
+export type TracingConfig = Scalars<'tracing'> & {
+  /** The collector's base URL; undefined: none (the environment may still name one). */
+  endpoint: string | undefined;
+  sampleRatio: number;
+  headers: Record<string, string>;
+};
 
 /** HTTPS on the public port (absolute file paths); the files are re-read when they change. */
 export type TlsConfig = Scalars<'server.tls'>;

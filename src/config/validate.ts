@@ -11,7 +11,8 @@ import { readLogin } from './login.js';
 import { childrenOf, numberDefault, setting, SETTINGS, type Setting, type SettingKey } from './defaults.js';
 import { ConfigError } from './errors.js';
 import type {
-  AdminConfig, Config, CorsPolicy, LockoutConfig, PagingRules, RateLimitRule, RedisTopology, RouteConfig, ServerConfig,
+  AdminConfig,
+  TracingConfig, Config, CorsPolicy, LockoutConfig, PagingRules, RateLimitRule, RedisTopology, RouteConfig, ServerConfig,
   SigningKeyConfig, StoreConfig, Timeouts, TlsConfig, TokensConfig, UpstreamConfig, UsersConfig, VerificationKeyConfig,
 } from './types.js';
 import type { KeyLocator } from './yaml-lines.js';
@@ -52,6 +53,7 @@ export function checkConfig(raw: unknown, file: string, baseDir: string, locate?
   const storeGroups = users.store || (root.apiKeys !== undefined && root.apiKeys !== null && root.apiKeys !== false) ? 'the store' : undefined;
   const routes = readRoutes(c, root.routes, upstreams, users.groups ?? storeGroups ?? users.ldap?.groupsBase ?? groupsClaimOf(root.identity) ?? server.tls?.clientCa);
   const log = readLog(c, c.obj('log', root.log));
+  const tracing = readTracing(c, root.tracing);
   const admin = readAdmin(c, root.admin);
   const forwardAuth = readForwardAuth(c, root.forwardAuth);
   const identity = readIdentity(c, root.identity, at);
@@ -62,7 +64,7 @@ export function checkConfig(raw: unknown, file: string, baseDir: string, locate?
   checkRouteOverlaps(c, routes, forwardAuth, identity);
   checkUnguardedParents(c, routes);
   const login = readLogin(c, root.login, identity, routes, forwardAuth);
-  const config: Config = { file, server, store, users, tokens, lockout, rateLimit, upstreams, routes, log, admin, forwardAuth, identity, apiKeys, login };
+  const config: Config = { file, server, store, users, tokens, lockout, rateLimit, upstreams, routes, log, tracing, admin, forwardAuth, identity, apiKeys, login };
   return { config, problems: c.problems, warnings: c.warnings };
 }
 
@@ -378,6 +380,28 @@ function isOrigin(value: string): boolean {
 function readLog(c: Checker, l: Record<string, unknown>): Config['log'] {
   c.unknownKeys('log', l, childrenOf('log'));
   return readScalars(c, 'log', l);
+}
+
+/** `tracing`: absent or null for none (the OTEL_* variables may still turn tracing on). */
+function readTracing(c: Checker, raw: unknown): TracingConfig | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  const t = c.obj('tracing', raw);
+  c.unknownKeys('tracing', t, childrenOf('tracing'));
+  const plain = readScalars(c, 'tracing', t);
+  const endpoint = t.endpoint === undefined || t.endpoint === null ? undefined : c.url('tracing.endpoint', t.endpoint, ['http:', 'https:']);
+  let sampleRatio = numberDefault('tracing.sampleRatio');
+  if (t.sampleRatio !== undefined && t.sampleRatio !== null) {
+    const n = typeof t.sampleRatio === 'number' ? t.sampleRatio : Number.NaN;
+    if (!(n >= 0 && n <= 1)) c.problem('tracing.sampleRatio', 'must be a number from 0 to 1');
+    else sampleRatio = n;
+  }
+  const headers: Record<string, string> = {};
+  const h = c.obj('tracing.headers', t.headers);
+  for (const [name, value] of Object.entries(h)) {
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) c.problem(`tracing.headers.${name}`, 'is not a header name');
+    else headers[name.toLowerCase()] = c.str(`tracing.headers.${name}`, value);
+  }
+  return { ...plain, endpoint, sampleRatio, headers };
 }
 
 /** `server.tls`: absent, null or false for plain HTTP. */

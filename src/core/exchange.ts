@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ClientRequest, IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { parse as legacyParse } from 'node:url';
 import type { Principal } from './principal.js';
 import { newRequestId } from './request-id.js';
@@ -18,6 +18,35 @@ export type Cut = 'client_closed' | 'upstream_closed' | 'response_idle';
 export interface RouteRef {
   readonly path: string;
   readonly upstream: string | undefined;
+}
+
+/**
+ * The exchange's trace (src/tracing), when tracing is on: its SERVER span, started when the request
+ * arrives and ended with the exchange. Off, an exchange has none (no span object, no context).
+ */
+export interface ExchangeTrace {
+  /** The trace and span ids as hex (the log lines carry them). */
+  readonly traceId: string;
+  readonly spanId: string;
+  /** Runs `fn` in the span's context: spans of inner work started within it are children of the span. */
+  within<T>(fn: () => T): T;
+  /**
+   * Starts the CLIENT span of one attempt at an upstream (`origin`: `scheme://host:port`) and writes its
+   * `traceparent` (and the other propagators' headers) into `headers`, the object the request is sent with.
+   */
+  upstreamCall(headers: IncomingHttpHeaders, method: string, origin: string, path: string): UpstreamCall;
+  /** Ends the SERVER span with what the exchange ended as (status, route, principal, problem code). */
+  end(ex: Exchange): void;
+}
+
+/** The CLIENT span of one upstream attempt: it follows the request to its answer or failure, then ends. */
+export interface UpstreamCall {
+  follow(request: ClientRequest): void;
+}
+
+/** Starts an exchange's trace (a request's `traceparent` continued, else a new trace). */
+export interface ExchangeTracer {
+  start(ex: Exchange): ExchangeTrace;
 }
 
 const WELL_FORMED_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -93,6 +122,8 @@ export class Exchange<R extends RouteRef = RouteRef> {
   cut: Cut | undefined = undefined;
   /** Answered by one of the gateway's own endpoints (Koa), which may still be writing when its handler returns. */
   own = false;
+  /** Its trace, when tracing is on (see ExchangeTrace); undefined: off. */
+  trace: ExchangeTrace | undefined = undefined;
   private ip: string | undefined = undefined;
   /**
    * The socket's peer, read when the request arrives: an HTTP/2 request's socket is a view of its

@@ -1,4 +1,5 @@
 import bcrypt from 'bcrypt';
+import { traced } from '../tracing/inner.js';
 
 /**
  * The one door to bcrypt (the native `bcrypt` package: prebuilt binaries, work on the libuv thread
@@ -7,7 +8,7 @@ import bcrypt from 'bcrypt';
 
 /** Checks a password against a `$2a$`/`$2b$`/`$2y$` hash off the event loop. */
 export function verify(password: string, hash: string): Promise<boolean> {
-  return bcrypt.compare(password, canonicalPrefix(hash));
+  return traced('bcrypt.compare', {}, () => bcrypt.compare(password, canonicalPrefix(hash)));
 }
 
 export function hash(password: string, options: { cost: number }): Promise<string> {

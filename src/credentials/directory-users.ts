@@ -8,6 +8,7 @@ import { UNSAFE_NAME } from './htpasswd.js';
 import type { PasswordSource } from './password-check.js';
 import { DEFAULT_MAX_PENDING } from './password-verifier.js';
 import { VerifiedPasswords } from './verified-passwords.js';
+import { traced } from '../tracing/inner.js';
 
 /** A directory password may be longer than bcrypt's 72 bytes, not without end. */
 export const MAX_DIRECTORY_PASSWORD_BYTES = 1024;
@@ -119,7 +120,7 @@ export class DirectoryUsers implements PasswordSource {
   private async bind(user: string, password: string): Promise<boolean> {
     let entry: DirectoryEntry | undefined;
     try {
-      entry = await this.directory.authenticate(user, password);
+      entry = await traced('ldap.bind', { 'auth_gateway.ldap.user': user }, () => this.directory.authenticate(user, password));
       this.up();
     } catch (err) {
       if (!(err instanceof DirectoryUnavailable)) throw err;

@@ -42,6 +42,10 @@ export function accessLine(log: Logger): (ex: Exchange) => void {
         // HTTP/1: what the connection carried for the answer, head included; HTTP/2: the stream's body.
         bytes: ex.req.httpVersionMajor >= 2 ? streamBodyBytes(res) : ex.bytesBefore < 0 ? undefined : ex.req.socket.bytesWritten - ex.bytesBefore,
         ms: performance.now() - ex.started,
+        protocol: ex.req.httpVersionMajor >= 2 ? 'h2' : 'h1',
+        // The request's trace, with tracing on: the SERVER span's ids.
+        trace_id: ex.trace?.traceId,
+        span_id: ex.trace?.spanId,
       };
       logPlain(log, PROBES.has(line.path) ? 'debug' : 'info', 'request', line);
     };

@@ -1,4 +1,4 @@
-import type { Exchange } from '../core/exchange.js';
+import type { Exchange, ExchangeTracer } from '../core/exchange.js';
 import type { Logger } from '../log.js';
 import { accessLine } from './access-log.js';
 import { answerError } from './errors.js';
@@ -16,12 +16,15 @@ export interface Observers {
   log: Logger;
   /** Whether the access log is on (it can change with a reload). */
   accessLog(): boolean;
+  /** Starts each request's trace, once tracing is on and loaded; undefined: off (no span, no context, no cost). */
+  tracer?: ExchangeTracer | undefined;
 }
 
 /**
  * The frame of every request: `handle` (the runtime: request form, then an own endpoint or the
- * pipeline) runs on the request's exchange; anything it throws is answered as a problem body; once it
- * is done, the request is counted in the metrics and gets its access line. A handle that finished
+ * pipeline) runs on the request's exchange (in its trace's context, with tracing on); anything it throws
+ * is answered as a problem body; once it is done, the request is counted in the metrics, its trace's
+ * span ends, and it gets its access line. A handle that finished
  * without waiting is finished here at once, without a promise.
  */
 export function observe(observers: Observers, handle: (ex: Exchange) => void | Promise<void>): (ex: Exchange) => void {
@@ -33,14 +36,21 @@ export function observe(observers: Observers, handle: (ex: Exchange) => void | P
       ex.cut ??= 'client_closed';
     }
     observers.count(ex);
+    ex.trace?.end(ex);
     if (observers.accessLog()) line(ex);
   };
   return function serveRequest(ex) {
     // An HTTP/2 stream shares its connection's byte count with the others: its response counts its own body.
     if (observers.accessLog() && ex.req.httpVersionMajor < 2) ex.bytesBefore = ex.req.socket.bytesWritten;
     let pending: void | Promise<void> = undefined;
+    const tracer = observers.tracer;
     try {
-      pending = handle(ex);
+      if (tracer === undefined) {
+        pending = handle(ex);
+      } else {
+        const trace = (ex.trace = tracer.start(ex));
+        pending = trace.within(() => handle(ex));
+      }
     } catch (err) {
       answerError(ex, err, log);
     }

@@ -4,6 +4,7 @@ import { isLoopback } from '../config/issuers.js';
 import type { IssuerAlg, IssuerConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
 import { fetchFailure, getJson, providerCa } from './provider-fetch.js';
+import { traced } from '../tracing/inner.js';
 
 /** A provider's public key as the verifier uses it: the algorithms it may verify (pinned by its `alg` when it names one). */
 export interface ProviderKey {
@@ -113,7 +114,7 @@ export class IssuerKeys {
   refresh(): Promise<void> {
     if (this.inflight) return this.inflight;
     this.lastAttempt = this.clock.now();
-    const run = this.fetchKeys().then(({ keys, maxAge }) => {
+    const run = traced('jwks.fetch', { 'auth_gateway.issuer': this.name }, () => this.fetchKeys()).then(({ keys, maxAge }) => {
       this.keys = keys;
       this.generation++;
       this.fetchedAt = this.clock.now();

@@ -4,7 +4,7 @@ import type { TLSSocket } from 'node:tls';
 import type { Timeouts, UpstreamConfig } from '../config/types.js';
 import { HttpProblem, type ProblemCode } from '../core/problem.js';
 import { writeProblem } from '../core/problem-writer.js';
-import type { Cut } from '../core/exchange.js';
+import type { Cut, ExchangeTrace } from '../core/exchange.js';
 import type { Logger } from '../log.js';
 import { endToEndHeaders } from '../core/headers.js';
 import { rewriteLocation, type LocationMap } from './location.js';
@@ -35,6 +35,8 @@ export interface ForwardOutcome {
   problem: string | undefined;
   /** Why the response was cut after it began (it was logged as started, never as complete). */
   cut: Cut | undefined;
+  /** The exchange's trace when tracing is on: each attempt gets a CLIENT span and its traceparent. */
+  readonly trace?: ExchangeTrace;
 }
 
 /**
@@ -172,7 +174,10 @@ export class Forwarder {
     const to = target.request;
     const headers = req.headers;
     if (!exchange.upstream.preserveHost) headers.host = to.host;
+    // Tracing (src/tracing): a CLIENT span per attempt, whose traceparent the upstream receives.
+    const call = exchange.outcome.trace?.upstreamCall(headers, req.method!, target.origin, target.basePath + req.url);
     const proxyReq = to.send({ hostname: to.hostname, port: to.port, agent: target.agent, method: req.method, path: target.basePath + req.url, headers });
+    call?.follow(proxyReq);
     // Known at once, not only once it has a connection: a client that leaves while it waits for one
     // (every connection of the target in use) withdraws it.
     exchange.proxyReq = proxyReq;

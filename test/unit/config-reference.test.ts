@@ -36,6 +36,7 @@ describe('validation takes its defaults and known keys from the table', () => {
   const issuer = withIdentity.config.identity.issuers[0];
   const withLdap = checkConfig({ ...minimal, users: { ldap: { url: 'ldap://127.0.0.1', userDn: 'uid={user},dc=x' } } }, '', '/tmp');
   const withKeys = checkConfig({ ...minimal, apiKeys: {} }, '', '/tmp');
+  const withTracing = checkConfig({ ...minimal, tracing: { endpoint: 'http://collector:4318' } }, '', '/tmp');
   const withLogin = checkConfig({ ...minimal, identity: { issuers: [{ name: 'corp', issuer: 'https://idp.example.com', audiences: ['gw'] }] }, login: { issuer: 'corp', clientId: 'gw' } }, '', '/tmp');
   const login = withLogin.config.login;
   const redis = withRedis.config.store.kind === 'redis' ? withRedis.config.store : undefined;
@@ -92,11 +93,13 @@ describe('validation takes its defaults and known keys from the table', () => {
     'routes[].cors.exposedHeaders': config.routes[0]!.cors?.exposedHeaders, 'routes[].cors.credentials': config.routes[0]!.cors?.credentials,
     'routes[].cors.maxAge': config.routes[0]!.cors?.maxAgeSeconds,
     'log.level': config.log.level, 'log.access': config.log.access,
+    'tracing.protocol': withTracing.config.tracing?.protocol, 'tracing.serviceName': withTracing.config.tracing?.serviceName,
+    'tracing.sampleRatio': withTracing.config.tracing?.sampleRatio,
     'admin.host': config.admin ? config.admin.host : undefined, 'admin.port': config.admin ? config.admin.port : undefined,
   };
 
   it.each(Object.entries(read))('%s is the table\'s default', (key, value) => {
-    expect([...problems, ...withRedis.problems, ...withIdentity.problems, ...withLdap.problems, ...withLogin.problems]).toEqual([]);
+    expect([...problems, ...withRedis.problems, ...withIdentity.problems, ...withLdap.problems, ...withLogin.problems, ...withTracing.problems]).toEqual([]);
     expect(value).toEqual((SETTINGS as Record<string, Setting>)[key]!.default);
   });
 

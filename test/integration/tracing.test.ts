@@ -1,0 +1,192 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { basic, echoUpstream, htpasswd, startGateway, testConfig, type EchoUpstream, type RunningGateway } from '../support/fixtures.js';
+import { createLogger } from '../../src/log.js';
+import { closedPort } from '../support/process.js';
+import { SPAN_KIND, startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.js';
+
+const hex = (bytes: number) => randomBytes(bytes).toString('hex');
+const alice = { authorization: basic('alice', 'alice-pw'), 'user-agent': 'tracing-test/1.0' };
+
+let receiver: OtlpReceiver;
+let users: ReturnType<typeof htpasswd>;
+let echo: EchoUpstream;
+let refusing: number;
+beforeAll(async () => {
+  receiver = await startOtlpReceiver();
+  users = htpasswd({ alice: 'alice-pw' });
+  echo = await echoUpstream();
+  refusing = await closedPort();
+});
+afterAll(async () => {
+  await echo?.close();
+  await receiver?.close();
+  users?.remove();
+});
+
+interface Started {
+  gw: RunningGateway;
+  logs: string[];
+}
+
+/** A gateway with the echo upstream at /v1/items, a refusing one at /v1/gone, the environment and `tracing` given. */
+async function gatewayWith(env: Record<string, string>, tracing?: Record<string, unknown>): Promise<Started> {
+  const logs: string[] = [];
+  const config = testConfig(users.file, {
+    upstreams: { up: { url: echo.url }, gone: { url: `http://127.0.0.1:${refusing}` } },
+    routes: [{ path: '/v1/items', upstream: 'up' }, { path: '/v1/gone', upstream: 'gone' }],
+    log: { level: 'info', access: true },
+    ...(tracing ? { tracing } : {}),
+  });
+  const gw = await startGateway(config, { env, log: createLogger('info', (line) => logs.push(line)) });
+  return { gw, logs };
+}
+
+/** The spans of one trace once `count` of them arrived (exports are batched: OTEL_BSP_SCHEDULE_DELAY). */
+async function spansOf(traceId: string, count: number): Promise<ReceivedSpan[]> {
+  await expect.poll(() => receiver.spans.filter((s) => s.traceId === traceId).length, { timeout: 10_000, interval: 50 }).toBeGreaterThanOrEqual(count);
+  return receiver.spans.filter((s) => s.traceId === traceId);
+}
+
+/** The upstream's last request with this path. */
+const receivedAt = (path: string) => echo.received.filter((r) => r.url === path).at(-1)!;
+const parseTraceparent = (value: unknown) => {
+  const m = /^00-([0-9a-f]{32})-([0-9a-f]{16})-0([01])$/.exec(String(value));
+  if (!m) throw new Error(`not a traceparent: ${String(value)}`);
+  return { traceId: m[1]!, parentId: m[2]!, sampled: m[3] === '1' };
+};
+const logLines = (logs: string[]) => logs.map((l) => JSON.parse(l) as Record<string, unknown>);
+
+describe.each([
+  { protocol: 'http/json', contentType: 'application/json', how: 'the OTEL_* environment' },
+  { protocol: 'http/protobuf', contentType: 'application/x-protobuf', how: 'the tracing section' },
+])('traces exported over OTLP $protocol (set by $how) to a real receiver', ({ protocol, contentType, how }) => {
+  let started: Started;
+  beforeAll(async () => {
+    const fast = { OTEL_BSP_SCHEDULE_DELAY: '50' };
+    started = how === 'the tracing section'
+      ? await gatewayWith(fast, { endpoint: receiver.url, protocol, serviceName: 'gw-proto', headers: { 'x-collector-token': 'abc' } })
+      : await gatewayWith({ ...fast, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: protocol, OTEL_SERVICE_NAME: 'gw-json', OTEL_EXPORTER_OTLP_HEADERS: 'x-collector-token=abc' },
+        // The environment wins over the section.
+        { endpoint: 'http://127.0.0.1:1', protocol: 'http/protobuf', serviceName: 'not-this' });
+  });
+  afterAll(() => started?.gw.close());
+
+  it('continues the trace a request carries: the server span\'s parent is the caller\'s, the upstream\'s traceparent names the client span', async () => {
+    const traceId = hex(16);
+    const callerSpan = hex(8);
+    const path = `/v1/items?n=${traceId}`;
+    const res = await fetch(`${started.gw.base}${path}`, { headers: { ...alice, traceparent: `00-${traceId}-${callerSpan}-01`, tracestate: 'vendor=opaque' } });
+    expect(res.status).toBe(200);
+    const upstream = receivedAt(path);
+    const sent = parseTraceparent(upstream.headers.traceparent);
+    expect(sent.traceId).toBe(traceId);
+    expect(sent.sampled).toBe(true);
+    expect(upstream.headers.tracestate).toBe('vendor=opaque');
+
+    // The first Basic request of alice checks her password with bcrypt: a span of its own.
+    const spans = await spansOf(traceId, 3);
+    const server = spans.find((s) => s.kind === SPAN_KIND.SERVER)!;
+    const client = spans.find((s) => s.kind === SPAN_KIND.CLIENT)!;
+    expect(spans.find((s) => s.name === 'bcrypt.compare')).toMatchObject({ kind: SPAN_KIND.INTERNAL, parentSpanId: server.spanId });
+    expect(server.parentSpanId).toBe(callerSpan);
+    expect(client.parentSpanId).toBe(server.spanId);
+    expect(sent.parentId).toBe(client.spanId);
+    expect(server.contentType).toContain(contentType);
+    expect(server.resource['service.name']).toBe(how === 'the tracing section' ? 'gw-proto' : 'gw-json');
+    expect(receiver.requests.at(-1)!.headers['x-collector-token']).toBe('abc');
+    expect(server.name).toBe('GET /v1/items');
+    expect(server.attributes).toMatchObject({
+      'http.request.method': 'GET',
+      'url.path': '/v1/items',
+      'http.route': '/v1/items',
+      'http.response.status_code': 200,
+      'server.address': '127.0.0.1',
+      'client.address': '127.0.0.1',
+      'network.protocol.version': '1.1',
+      'user_agent.original': 'tracing-test/1.0',
+      'enduser.id': 'alice',
+      'auth_gateway.via': 'basic',
+    });
+    expect(client.attributes).toMatchObject({ 'http.request.method': 'GET', 'http.response.status_code': 200, 'server.address': '127.0.0.1' });
+    // Never the query string (its values can be tokens).
+    expect(JSON.stringify(spans)).not.toContain('?n=');
+  });
+
+  it('starts a trace for a request without one, and the upstream receives a traceparent of it', async () => {
+    const path = `/v1/items?n=${hex(4)}`;
+    expect((await fetch(`${started.gw.base}${path}`, { headers: alice })).status).toBe(200);
+    const sent = parseTraceparent(receivedAt(path).headers.traceparent);
+    const spans = await spansOf(sent.traceId, 2);
+    const server = spans.find((s) => s.kind === SPAN_KIND.SERVER)!;
+    expect(server.parentSpanId).toBe('');
+    expect(spans.find((s) => s.kind === SPAN_KIND.CLIENT)!.spanId).toBe(sent.parentId);
+  });
+
+  it('gives the store calls a request waits for spans of its trace', async () => {
+    const traceId = hex(16);
+    const res = await fetch(`${started.gw.base}/v1/tokens/create`, {
+      method: 'POST', body: JSON.stringify({ appKey: 'alice', appSecret: 'alice-pw' }),
+      headers: { 'content-type': 'application/json', traceparent: `00-${traceId}-${hex(8)}-01` },
+    });
+    expect(res.status).toBe(200);
+    await expect.poll(() => receiver.spans.filter((s) => s.traceId === traceId && s.name.startsWith('store.')).length, { timeout: 10_000 }).toBeGreaterThan(0);
+    const spans = await spansOf(traceId, 2);
+    const server = spans.find((s) => s.kind === SPAN_KIND.SERVER)!;
+    expect(server.attributes).toMatchObject({ 'url.path': '/v1/tokens/create', 'http.response.status_code': 200, 'enduser.id': 'alice' });
+    for (const store of spans.filter((s) => s.name.startsWith('store.'))) expect(store.parentSpanId).toBe(server.spanId);
+  });
+
+  it('says on a refused request\'s span why it was refused (its problem code), and the log lines carry its trace', async () => {
+    const traceId = hex(16);
+    const res = await fetch(`${started.gw.base}/v1/items`, { headers: { traceparent: `00-${traceId}-${hex(8)}-01` } });
+    expect(res.status).toBe(401);
+    expect(await res.json()).toMatchObject({ code: 'missing_credentials' });
+    const [server] = await spansOf(traceId, 1);
+    expect(server!.kind).toBe(SPAN_KIND.SERVER);
+    expect(server!.attributes).toMatchObject({ 'http.response.status_code': 401, 'auth_gateway.code': 'missing_credentials', 'url.path': '/v1/items' });
+    const access = logLines(started.logs).find((l) => l.msg === 'request' && l.trace_id === traceId);
+    expect(access).toMatchObject({ status: 401, code: 'missing_credentials', trace_id: traceId, span_id: server!.spanId, protocol: 'h1' });
+  });
+
+  it('marks an upstream failure as an error on both spans, and the warning logged for it carries the trace', async () => {
+    const traceId = hex(16);
+    const res = await fetch(`${started.gw.base}/v1/gone`, { headers: { ...alice, traceparent: `00-${traceId}-${hex(8)}-01` } });
+    expect(res.status).toBe(502);
+    const spans = await spansOf(traceId, 2);
+    const server = spans.find((s) => s.kind === SPAN_KIND.SERVER)!;
+    expect(server.attributes).toMatchObject({ 'http.response.status_code': 502, 'auth_gateway.code': 'bad_gateway', 'error.type': 'bad_gateway' });
+    expect(server.statusCode).toBe(2);
+    expect(spans.find((s) => s.kind === SPAN_KIND.CLIENT)!.attributes['error.type']).toBe('ECONNREFUSED');
+    await expect.poll(() => logLines(started.logs).find((l) => l.msg === 'upstream failed' && l.trace_id === traceId)).toBeDefined();
+  });
+});
+
+describe('tracing off', () => {
+  for (const [what, env, tracing] of [
+    ['without an endpoint', {}, undefined],
+    ['with OTEL_SDK_DISABLED=true, whatever else is set', { OTEL_SDK_DISABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: 'placeholder' }, { endpoint: 'placeholder' }],
+  ] as const) {
+    it(`${what}: nothing is exported, and the caller's traceparent and tracestate reach the upstream unchanged`, async () => {
+      const endpoint = { ...env } as Record<string, string>;
+      if (endpoint.OTEL_EXPORTER_OTLP_ENDPOINT) endpoint.OTEL_EXPORTER_OTLP_ENDPOINT = receiver.url;
+      const { gw, logs } = await gatewayWith(endpoint, tracing ? { endpoint: receiver.url } : undefined);
+      const traceId = hex(16);
+      const traceparent = `00-${traceId}-${hex(8)}-01`;
+      const path = `/v1/items?n=${traceId}`;
+      try {
+        expect((await fetch(`${gw.base}${path}`, { headers: { ...alice, traceparent, tracestate: 'vendor=x' } })).status).toBe(200);
+        expect(receivedAt(path).headers.traceparent).toBe(traceparent);
+        expect(receivedAt(path).headers.tracestate).toBe('vendor=x');
+      } finally {
+        // Closing exports whatever a tracer had queued: after it, nothing more can come.
+        await gw.close();
+      }
+      expect(receiver.spans.filter((s) => s.traceId === traceId)).toEqual([]);
+      const access = logLines(logs).find((l) => l.msg === 'request');
+      expect(access).toMatchObject({ status: 200, protocol: 'h1' });
+      expect(access).not.toHaveProperty('trace_id');
+      expect(logLines(logs).some((l) => l.msg === 'tracing on')).toBe(false);
+    });
+  }
+});
