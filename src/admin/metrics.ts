@@ -162,7 +162,7 @@ export function createMetrics(): Metrics {
       for (const [replication, n] of Object.entries(stats.outcomes)) this.inc({ replication }, n);
     },
   });
-  // Read when scraped, not counted per tunnel: an upstream once seen stays in the output, at 0 when none is open.
+  // Read when scraped, not counted per tunnel: every configured upstream (and one once seen) is in the output, at 0 when none is open.
   const tunnelUpstreams = new Set<string>();
   new Gauge({
     name: `${METRIC_PREFIX}websocket_tunnels`,
@@ -280,6 +280,7 @@ export function createMetrics(): Metrics {
     known(names) {
       for (const upstream of names.upstreams) {
         for (const kind of UPSTREAM_ERROR_KINDS) metrics.upstreamErrors.inc({ upstream, kind }, 0);
+        tunnelUpstreams.add(upstream);
       }
       for (const issuer of names.issuers) {
         for (const result of ['ok', 'error']) metrics.providerKeyFetches.inc({ issuer, result }, 0);
