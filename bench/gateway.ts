@@ -49,6 +49,8 @@ export interface GatewayVariant {
   tls?: { certFile: string; keyFile: string };
   /** `users.ldap`: a directory beside the htpasswd file, direct bind with this DN template. */
   ldap?: { url: string; userDn: string };
+  /** `tracing`: OTLP/HTTP export to this collector base URL with this sample ratio. */
+  tracing?: { endpoint: string; sampleRatio: number };
 }
 
 /** Writes the htpasswd (cost-10 bcrypt) and the YAML of the main gateway (access log off, no rate limit). */
@@ -75,6 +77,7 @@ function configYaml(upstreamPort: number, variant: GatewayVariant): string {
   const log = variant.accessLog ? '{ level: info, access: true }' : '{ level: warn, access: false }';
   const limit = variant.rateLimit ? `rateLimit: { requests: ${variant.rateLimit.requests}, windowSeconds: ${variant.rateLimit.windowSeconds} }\n` : '';
   const keys = variant.apiKeys ? 'apiKeys: {}\n' : '';
+  const tracing = variant.tracing ? `tracing: { endpoint: "${variant.tracing.endpoint}", sampleRatio: ${variant.tracing.sampleRatio} }\n` : '';
   const tls = variant.tls ? `, tls: { certFile: "${variant.tls.certFile}", keyFile: "${variant.tls.keyFile}" }` : '';
   const ldap = variant.ldap ? `, ldap: { url: "${variant.ldap.url}", userDn: "${variant.ldap.userDn}", cacheSeconds: 300 }` : '';
   return `# written by bench/run.ts (${variant.name})
@@ -86,7 +89,7 @@ tokens:
   audience: auth-gateway
   signing: { alg: HS256, secret: "\${GATEWAY_JWT_SECRET}" }
 lockout: { maxFailuresPerUser: 10, addressBurst: ${ADDRESS_BURST}, addressFailuresPerMinute: 30, windowSeconds: 900 }
-${limit}${keys}upstreams:
+${limit}${keys}${tracing}upstreams:
   conversations: { url: "http://127.0.0.1:${upstreamPort}", timeouts: { responseMs: 10000 } }
 routes:
   - { path: /v1/conversations, upstream: conversations, paging: { sortable: [campaignId] } }

@@ -20,6 +20,7 @@ import { tokensScenario } from './tokens.js';
 import { warmUp } from './throughput.js';
 import { basicScenario, bearerScenario, floodScenario, latencyScenario } from './traffic.js';
 import { accessLogScenario, frameworkScenario, rateLimitScenario, apiKeyScenario } from './variants.js';
+import { tracingScenarios } from './tracing.js';
 import { authzScenarios } from './authz.js';
 import { websocketScenario } from './websocket.js';
 import { h2Scenario, ldapBasicScenario, tlsScenario } from './edge.js';
@@ -120,6 +121,7 @@ async function main(): Promise<void> {
       oidc: () => openidScenarios(b),
       latency: () => latencyScenario(b),
       tokens: () => tokensScenario(b), flood: () => floodScenario(b), soak: () => soakScenario(b),
+      tracing: () => tracingScenarios(b),
     };
     for (const id of params.scenarios) {
       const t0 = Date.now();
