@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basic, echoUpstream, htpasswd, startGateway, testConfig, type EchoUpstream, type RunningGateway } from '../support/fixtures.js';
 import { createLogger } from '../../src/log.js';
@@ -189,4 +190,33 @@ describe('tracing off', () => {
       expect(logLines(logs).some((l) => l.msg === 'tracing on')).toBe(false);
     });
   }
+});
+
+describe('a collector that fails', () => {
+  it('never slows or fails a request; the spans it loses are counted (export_failed, queue_full)', async () => {
+    // A collector that accepts connections and never answers: each export waits OTEL_BSP_EXPORT_TIMEOUT.
+    const silent = createServer(() => {});
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { gw } = await gatewayWith({
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(silent.address() as { port: number }).port}`,
+      OTEL_BSP_SCHEDULE_DELAY: '10', OTEL_BSP_MAX_QUEUE_SIZE: '2', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '2', OTEL_BSP_EXPORT_TIMEOUT: '2000',
+    });
+    const dropped = async (reason: string) => (await gw.gateway.metrics.tracingSpansDropped.get()).values.find((v) => v.labels.reason === reason)?.value;
+    try {
+      expect(await dropped('queue_full')).toBe(0);
+      expect(await dropped('export_failed')).toBe(0);
+      for (let i = 0; i < 10; i++) {
+        const started = performance.now();
+        expect((await fetch(`${gw.base}/v1/items`, { headers: alice })).status).toBe(200);
+        // Far below the export timeout: the request never waits for an export.
+        expect(performance.now() - started).toBeLessThan(1000);
+      }
+      await expect.poll(() => dropped('queue_full'), { timeout: 5000 }).toBeGreaterThan(0);
+      await expect.poll(() => dropped('export_failed'), { timeout: 10_000 }).toBeGreaterThan(0);
+    } finally {
+      await gw.close();
+      silent.closeAllConnections();
+      silent.close();
+    }
+  });
 });
