@@ -163,6 +163,25 @@ describe.each([
   });
 });
 
+describe('OTEL_PROPAGATORS', () => {
+  it('adds b3 and baggage beside W3C Trace Context: the upstream gets both headers of the client span, and the baggage', async () => {
+    const { gw } = await gatewayWith({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_PROPAGATORS: 'tracecontext,baggage,b3', OTEL_BSP_SCHEDULE_DELAY: '50' });
+    try {
+      const traceId = hex(16);
+      const path = `/v1/items?b3=${traceId}`;
+      expect((await fetch(`${gw.base}${path}`, { headers: { ...alice, traceparent: `00-${traceId}-${hex(8)}-01`, baggage: 'tenant=acme' } })).status).toBe(200);
+      const headers = receivedAt(path).headers;
+      const sent = parseTraceparent(headers.traceparent);
+      expect(headers.b3).toBe(`${traceId}-${sent.parentId}-1`);
+      expect(headers.baggage).toBe('tenant=acme');
+      const spans = await spansOf(traceId, 2);
+      expect(spans.find((s) => s.kind === SPAN_KIND.CLIENT)!.spanId).toBe(sent.parentId);
+    } finally {
+      await gw.close();
+    }
+  });
+});
+
 describe('tracing off', () => {
   for (const [what, env, tracing] of [
     ['without an endpoint', {}, undefined],
