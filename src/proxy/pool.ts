@@ -125,7 +125,6 @@ export class UpstreamPool {
     return best;
   }
 
-  /** The answer when pick() found no target with room: 503, retry shortly. */
   /** Requests waiting for a connection (every target's agent at maxSockets), across the targets. */
   queued(): number {
     let n = 0;
@@ -135,6 +134,7 @@ export class UpstreamPool {
     return n;
   }
 
+  /** The answer when pick() found no target with room: 503, retry shortly. */
   busy(): DomainError {
     const { maxConnections, maxQueued } = this.config;
     return new DomainError('upstream_busy', `the ${this.name} service has as many requests as it may take (${maxConnections + maxQueued} per target); retry shortly`, {
