@@ -67,9 +67,9 @@ describe('the tracing section', () => {
     expect(config.tracing).toEqual({ endpoint: 'http://c:4318', protocol: 'http/protobuf', serviceName: 'auth-gateway', sampleRatio: 0, headers: { authorization: 'Bearer x' } });
     const bad = checkConfig({ ...minimal, tracing: { endpoint: 'collector', sampleRatio: 2, protocol: 'grpc', headers: { 'bad name': 'x' }, sampler: 1 } }, '', '/tmp');
     expect(bad.problems).toEqual(expect.arrayContaining([
-      'tracing.endpoint must be a valid URL',
-      'tracing.sampleRatio must be a number from 0 to 1',
-      'tracing.protocol must be one of http/protobuf, http/json',
+      'tracing.endpoint must be a valid URL; found "collector"',
+      'tracing.sampleRatio must be a number from 0 to 1; found 2',
+      'tracing.protocol must be one of http/protobuf, http/json; found "grpc"',
       'tracing.headers.bad name is not a header name',
     ]));
     expect(bad.problems.some((p) => p.startsWith('tracing.sampler is not a known setting'))).toBe(true);
