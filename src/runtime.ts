@@ -33,7 +33,8 @@ import { paging } from './pipeline/steps/paging.js';
 import { forward, tunnel } from './pipeline/hand-offs.js';
 import { ownEndpoints, type OwnHandler } from './pipeline/own-endpoints.js';
 import { pipeline } from './pipeline/pipeline.js';
-import { Forwarder, type UpstreamErrorListener } from './proxy/forward.js';
+import type { UpstreamErrorListener } from './proxy/forward.js';
+import { Forwarders } from './proxy/forwarders.js';
 import { route } from './pipeline/steps/route.js';
 import { rateLimit } from './pipeline/steps/rate-limit.js';
 import { RouteTable } from './routes/route-table.js';
@@ -90,7 +91,7 @@ export interface Shared {
 export interface Runtime {
   config: Config;
   routes: RouteTable;
-  forwarder: Forwarder;
+  forwarder: Forwarders;
   credentials: Credentials;
   /** Who is in which group (the htgroup file of users.groups, and the directory's groups of users.ldap). */
   groups: Groups;
@@ -148,7 +149,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   // maxTunnels is read by the tunnel hand-off, not the Forwarder: changing it keeps the pools.
   const forwarder = previous !== undefined && same(previous.config.upstreams, config.upstreams, 'maxTunnels')
     ? previous.forwarder
-    : new Forwarder(config.upstreams, log, shared.onUpstreamError);
+    : new Forwarders(config.upstreams, log, shared.onUpstreamError);
   const lockout = new Lockout(shared.counters, config.lockout, log, () => clock.now());
   // An address that failed stays one-at-a-time until its throttle's bucket could have refilled its burst.
   const narrowForMs = Math.ceil((config.lockout.addressBurst * 60_000) / config.lockout.addressFailuresPerMinute);

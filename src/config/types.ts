@@ -166,7 +166,12 @@ export type VerificationKeyConfig =
 
 export type LockoutConfig = Scalars<'lockout'>;
 
-export type UpstreamConfig = Omit<Scalars<'upstreams.<name>'>, 'timeoutMs'> & {
+/** How the gateway speaks to an upstream's targets (upstreams.<name>.protocol). */
+export type UpstreamProtocol = Scalars<'upstreams.<name>'>['protocol'];
+
+export type UpstreamConfig = Omit<Scalars<'upstreams.<name>'>, 'timeoutMs' | 'protocol'> & {
+  /** Always set by the validation; left out (HTTP/1.1) only by code that builds a configuration by hand. */
+  protocol?: UpstreamProtocol;
   /** The first target (the one-target form of the configuration). */
   url: string;
   /** Every target's base URL (`url` is one target). */

@@ -47,7 +47,7 @@ export function checkConfig(raw: unknown, file: string, baseDir: string, locate?
   const lockout = readLockout(c, c.obj('lockout', root.lockout));
   const rateLimit = root.rateLimit === undefined || root.rateLimit === null || root.rateLimit === false
     ? undefined : readRateLimit(c, 'rateLimit', c.obj('rateLimit', root.rateLimit));
-  const upstreams = readUpstreams(c, root.upstreams);
+  const upstreams = readUpstreams(c, root.upstreams, at);
   // Allow rules may name groups when some source has them: the htgroup file, the store's users and API keys,
   // the directory, a provider's groups claim, client certificates (their OU values).
   const storeGroups = users.store || (root.apiKeys !== undefined && root.apiKeys !== null && root.apiKeys !== false) ? 'the store' : undefined;
@@ -208,7 +208,7 @@ function readLockout(c: Checker, l: Record<string, unknown>): LockoutConfig {
   return lockout;
 }
 
-function readUpstreams(c: Checker, raw: unknown): Record<string, UpstreamConfig> {
+function readUpstreams(c: Checker, raw: unknown, at: (p: string) => string): Record<string, UpstreamConfig> {
   const map = c.obj('upstreams', raw);
   const out: Record<string, UpstreamConfig> = {};
   for (const [name, value] of Object.entries(map)) {
@@ -222,9 +222,10 @@ function readUpstreams(c: Checker, raw: unknown): Record<string, UpstreamConfig>
     const upstream: UpstreamConfig = {
       url: targets[0] ?? '',
       targets,
-      ...readScalars(c, 'upstreams.<name>', u, { as: key, except: ['timeoutMs'] }),
+      ...readScalars(c, 'upstreams.<name>', u, { as: key, except: ['timeoutMs'], at }),
       timeouts,
     };
+    checkProtocol(c, key, upstream);
     if (u.healthCheck !== undefined && u.healthCheck !== false) {
       const h = c.obj(`${key}.healthCheck`, u.healthCheck);
       c.unknownKeys(`${key}.healthCheck`, h, childrenOf('upstreams.<name>.healthCheck'));
@@ -235,6 +236,15 @@ function readUpstreams(c: Checker, raw: unknown): Record<string, UpstreamConfig>
     out[name] = upstream;
   }
   return out;
+}
+
+/** h2c is cleartext (`http:` targets), h2 is TLS (`https:` targets): a scheme that says otherwise is a mistake. */
+function checkProtocol(c: Checker, key: string, u: UpstreamConfig): void {
+  const scheme = u.protocol === 'h2c' ? 'http:' : u.protocol === 'h2' ? 'https:' : undefined;
+  if (scheme === undefined) return;
+  for (const target of u.targets) {
+    if (!target.startsWith(scheme)) c.problem(`${key}.protocol`, `${u.protocol} needs ${scheme}// targets (${target} is not)`);
+  }
 }
 
 /** `url` (one target) or `targets` (several), exactly one of them. */

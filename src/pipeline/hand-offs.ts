@@ -1,6 +1,7 @@
 import { HttpProblem, shuttingDown } from '../core/problem.js';
 import type { GatewayExchange, HandOffName } from '../http/state.js';
-import type { ForwardOptions, Forwarder } from '../proxy/forward.js';
+import type { ForwardOptions } from '../proxy/forward.js';
+import type { Forwarders } from '../proxy/forwarders.js';
 import type { Route } from '../routes/route-table.js';
 import type { Tunnels } from '../proxy/tunnels.js';
 import { offeredProtocols, switchClient, switchProblem } from '../proxy/websocket.js';
@@ -22,8 +23,8 @@ function forwardOptions(route: Route): ForwardOptions {
   return options;
 }
 
-/** forward: the request to the route's upstream, the answer back (node:http, see Forwarder). */
-export function forward(forwarder: Forwarder): Step {
+/** forward: the request to the route's upstream, the answer back (node:http or node:http2 by its protocol, see Forwarders). */
+export function forward(forwarder: Forwarders): Step {
   return function forwardRequest(ex) {
     return forwarder.forward(ex.req, ex.res, forwardOptions(ex.route!), ex);
   };
@@ -34,7 +35,7 @@ export function forward(forwarder: Forwarder): Step {
  * Location rewrite of a non-101 answer). A 101 that passes switchProblem becomes a tunnel in the
  * registry; any other 101 is a 502.
  */
-export function tunnel(forwarder: Forwarder, tunnels: Tunnels, maxTunnels: (upstream: string) => number): Step {
+export function tunnel(forwarder: Forwarders, tunnels: Tunnels, maxTunnels: (upstream: string) => number): Step {
   return async function tunnelHandshake(ex) {
     if (tunnels.closing) throw shuttingDown();
     // The 101 is written from the response's headers (switchClient), any other answer through the Forwarder.

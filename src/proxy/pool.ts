@@ -4,6 +4,7 @@ import { parse as parseUrl, type Url } from 'node:url';
 import type { UpstreamConfig } from '../config/types.js';
 import { DomainError } from '../core/domain-error.js';
 import type { Logger } from '../log.js';
+import { upstreamCa } from './trust.js';
 
 /** Below Node's default server keep-alive timeout (5 s), so a pooled socket is never reused as the upstream closes it. */
 const AGENT_IDLE_MS = 4000;
@@ -24,6 +25,9 @@ function targetRequest(url: string): TargetRequest {
   const https = u.protocol === 'https:';
   return { send: https ? httpsRequest : httpRequest, hostname: u.hostname!, port: Number(u.port) || (https ? 443 : 80), host: u.host! };
 }
+
+/** Asks a target whether it is healthy: calls `settle` once, with the answer (no answer within timeoutMs: false). */
+export type HealthProbe = (target: Target, timeoutMs: number, settle: (healthy: boolean) => void) => void;
 
 /** One server of an upstream. */
 export interface Target {
@@ -59,11 +63,19 @@ export class UpstreamPool {
   /** Requests a target may hold: in use plus waiting for a connection. */
   private readonly limit: number;
   private readonly checker: NodeJS.Timeout | undefined;
+  /** The CAs of `https:` targets (see upstreamCa); undefined: Node's. */
+  readonly ca: string[] | undefined;
 
-  constructor(readonly name: string, private readonly config: UpstreamConfig, private readonly log: Logger) {
+  /**
+   * `probe`: how a health check asks a target (an HTTP/2 upstream's own, see h2-upstream); without it,
+   * `GET path` over HTTP/1.1.
+   */
+  constructor(readonly name: string, private readonly config: UpstreamConfig, private readonly log: Logger, private readonly probe?: HealthProbe) {
     this.limit = config.maxConnections + config.maxQueued;
+    const ca = upstreamCa(config.caFile);
+    this.ca = ca;
     this.targets = config.targets.map((url) => {
-      const options = { keepAlive: true, timeout: AGENT_IDLE_MS, scheduling: 'lifo' as const, maxSockets: config.maxConnections };
+      const options = { keepAlive: true, timeout: AGENT_IDLE_MS, scheduling: 'lifo' as const, maxSockets: config.maxConnections, ...(ca ? { ca } : {}) };
       const u = new URL(url);
       return {
         url,
@@ -171,7 +183,12 @@ export class UpstreamPool {
         target.unhealthy = !healthy;
         if (healthy) target.downUntil = 0;
       };
-      const req = request(url, { method: 'GET', timeout: check.timeoutMs, agent: false }, (res) => {
+      if (this.probe) {
+        this.probe(target, check.timeoutMs, settle);
+        continue;
+      }
+      const ca = this.ca;
+      const req = request(url, { method: 'GET', timeout: check.timeoutMs, agent: false, ...(ca ? { ca } : {}) }, (res) => {
         res.resume();
         settle(res.statusCode! >= 200 && res.statusCode! < 400);
       });

@@ -34,7 +34,7 @@ describe('configuration', () => {
     expect(c.lockout).toEqual({ maxFailuresPerUser: 10, maxFailuresPerAccount: 100, windowSeconds: 900, addressBurst: 10, addressFailuresPerMinute: 30 });
     expect(c.upstreams.conversations).toEqual({
       url: 'http://127.0.0.1:9001', targets: ['http://127.0.0.1:9001'], balance: 'round-robin', cooldownMs: 10000,
-      preserveHost: false, maxConnections: 256, maxQueued: 1024, maxTunnels: 4096, timeouts: { connectMs: 5000, responseMs: 30000, idleMs: 60000 },
+      protocol: 'http1', preserveHost: false, maxConnections: 256, maxQueued: 1024, maxTunnels: 4096, timeouts: { connectMs: 5000, responseMs: 30000, idleMs: 60000 },
     });
     expect(c.routes[0]).toEqual({
       path: '/v1/conversations', upstream: 'conversations', forwardAuthorization: false, stripPrefix: false, allowHeaders: [],

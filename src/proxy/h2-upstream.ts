@@ -1,0 +1,493 @@
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { constants, type ClientHttp2Stream, type IncomingHttpHeaders as Http2Headers } from 'node:http2';
+import type { UpstreamConfig } from '../config/types.js';
+import { HttpProblem, type ProblemCode } from '../core/problem.js';
+import { writeProblem } from '../core/problem-writer.js';
+import type { Logger } from '../log.js';
+import type { ForwardOptions, ForwardOutcome, UpstreamErrorListener } from './forward.js';
+import { grpcHealthProbe } from './grpc-health.js';
+import { CONNECT_TIMEOUT, TargetSessions, type PooledSession } from './h2-sessions.js';
+import { rewriteLocation } from './location.js';
+import { UpstreamPool, type Target } from './pool.js';
+
+/** Header names HTTP/2 forbids (RFC 9113 section 8.2.2), and Host (`:authority` says it): never sent on an h2 hop. */
+const CONNECTION_SPECIFIC = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'host', 'te']);
+/** Trailer fields never passed on either way: connection-specific ones, and framing. */
+const NOT_TRAILERS = new Set([...CONNECTION_SPECIFIC, 'content-length', 'trailer', 'proxy-authorization', 'proxy-authenticate']);
+/** Methods a request may be sent again for, once it may have reached an upstream (RFC 9110 section 9.2.2). */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
+/** Errors that mean the target did not take the connection. */
+const NOT_CONNECTED = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', CONNECT_TIMEOUT]);
+/**
+ * A request body is kept this far (and no further) until its response begins, so a stream the peer
+ * refused unprocessed (REFUSED_STREAM, or past a GOAWAY's last stream id) can be sent again elsewhere:
+ * every gRPC unary call fits.
+ */
+const REPLAY_BYTES = 64 * 1024;
+/** Attempts of one request at most (a refused stream is always safe to send again; a reset, once). */
+const MAX_ATTEMPTS = 3;
+/** `grpc-timeout`'s units (gRPC over HTTP/2, "Timeout"). */
+const GRPC_TIMEOUT = /^(\d{1,8})([HMSmun])$/;
+const GRPC_UNIT_MS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 0.001, n: 0.000001 };
+
+interface Upstream {
+  name: string;
+  pool: UpstreamPool;
+  preserveHost: boolean;
+  /** One session pool per target (by Target). */
+  sessions: Map<Target, TargetSessions>;
+}
+
+const enum Phase { Sending, Waiting, Streaming }
+
+interface Failure {
+  status: 408 | 502 | 504;
+  code: ProblemCode;
+  detail: string;
+}
+
+/** One forwarded request, across its attempts. */
+interface Exchange {
+  upstream: Upstream;
+  target: Target;
+  req: IncomingMessage;
+  res: ServerResponse;
+  options: ForwardOptions;
+  outcome: ForwardOutcome;
+  attempts: number;
+  phase: Phase;
+  /** Withdraws the request from its target's queue while it waits for a stream. */
+  cancelWait?: () => void;
+  stream?: ClientHttp2Stream;
+  slot?: PooledSession;
+  /** The request body so far while it may still be replayed; undefined once it may not. */
+  replay: Buffer[] | undefined;
+  replayBytes: number;
+  /** The client's body has ended (req 'end'). */
+  bodyEnded: boolean;
+  /** The response head was written (or a trailers-only answer sent). */
+  responded: boolean;
+  /** Set when the gateway gave up (a timeout), before it resets the stream. */
+  failure?: Failure;
+  deadline?: NodeJS.Timeout;
+  done: () => void;
+}
+
+/**
+ * Forwards requests to HTTP/2 upstreams (`protocol: h2c` or `h2`) with node:http2: the same contract
+ * as the HTTP/1.1 Forwarder (admission, targets, balancing, health, timeouts, retries, header policy,
+ * Location rewrite, problem bodies in the upstream's place) over pooled sessions (TargetSessions).
+ * Any client protocol reaches it: the request's end-to-end headers become the stream's, its body the
+ * stream's DATA, its trailers the stream's trailers; the response's HEADERS, DATA and trailers go back
+ * the same way (an HTTP/1.1 client gets the trailers on a chunked body). A response that is only
+ * trailers (gRPC's error answers) stays one: its headers and END_STREAM in one frame to an h2 client.
+ * `grpc-timeout` bounds the call on top of the route's timeouts.
+ */
+export class Http2Forwarder {
+  private readonly upstreams = new Map<string, Upstream>();
+  private inFlight = 0;
+  private retired = false;
+  private closed = false;
+
+  constructor(upstreams: Record<string, UpstreamConfig>, private readonly log: Logger, private readonly onUpstreamError: UpstreamErrorListener = () => {}) {
+    for (const [name, u] of Object.entries(upstreams)) {
+      const sessions = new Map<Target, TargetSessions>();
+      const probe = grpcHealthProbe(u);
+      const pool = new UpstreamPool(name, u, log, probe);
+      for (const target of pool.targets) sessions.set(target, new TargetSessions({ origin: target.origin, ca: pool.ca, maxStreams: u.maxConnections }));
+      this.upstreams.set(name, { name, pool, preserveHost: u.preserveHost, sessions });
+    }
+  }
+
+  /** Forwards req (url and headers already rewritten); settles when the response is done or the client left. */
+  forward(req: IncomingMessage, res: ServerResponse, options: ForwardOptions, outcome: ForwardOutcome): Promise<void> {
+    const upstream = this.upstreams.get(options.upstream)!;
+    const target = upstream.pool.pick(Date.now());
+    if (!target) throw upstream.pool.busy();
+    return new Promise((resolve) => {
+      let over = false;
+      const ex: Exchange = {
+        upstream, target, req, res, options, outcome, attempts: 0, phase: Phase.Sending,
+        replay: [], replayBytes: 0, bodyEnded: false, responded: false,
+        done: () => {
+          if (over) return;
+          over = true;
+          clearTimeout(ex.deadline);
+          ex.target.inFlight--;
+          if (--this.inFlight === 0 && this.retired) this.close();
+          resolve();
+        },
+      };
+      target.inFlight++;
+      this.inFlight++;
+      res.on('close', () => this.clientGone(ex));
+      this.readBody(ex);
+      this.startDeadline(ex);
+      this.attempt(ex);
+    });
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const u of this.upstreams.values()) {
+      u.pool.close();
+      for (const s of u.sessions.values()) s.close();
+    }
+  }
+
+  /** A reload replaced this Forwarder: it closes its sessions once the exchanges it still carries are done. */
+  retire(): void {
+    this.retired = true;
+    if (this.inFlight === 0) this.close();
+  }
+
+  /** The client left (or was cut) before the response finished: the upstream stream is cancelled. */
+  private clientGone(ex: Exchange): void {
+    if (!ex.res.writableFinished) {
+      ex.outcome.cut ??= 'client_closed';
+      ex.cancelWait?.();
+      if (ex.stream && !ex.stream.destroyed) ex.stream.close(constants.NGHTTP2_CANCEL);
+    } else if (ex.stream && !ex.stream.destroyed && !ex.stream.writableFinished) {
+      // Answered before the body was all sent: the rest is for nobody.
+      ex.stream.close(constants.NGHTTP2_CANCEL);
+    }
+    ex.done();
+  }
+
+  /**
+   * The request body, read by hand rather than piped: each chunk goes to the current attempt's stream
+   * (with its backpressure) and, while the response has not begun and the body is small, into the
+   * replay buffer a retried attempt starts with. A body that arrives before any stream waits paused.
+   */
+  private readBody(ex: Exchange): void {
+    const req = ex.req;
+    if (!hasBody(req)) {
+      ex.bodyEnded = true;
+      return;
+    }
+    req.pause();
+    req.on('data', (chunk: Buffer) => {
+      if (ex.replay) {
+        ex.replayBytes += chunk.length;
+        if (ex.replayBytes > REPLAY_BYTES) ex.replay = undefined;
+        else ex.replay.push(chunk);
+      }
+      const stream = ex.stream;
+      if (!stream || stream.destroyed) {
+        req.pause();
+        return;
+      }
+      if (!stream.write(chunk)) {
+        req.pause();
+        stream.once('drain', () => req.resume());
+      }
+    });
+    req.once('end', () => {
+      ex.bodyEnded = true;
+      if (ex.stream && !ex.stream.destroyed) ex.stream.end();
+    });
+    req.on('error', () => {
+      // The client's connection failed mid-body: its response closes too (clientGone).
+    });
+  }
+
+  /** `grpc-timeout`: the call ends by then whatever the route's timeouts say (they still apply). */
+  private startDeadline(ex: Exchange): void {
+    const value = ex.req.headers['grpc-timeout'];
+    const m = typeof value === 'string' ? GRPC_TIMEOUT.exec(value) : null;
+    if (!m) return;
+    const ms = Math.max(1, Math.ceil(Number(m[1]) * GRPC_UNIT_MS[m[2]!]!));
+    ex.deadline = setTimeout(() => {
+      const detail = `the ${ex.upstream.name} service did not finish within the call's grpc-timeout (${value})`;
+      ex.failure = { status: 504, code: 'gateway_timeout', detail };
+      this.onUpstreamError(ex.upstream.name, 'timeout');
+      if (ex.responded) {
+        endGrpc(ex.res, 4, detail);
+        ex.stream?.close(constants.NGHTTP2_CANCEL);
+        return;
+      }
+      ex.cancelWait?.();
+      ex.stream?.close(constants.NGHTTP2_CANCEL);
+      this.answer(ex, ex.failure);
+    }, ms);
+    ex.deadline.unref();
+  }
+
+  /** One attempt on ex.target: wait for a stream slot, then open the stream. */
+  private attempt(ex: Exchange): void {
+    ex.attempts++;
+    ex.phase = Phase.Sending;
+    const sessions = ex.upstream.sessions.get(ex.target)!;
+    ex.cancelWait = sessions.take(ex.options.timeouts.connectMs, (err, slot) => {
+      ex.cancelWait = undefined;
+      if (ex.outcome.cut || ex.failure) {
+        if (slot) sessions.release(slot);
+        return;
+      }
+      if (err || !slot) return this.failed(ex, err ?? new Error('no session'), false);
+      this.open(ex, sessions, slot);
+    });
+  }
+
+  private open(ex: Exchange, sessions: TargetSessions, slot: PooledSession): void {
+    let stream: ClientHttp2Stream;
+    const endStream = ex.bodyEnded && (ex.replay?.length ?? 0) === 0;
+    try {
+      stream = slot.session.request(requestHeaders(ex), { endStream, waitForTrailers: !endStream });
+    } catch (err) {
+      // The session went away between the slot and the stream (GOAWAY): nothing was sent.
+      sessions.release(slot);
+      return this.failed(ex, err as Error, true);
+    }
+    ex.stream = stream;
+    ex.slot = slot;
+    let released = false;
+    let error: NodeJS.ErrnoException | undefined;
+    const { timeouts } = ex.options;
+    stream.setTimeout(endStream ? timeouts.responseMs : timeouts.idleMs);
+    if (endStream) ex.phase = Phase.Waiting;
+    stream.on('timeout', () => this.onTimeout(ex, stream));
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      error = err;
+    });
+    stream.on('wantTrailers', () => {
+      // No trailers: an empty list ends the stream with an empty DATA frame (close() would reset it).
+      stream.sendTrailers(passedTrailers(ex.req.trailers) ?? {});
+    });
+    stream.on('finish', () => {
+      if (ex.phase !== Phase.Sending) return;
+      ex.phase = Phase.Waiting;
+      stream.setTimeout(timeouts.responseMs);
+    });
+    stream.on('headers', (headers: Http2Headers) => this.onInformational(ex, headers));
+    stream.on('response', (headers: Http2Headers, flags: number) => this.onResponse(ex, stream, headers, flags));
+    stream.once('close', () => {
+      if (!released) {
+        released = true;
+        sessions.release(slot);
+      }
+      this.onClose(ex, stream, error);
+    });
+    if (!endStream) {
+      for (const chunk of ex.replay ?? []) stream.write(chunk);
+      if (ex.bodyEnded) stream.end();
+      else ex.req.resume();
+    }
+  }
+
+  /** 103 Early Hints pass on to the client (HTTP/1.1 and HTTP/2 alike); other 1xx are the hop's own. */
+  private onInformational(ex: Exchange, headers: Http2Headers): void {
+    if (Number(headers[':status']) !== 103 || ex.responded) return;
+    const hints: Record<string, string | string[]> = {};
+    for (const name of Object.keys(headers)) {
+      const value = headers[name];
+      if (name.charCodeAt(0) !== 0x3a && value !== undefined && !NOT_TRAILERS.has(name)) hints[name] = value as string | string[];
+    }
+    if (hints.link !== undefined) ex.res.writeEarlyHints(hints);
+  }
+
+  private onResponse(ex: Exchange, stream: ClientHttp2Stream, headers: Http2Headers, flags: number): void {
+    const res = ex.res;
+    if (ex.failure || res.headersSent || res.destroyed) return;
+    ex.responded = true;
+    ex.replay = undefined;
+    ex.phase = Phase.Streaming;
+    stream.setTimeout(ex.options.timeouts.idleMs);
+    const status = Number(headers[':status']);
+    const out = responseHeaders(ex, headers);
+    if (flags & constants.NGHTTP2_FLAG_END_STREAM) {
+      // Headers only (gRPC's trailers-only answers, HEAD, 204): one HEADERS frame with END_STREAM to an h2 client.
+      for (const name of Object.keys(out)) res.setHeader(name, out[name]!);
+      res.statusCode = status;
+      res.end();
+      return;
+    }
+    res.writeHead(status, out);
+    let trailers: OutgoingHttpHeaders | undefined;
+    stream.on('data', (chunk: Buffer) => {
+      if (!res.write(chunk)) {
+        stream.pause();
+        res.once('drain', () => stream.resume());
+      }
+    });
+    stream.on('trailers', (t: Http2Headers) => {
+      trailers = passedTrailers(t);
+    });
+    stream.once('end', () => {
+      if (trailers) res.addTrailers(trailers);
+      res.end();
+    });
+  }
+
+  private onTimeout(ex: Exchange, stream: ClientHttp2Stream): void {
+    if (ex.res.writableFinished || ex.res.destroyed) {
+      // The answer is out; a request body still coming that stalls is ended.
+      stream.close(constants.NGHTTP2_CANCEL);
+      return;
+    }
+    const { timeouts } = ex.options;
+    const name = ex.upstream.name;
+    if (ex.phase === Phase.Streaming) {
+      ex.outcome.cut = 'response_idle';
+      this.onUpstreamError(name, 'timeout');
+      stream.close(constants.NGHTTP2_CANCEL);
+      ex.res.destroy();
+      return;
+    }
+    if (ex.phase === Phase.Waiting) {
+      ex.failure = { status: 504, code: 'gateway_timeout', detail: `the ${name} service did not answer within ${timeouts.responseMs} ms` };
+    } else if (stream.writableNeedDrain) {
+      ex.failure = { status: 504, code: 'gateway_timeout', detail: `the ${name} service stopped reading the request body for ${timeouts.idleMs} ms` };
+    } else {
+      ex.failure = { status: 408, code: 'request_timeout', detail: `no bytes of the request body arrived for ${timeouts.idleMs} ms` };
+    }
+    stream.close(constants.NGHTTP2_CANCEL);
+  }
+
+  /** The stream closed: the end of a complete answer, or a failure (before or after the answer began). */
+  private onClose(ex: Exchange, stream: ClientHttp2Stream, error: NodeJS.ErrnoException | undefined): void {
+    if (ex.stream === stream) ex.stream = undefined;
+    const res = ex.res;
+    if (ex.outcome.cut) return;
+    if (ex.responded) {
+      if (res.writableEnded) return;
+      // The upstream went away mid-answer: a gRPC call ends with UNAVAILABLE, anything else is cut.
+      ex.outcome.cut = 'upstream_closed';
+      this.onUpstreamError(ex.upstream.name, 'reset');
+      if (isGrpc(ex.req) && !res.destroyed) endGrpc(res, 14, `the ${ex.upstream.name} service closed the call mid-stream`);
+      else res.destroy();
+      return;
+    }
+    if (ex.failure) {
+      if (ex.failure.status !== 408) this.onUpstreamError(ex.upstream.name, 'timeout');
+      return this.answer(ex, ex.failure);
+    }
+    const unsent = stream.rstCode === constants.NGHTTP2_REFUSED_STREAM;
+    this.failed(ex, error ?? Object.assign(new Error(`stream closed with code ${stream.rstCode}`), { code: 'ECONNRESET' }), unsent);
+  }
+
+  /**
+   * An attempt failed before any answer: once more elsewhere when that is safe (a connection not made;
+   * a stream the peer refused unprocessed, with its body still replayable; an idempotent request without
+   * a body that got no answer), else 502 (504 for a connection not made in time).
+   */
+  private failed(ex: Exchange, err: NodeJS.ErrnoException, unsent: boolean): void {
+    if (ex.outcome.cut || ex.failure) return;
+    const code = err.code ?? '';
+    const refused = NOT_CONNECTED.has(code);
+    this.onUpstreamError(ex.upstream.name, code === CONNECT_TIMEOUT ? 'timeout' : refused ? 'refused' : 'reset');
+    const pool = ex.upstream.pool;
+    if (refused) pool.markDown(ex.target, Date.now());
+    const replayable = ex.replay !== undefined;
+    // Never a body that is no longer whole: bytes of it went to a failed attempt and are gone.
+    const whole = replayable || ex.replayBytes === 0;
+    const safe = whole && (refused || unsent || (IDEMPOTENT.has(ex.req.method!) && !hasBody(ex.req)));
+    if (safe && ex.attempts < (refused || unsent ? MAX_ATTEMPTS : 2)) {
+      const next = pool.pick(Date.now(), ex.target);
+      if (next && !(refused && next === ex.target)) {
+        ex.target.inFlight--;
+        ex.target = next;
+        next.inFlight++;
+        return this.attempt(ex);
+      }
+    }
+    const name = ex.upstream.name;
+    const failure: Failure = code === CONNECT_TIMEOUT
+      ? { status: 504, code: 'gateway_timeout', detail: `the ${name} service could not be reached within ${ex.options.timeouts.connectMs} ms` }
+      : { status: 502, code: 'bad_gateway', detail: `the ${name} service is unavailable` };
+    this.log.warn('upstream failed', { upstream: name, target: ex.target.origin, status: failure.status, error: code || err.message });
+    this.answer(ex, failure);
+  }
+
+  /** The gateway's own answer in the upstream's place (a problem body, or its gRPC form), or a cut once a response began. */
+  private answer(ex: Exchange, failure: Failure): void {
+    const res = ex.res;
+    if (res.headersSent || res.destroyed || res.writableEnded) {
+      ex.outcome.cut ??= 'upstream_closed';
+      res.destroy();
+      return;
+    }
+    ex.outcome.problem = failure.code;
+    res.setHeader('X-Request-Id', ex.outcome.requestId);
+    // The client's body is not read any further: its connection closes after the answer (see writeProblem).
+    writeProblem(res, new HttpProblem(failure.status, failure.code, failure.detail));
+  }
+}
+
+/** Whether a request carries a body (its framing as Node parsed it; an HTTP/2 stream's is marked chunked, see http2.ts entry). */
+function hasBody(req: IncomingMessage): boolean {
+  const h = req.headers;
+  return h['transfer-encoding'] !== undefined || (h['content-length'] !== undefined && h['content-length'] !== '0');
+}
+
+/** A gRPC call (any `application/grpc…` content type, gRPC-Web's included). */
+export function isGrpc(req: IncomingMessage): boolean {
+  const type = req.headers['content-type'];
+  return typeof type === 'string' && type.startsWith('application/grpc');
+}
+
+/** The client asked for trailers (`TE: trailers`; the header policy removes TE itself, so its raw headers are read). */
+function wantsTrailers(req: IncomingMessage): boolean {
+  const raw = req.rawHeaders;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    if (raw[i]!.toLowerCase() === 'te' && /(?:^|,)\s*trailers\s*(?:;|,|$)/i.test(raw[i + 1]!)) return true;
+  }
+  return false;
+}
+
+/** The stream's header list: the request's end-to-end headers (the header policy's), and the target's authority. */
+function requestHeaders(ex: Exchange): OutgoingHttpHeaders {
+  const req = ex.req;
+  const h = req.headers;
+  const out: OutgoingHttpHeaders = {};
+  for (const name of Object.keys(h)) {
+    if (name.charCodeAt(0) === 0x3a || CONNECTION_SPECIFIC.has(name)) continue;
+    out[name] = h[name];
+  }
+  const target = ex.target;
+  const clientHost = typeof h.host === 'string' ? h.host : undefined;
+  out[constants.HTTP2_HEADER_METHOD] = req.method;
+  out[constants.HTTP2_HEADER_PATH] = target.basePath + req.url;
+  out[constants.HTTP2_HEADER_SCHEME] = target.origin.startsWith('https:') ? 'https' : 'http';
+  out[constants.HTTP2_HEADER_AUTHORITY] = ex.upstream.preserveHost && clientHost ? clientHost : target.request.host;
+  // gRPC servers require it; any upstream may send trailers a client asked for.
+  if (isGrpc(req) || wantsTrailers(req)) out.te = 'trailers';
+  return out;
+}
+
+/** The response's headers for the client: no pseudo-headers, the request id, Location pointing at the gateway. */
+function responseHeaders(ex: Exchange, headers: Http2Headers): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  for (const name of Object.keys(headers)) {
+    if (name.charCodeAt(0) === 0x3a || CONNECTION_SPECIFIC.has(name)) continue;
+    out[name] = headers[name];
+  }
+  out['x-request-id'] = ex.outcome.requestId;
+  const map = { upstreamOrigins: ex.upstream.pool.origins, upstreamBasePath: ex.target.basePath, routePrefix: ex.options.strippedPrefix };
+  for (const name of ['location', 'content-location'] as const) {
+    const value = out[name];
+    if (typeof value === 'string') out[name] = rewriteLocation(value, map);
+  }
+  return out;
+}
+
+/** Trailer fields passed on (either way): all but connection-specific and framing ones; undefined when none is left. */
+function passedTrailers(trailers: IncomingHttpHeaders | Http2Headers | undefined): OutgoingHttpHeaders | undefined {
+  if (!trailers) return undefined;
+  let out: OutgoingHttpHeaders | undefined;
+  for (const name of Object.keys(trailers)) {
+    if (name.charCodeAt(0) === 0x3a || NOT_TRAILERS.has(name.toLowerCase())) continue;
+    const value = trailers[name];
+    if (value === undefined) continue;
+    (out ??= {})[name] = value;
+  }
+  return out;
+}
+
+/** Ends a gRPC response that began with a status of the gateway's own in its trailers. */
+function endGrpc(res: ServerResponse, status: number, message: string): void {
+  if (res.writableEnded) return;
+  res.addTrailers({ 'grpc-status': String(status), 'grpc-message': encodeURIComponent(message) });
+  res.end();
+}
