@@ -1,14 +1,18 @@
 import { STATUS_CODES, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { PROBLEM_CONTENT_TYPE, type HttpProblem } from './problem.js';
+import { grpcAnswerHeaders, grpcContentType, recordGrpcStatus } from './grpc.js';
 
 /**
  * The one writer of problem bodies: on a ServerResponse (every request, WebSocket handshakes included)
  * or, where Node hands over a bare socket (a request its parser refused, CONNECT), on the socket as raw
  * HTTP/1.1. Either way: `application/problem+json`, the problem's headers, and `Connection: close` when
- * the request's body was not read (it would be taken for the next request).
+ * the request's body was not read (it would be taken for the next request). A gRPC or gRPC-Web request
+ * (`content-type: application/grpc…`) gets the same refusal in its own form instead (see writeGrpcProblem).
  */
 export function writeProblem(res: ServerResponse, problem: HttpProblem, extra: OutgoingHttpHeaders = {}): void {
+  const grpcType = grpcContentType(res.req);
+  if (grpcType !== undefined) return writeGrpcProblem(res, problem, extra, grpcType);
   const body = JSON.stringify(problem.toBody());
   for (const [name, value] of Object.entries(extra)) if (value !== undefined) res.setHeader(name, value);
   for (const [name, value] of Object.entries(problem.headers)) res.setHeader(name, value);
@@ -17,6 +21,23 @@ export function writeProblem(res: ServerResponse, problem: HttpProblem, extra: O
   if (!res.req.complete) res.setHeader('Connection', 'close');
   res.statusCode = problem.status;
   res.end(body);
+}
+
+/**
+ * A refusal to a gRPC client: a problem body would only read as UNKNOWN to it. HTTP 200, the gRPC
+ * status of the problem's HTTP status (see GRPC_STATUS_OF_HTTP) and its detail as `grpc-message`, as a
+ * trailers-only answer; the problem's own headers (WWW-Authenticate, Retry-After) go along.
+ */
+function writeGrpcProblem(res: ServerResponse, problem: HttpProblem, extra: OutgoingHttpHeaders, contentType: string): void {
+  for (const [name, value] of Object.entries(extra)) if (value !== undefined) res.setHeader(name, value);
+  for (const [name, value] of Object.entries(problem.headers)) res.setHeader(name, value);
+  const grpc = grpcAnswerHeaders(problem, contentType);
+  for (const [name, value] of Object.entries(grpc)) res.setHeader(name, value);
+  if (!res.req.complete) res.setHeader('Connection', 'close');
+  res.statusCode = 200;
+  recordGrpcStatus(res, grpc['grpc-status']!);
+  // No body and no head written yet: to an HTTP/2 client, one HEADERS frame with END_STREAM.
+  res.end();
 }
 
 /** The same answer on a bare socket, which is then closed (shortly destroyed, see destroySoon). */

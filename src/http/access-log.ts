@@ -1,6 +1,7 @@
 import type { Exchange } from '../core/exchange.js';
 import { logPlain, type Logger } from '../log.js';
 import { streamBodyBytes } from './http2.js';
+import { recordedGrpcStatus } from '../core/grpc.js';
 
 const PROBES = new Set(['/healthz', '/readyz']);
 
@@ -25,6 +26,8 @@ export function accessLine(log: Logger): (ex: Exchange) => void {
         status: ex.forwardAuth?.relayed ?? res.statusCode,
         relayed: ex.forwardAuth?.relayed !== undefined ? true : undefined,
         code: ex.problem,
+        // A gRPC call: the status it ended with, where the gateway saw it (its own refusals, the upstream's trailers).
+        grpcStatus: recordedGrpcStatus(res),
         cut: ex.cut,
         // The authenticated user; else the user name a refused Basic request or a token call named.
         user: ex.principal?.user ?? ex.triedUser,

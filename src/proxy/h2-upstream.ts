@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { constants, type ClientHttp2Stream, type IncomingHttpHeaders as Http2Headers } from 'node:http2';
 import type { UpstreamConfig } from '../config/types.js';
+import { encodeGrpcMessage, recordGrpcStatus } from '../core/grpc.js';
 import { HttpProblem, type ProblemCode } from '../core/problem.js';
 import { writeProblem } from '../core/problem-writer.js';
 import type { Logger } from '../log.js';
@@ -296,6 +297,7 @@ export class Http2Forwarder {
     stream.setTimeout(ex.options.timeouts.idleMs);
     const status = Number(headers[':status']);
     const out = responseHeaders(ex, headers);
+    noteGrpcStatus(res, headers);
     if (flags & constants.NGHTTP2_FLAG_END_STREAM) {
       // Headers only (gRPC's trailers-only answers, HEAD, 204): one HEADERS frame with END_STREAM to an h2 client.
       for (const name of Object.keys(out)) res.setHeader(name, out[name]!);
@@ -312,6 +314,7 @@ export class Http2Forwarder {
       }
     });
     stream.on('trailers', (t: Http2Headers) => {
+      noteGrpcStatus(res, t);
       trailers = passedTrailers(t);
     });
     stream.once('end', () => {
@@ -485,9 +488,16 @@ function passedTrailers(trailers: IncomingHttpHeaders | Http2Headers | undefined
   return out;
 }
 
+/** The upstream's grpc-status, for the access line. */
+function noteGrpcStatus(res: ServerResponse, headers: Http2Headers): void {
+  const status = headers['grpc-status'];
+  if (typeof status === 'string') recordGrpcStatus(res, status);
+}
+
 /** Ends a gRPC response that began with a status of the gateway's own in its trailers. */
 function endGrpc(res: ServerResponse, status: number, message: string): void {
   if (res.writableEnded) return;
-  res.addTrailers({ 'grpc-status': String(status), 'grpc-message': encodeURIComponent(message) });
+  recordGrpcStatus(res, status);
+  res.addTrailers({ 'grpc-status': String(status), 'grpc-message': encodeGrpcMessage(message) });
   res.end();
 }
