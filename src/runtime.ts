@@ -294,6 +294,7 @@ export function restartOnlyChanges(old: Config, next: Config): string[] {
   if (old.server.host !== next.server.host || old.server.port !== next.server.port) changed.push('server.host/server.port');
   if (!same(old.server.tls, next.server.tls)) changed.push('server.tls');
   if (!same(old.server.http2, next.server.http2)) changed.push('server.http2');
+  if (old.server.h2c !== next.server.h2c) changed.push('server.h2c');
   if (!same(old.store, next.store)) changed.push('store');
   if (!same(old.admin, next.admin)) changed.push('admin');
   if (old.log.level !== next.log.level) changed.push('log.level');

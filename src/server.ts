@@ -14,7 +14,7 @@ import { clientErrorResponder } from './http/client-error.js';
 import { Drain, pacedBy, type DrainPacing } from './http/drain.js';
 import { handleExpectations } from './http/expect.js';
 import { answerPlainHttp, keepClientCertificates, readTlsOptions, watchCertificate } from './http/tls.js';
-import { createHttp2Listener, entry } from './http/http2.js';
+import { createH2cListener, createHttp2Listener, entry } from './http/http2.js';
 import type { Http2SecureServer } from 'node:http2';
 import { ClientCertificates } from './auth/client-certificate.js';
 import { observe, type Observers } from './http/observe.js';
@@ -126,7 +126,8 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
     onFlood: (reason) => metrics.http2Floods.inc({ reason }),
     log,
   }) : undefined;
-  const drain = new Drain(lanes, h2?.sessions);
+  // The h2c listener's connections (server.h2c) are made with the listener, below.
+  const drain = new Drain(lanes, h2?.sessions ?? (!tls && config.server.h2c ? { goAwayAll: () => h2c?.sessions.goAwayAll(), destroyAll: () => h2c?.sessions.destroyAll() } : undefined));
   const readiness = drain.readiness(ping);
   const refused = () => refusedWrites(store.replication());
 
@@ -210,8 +211,18 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
     // A missing Host gets a problem body from requestForm, not Node's bare 400.
     requireHostHeader: false,
   };
+  // server.h2c: the plain listener's connections that start with the HTTP/2 preface are HTTP/2 (see createH2cListener).
+  const plainH2 = !tls && config.server.h2c;
+  const served = h2 || plainH2 ? entry(serveOne, lanes.wrap(serveOne)) : handle;
   const server: Server | HttpsServer | Http2SecureServer = h2 ? h2.server
-    : tls ? createHttpsServer({ ...serverOptions, ...tlsOptions }, handle) : createServer(serverOptions, handle);
+    : tls ? createHttpsServer({ ...serverOptions, ...tlsOptions }, handle) : createServer(serverOptions, served);
+  const h2c = plainH2 ? createH2cListener(server as Server, {
+    limits: config.server.http2,
+    onFlood: (reason) => metrics.http2Floods.inc({ reason }),
+    log,
+    firstBytesMs: config.server.headersTimeoutMs,
+  }) : undefined;
+  h2c?.h2c.on('request', served);
   if (h2) {
     // Node's HTTP/2 server takes the HTTP/1.1 settings as properties (its constructor sets its own).
     Object.assign(h2.server, serverOptions);

@@ -38,6 +38,7 @@ export function checkConfig(raw: unknown, file: string, baseDir: string, locate?
   // Read in the order of the file, so problems are listed in that order too.
   const server = readServer(c, c.obj('server', root.server));
   if (root.server && typeof root.server === 'object') server.tls = readTls(c, (root.server as Record<string, unknown>).tls, at);
+  if (server.h2c && server.tls) c.problem('server.h2c', 'is for the plain listener: with server.tls, HTTP/2 is server.tls.http2');
   const store = readStore(c, c.obj('store', root.store));
   if (server.workers > 1 && store.kind === 'memory') {
     c.problem('server.workers', 'needs store.kind redis: with the memory store each worker would have its own sessions');

@@ -1,8 +1,10 @@
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, RequestListener, ServerResponse } from 'node:http';
 import {
-  constants, createSecureServer, Http2ServerRequest, Http2ServerResponse,
-  type Http2SecureServer, type Http2Session, type SecureServerOptions, type ServerHttp2Stream,
+  constants, createSecureServer, createServer as createPlainHttp2Server, Http2ServerRequest, Http2ServerResponse,
+  type Http2SecureServer, type Http2Server, type Http2Session, type SecureServerOptions, type ServerHttp2Stream,
 } from 'node:http2';
+import type { Server } from 'node:http';
+import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { Http2Config } from '../config/types.js';
 import type { Logger } from '../log.js';
@@ -173,6 +175,61 @@ export function createHttp2Listener(tlsOptions: SecureServerOptions, options: Ht
   return { server, sessions };
 }
 
+/** What every HTTP/2 connection starts with (RFC 9113 section 3.4). */
+const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+
+/**
+ * HTTP/2 with prior knowledge on the plain listener (server.h2c): an HTTP/2 server without TLS, with
+ * the TLS listener's settings and flood checks, that takes the connections of `server` (the plain
+ * HTTP/1.1 one) whose first bytes are the HTTP/2 preface; every other connection goes to `server` as
+ * before. A connection that sends nothing within `firstBytesMs` is closed (the HTTP/1.1 server's
+ * headers timeout starts only once it has it). Add the request listener with `entry`.
+ */
+export function createH2cListener(server: Server, options: Http2ListenerOptions & { firstBytesMs: number }): { h2c: Http2Server; sessions: Http2Sessions } {
+  const h2c = createPlainHttp2Server({
+    settings: {
+      maxConcurrentStreams: options.limits.maxConcurrentStreams,
+      maxHeaderListSize: HEADER_LIST_TAKEN * options.limits.maxHeaderListBytes,
+      enablePush: false,
+    },
+    maxSessionInvalidFrames: MAX_INVALID_FRAMES,
+    maxSessionRejectedStreams: MAX_REJECTED_STREAMS,
+    Http2ServerRequest: GatewayHttp2Request as typeof Http2ServerRequest,
+    Http2ServerResponse: GatewayHttp2Response as unknown as typeof Http2ServerResponse,
+  });
+  const sessions = new Http2Sessions(h2c, options);
+  // Node's HTTP/1.1 connection handling, called for the connections that are not HTTP/2.
+  const http1 = server.listeners('connection') as ((socket: Socket) => void)[];
+  server.removeAllListeners('connection');
+  server.on('connection', (socket: Socket) => {
+    let first: Buffer = Buffer.alloc(0);
+    const timer = setTimeout(() => socket.destroy(), options.firstBytesMs);
+    const hand = (http2: boolean) => {
+      clearTimeout(timer);
+      socket.off('data', onData);
+      socket.off('close', onClose);
+      socket.pause();
+      socket.unshift(first);
+      if (http2) h2c.emit('connection', socket);
+      else for (const listener of http1) listener.call(server, socket);
+      process.nextTick(() => socket.resume());
+    };
+    const onData = (chunk: Buffer) => {
+      first = first.length === 0 ? chunk : Buffer.concat([first, chunk]);
+      const n = Math.min(first.length, PREFACE.length);
+      const http2 = first.subarray(0, n).equals(PREFACE.subarray(0, n));
+      // The preface may come in pieces: wait for all of it (anything else is told apart at its first byte).
+      if (http2 && first.length < PREFACE.length) return;
+      hand(http2);
+    };
+    const onClose = () => clearTimeout(timer);
+    socket.on('data', onData);
+    socket.once('close', onClose);
+    socket.on('error', () => socket.destroy());
+  });
+  return { h2c, sessions };
+}
+
 /**
  * The request listener of the HTTP/2 listener: an HTTP/2 stream goes straight to `serve` (its
  * connection's streams run side by side, bounded by maxConcurrentStreams), unless the client reset it
@@ -239,7 +296,7 @@ export class Http2Sessions {
   private unlogged = 0;
   private readonly resetBudget: number;
 
-  constructor(server: Http2SecureServer, private readonly options: Http2ListenerOptions) {
+  constructor(server: Http2SecureServer | Http2Server, private readonly options: Http2ListenerOptions) {
     this.resetBudget = Math.max(100, 2 * options.limits.maxConcurrentStreams);
     server.on('secureConnection', (socket: TLSSocket) => {
       this.sockets.add(socket);

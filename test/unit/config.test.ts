@@ -27,7 +27,7 @@ function problems(yaml: string, env: Record<string, string> = { JWT_SECRET: SECR
 describe('configuration', () => {
   it('applies the documented defaults', () => {
     const c = parseConfig(BASE, '/etc/gw/gateway.yaml', { JWT_SECRET: SECRET });
-    expect(c.server).toEqual({ host: '0.0.0.0', port: 8080, trustProxy: 0, shutdownGraceMs: 10000, acceptGraceMs: 5000, headersTimeoutMs: 10000, bodyTimeoutMs: 10000, maxPipelinedRequests: 1000, workers: 1, http2: { maxConcurrentStreams: 100, maxHeaderListBytes: 16384 } });
+    expect(c.server).toEqual({ host: '0.0.0.0', port: 8080, trustProxy: 0, shutdownGraceMs: 10000, acceptGraceMs: 5000, headersTimeoutMs: 10000, bodyTimeoutMs: 10000, maxPipelinedRequests: 1000, workers: 1, h2c: false, http2: { maxConcurrentStreams: 100, maxHeaderListBytes: 16384 } });
     expect(c.store).toEqual({ kind: 'memory' });
     expect(c.users.htpasswd).toBe('/etc/gw/users.htpasswd');
     expect(c.tokens).toMatchObject({ issuer: 'auth-gateway', accessTtlSeconds: 5400, refreshTtlSeconds: 5184000, refreshReuseGraceSeconds: 10 });
