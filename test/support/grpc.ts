@@ -20,6 +20,8 @@ export interface GrpcUpstream {
   /** The metadata of every call, in order. */
   seen: grpc.Metadata[];
   close(): Promise<void>;
+  /** Ends every connection at once, calls in progress included (an upstream that dies). */
+  kill(): void;
 }
 
 /** The test services' calls, each echoing what it got with the user the gateway named. */
@@ -82,6 +84,7 @@ export async function grpcUpstream(pki?: TestPki): Promise<GrpcUpstream> {
     port,
     seen,
     close: () => new Promise<void>((resolve) => server.tryShutdown(() => resolve())),
+    kill: () => server.forceShutdown(),
   };
 }
 
