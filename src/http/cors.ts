@@ -44,11 +44,18 @@ function withPolicy(ex: GatewayExchange, policy: CorsPolicy): OwnHandler | undef
   const listed = origin !== '' && (policy.origins === '*' || policy.origins.includes(origin));
   const requestedMethod = headerValue(ex, 'access-control-request-method');
   if (ex.method === 'OPTIONS' && origin !== '' && requestedMethod !== '') return (c) => preflight(c, policy, origin, listed, requestedMethod);
+  // A gRPC-Web call's page reads its status from these when the answer has no body (trailers-only).
+  const exposed = isGrpcWeb(ex) ? [...policy.exposedHeaders, 'grpc-status', 'grpc-message'] : policy.exposedHeaders;
   guardCorsHeaders(ex.res, listed ? {
     ...allowOrigin(policy, origin),
-    ...(policy.exposedHeaders.length > 0 ? { 'Access-Control-Expose-Headers': policy.exposedHeaders.join(', ') } : {}),
+    ...(exposed.length > 0 ? { 'Access-Control-Expose-Headers': exposed.join(', ') } : {}),
   } : {}, ['Origin']);
   return undefined;
+}
+
+function isGrpcWeb(ex: GatewayExchange): boolean {
+  const type = ex.req.headers['content-type'];
+  return typeof type === 'string' && type.toLowerCase().startsWith('application/grpc-web');
 }
 
 /** A request header's value as Koa's ctx.get reads it ('' when absent). */

@@ -7,6 +7,7 @@ import { writeProblem } from '../core/problem-writer.js';
 import type { Logger } from '../log.js';
 import type { ForwardOptions, ForwardOutcome, UpstreamErrorListener } from './forward.js';
 import { grpcHealthProbe } from './grpc-health.js';
+import { Base64Decoder, Base64Encoder, grpcWebOf, trailerFrame, type GrpcWeb } from './grpc-web.js';
 import { CONNECT_TIMEOUT, TargetSessions, type PooledSession } from './h2-sessions.js';
 import { rewriteLocation } from './location.js';
 import { UpstreamPool, type Target } from './pool.js';
@@ -71,6 +72,10 @@ interface Exchange {
   /** Set when the gateway gave up (a timeout), before it resets the stream. */
   failure?: Failure;
   deadline?: NodeJS.Timeout;
+  /** A gRPC-Web call bridged to the gRPC upstream (see grpc-web.ts); its base64 codecs for the -text types. */
+  web: GrpcWeb | undefined;
+  decoder: Base64Decoder | undefined;
+  encoder: Base64Encoder | undefined;
   done: () => void;
 }
 
@@ -110,6 +115,7 @@ export class Http2Forwarder {
       const ex: Exchange = {
         upstream, target, req, res, options, outcome, attempts: 0, phase: Phase.Sending,
         replay: [], replayBytes: 0, bodyEnded: false, responded: false,
+        web: undefined, decoder: undefined, encoder: undefined,
         done: () => {
           if (over) return;
           over = true;
@@ -119,6 +125,11 @@ export class Http2Forwarder {
           resolve();
         },
       };
+      ex.web = grpcWebOf(req);
+      if (ex.web?.text) {
+        ex.decoder = new Base64Decoder();
+        ex.encoder = new Base64Encoder();
+      }
       target.inFlight++;
       this.inFlight++;
       res.on('close', () => this.clientGone(ex));
@@ -168,7 +179,9 @@ export class Http2Forwarder {
       return;
     }
     req.pause();
-    req.on('data', (chunk: Buffer) => {
+    req.on('data', (raw: Buffer) => {
+      const chunk = ex.decoder ? ex.decoder.push(raw) : raw;
+      if (chunk.length === 0) return;
       if (ex.replay) {
         ex.replayBytes += chunk.length;
         if (ex.replayBytes > REPLAY_BYTES) ex.replay = undefined;
@@ -204,7 +217,7 @@ export class Http2Forwarder {
       ex.failure = { status: 504, code: 'gateway_timeout', detail };
       this.onUpstreamError(ex.upstream.name, 'timeout');
       if (ex.responded) {
-        endGrpc(ex.res, 4, detail);
+        endGrpc(ex, 4, detail);
         ex.stream?.close(constants.NGHTTP2_CANCEL);
         return;
       }
@@ -307,8 +320,9 @@ export class Http2Forwarder {
     }
     res.writeHead(status, out);
     let trailers: OutgoingHttpHeaders | undefined;
+    const encoder = ex.encoder;
     stream.on('data', (chunk: Buffer) => {
-      if (!res.write(chunk)) {
+      if (!res.write(encoder ? encoder.push(chunk) : chunk)) {
         stream.pause();
         res.once('drain', () => stream.resume());
       }
@@ -318,6 +332,7 @@ export class Http2Forwarder {
       trailers = passedTrailers(t);
     });
     stream.once('end', () => {
+      if (ex.web) return endWeb(ex, trailers ?? {});
       if (trailers) res.addTrailers(trailers);
       res.end();
     });
@@ -358,7 +373,7 @@ export class Http2Forwarder {
       // The upstream went away mid-answer: a gRPC call ends with UNAVAILABLE, anything else is cut.
       ex.outcome.cut = 'upstream_closed';
       this.onUpstreamError(ex.upstream.name, 'reset');
-      if (isGrpc(ex.req) && !res.destroyed) endGrpc(res, 14, `the ${ex.upstream.name} service closed the call mid-stream`);
+      if (isGrpc(ex.req) && !res.destroyed) endGrpc(ex, 14, `the ${ex.upstream.name} service closed the call mid-stream`);
       else res.destroy();
       return;
     }
@@ -456,6 +471,11 @@ function requestHeaders(ex: Exchange): OutgoingHttpHeaders {
   out[constants.HTTP2_HEADER_AUTHORITY] = ex.upstream.preserveHost && clientHost ? clientHost : target.request.host;
   // gRPC servers require it; any upstream may send trailers a client asked for.
   if (isGrpc(req) || wantsTrailers(req)) out.te = 'trailers';
+  if (ex.web) {
+    // The upstream speaks gRPC: its own content type, and a length only the binary form keeps.
+    out['content-type'] = ex.web.upstreamType;
+    if (ex.web.text) delete out['content-length'];
+  }
   return out;
 }
 
@@ -467,6 +487,12 @@ function responseHeaders(ex: Exchange, headers: Http2Headers): OutgoingHttpHeade
     out[name] = headers[name];
   }
   out['x-request-id'] = ex.outcome.requestId;
+  const type = out['content-type'];
+  if (ex.web && typeof type === 'string' && type.startsWith('application/grpc')) {
+    // The body changes: the trailers become its last frame (and base64 for -text), so no length.
+    out['content-type'] = ex.web.clientType;
+    delete out['content-length'];
+  }
   const map = { upstreamOrigins: ex.upstream.pool.origins, upstreamBasePath: ex.target.basePath, routePrefix: ex.options.strippedPrefix };
   for (const name of ['location', 'content-location'] as const) {
     const value = out[name];
@@ -494,10 +520,20 @@ function noteGrpcStatus(res: ServerResponse, headers: Http2Headers): void {
   if (typeof status === 'string') recordGrpcStatus(res, status);
 }
 
-/** Ends a gRPC response that began with a status of the gateway's own in its trailers. */
-function endGrpc(res: ServerResponse, status: number, message: string): void {
+/** Ends a gRPC response that began with a status of the gateway's own in its trailers (gRPC-Web: its trailer frame). */
+function endGrpc(ex: Exchange, status: number, message: string): void {
+  const res = ex.res;
   if (res.writableEnded) return;
   recordGrpcStatus(res, status);
-  res.addTrailers({ 'grpc-status': String(status), 'grpc-message': encodeGrpcMessage(message) });
+  const trailers = { 'grpc-status': String(status), 'grpc-message': encodeGrpcMessage(message) };
+  if (ex.web) return endWeb(ex, trailers);
+  res.addTrailers(trailers);
   res.end();
+}
+
+/** Ends a gRPC-Web response: the trailers as its last frame (base64 for -text, after the body's last bytes). */
+function endWeb(ex: Exchange, trailers: OutgoingHttpHeaders): void {
+  const frame = trailerFrame(trailers);
+  const encoder = ex.encoder;
+  ex.res.end(encoder ? encoder.push(frame) + encoder.end() : frame);
 }
