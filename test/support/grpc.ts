@@ -8,6 +8,9 @@ import type { TestPki } from './tls-pki.js';
 const definition = protoLoader.loadSync(fileURLToPath(new URL('./echo.proto', import.meta.url)), { keepCase: true, defaults: true });
 const loaded = grpc.loadPackageDefinition(definition) as unknown as { test: Record<'Plain' | 'Tls', grpc.ServiceClientConstructor> };
 export const services = loaded.test;
+const health = (grpc.loadPackageDefinition(protoLoader.loadSync(fileURLToPath(new URL('./health.proto', import.meta.url)), { keepCase: true, defaults: true })) as unknown as {
+  grpc: { health: { v1: { Health: grpc.ServiceClientConstructor } } };
+}).grpc.health.v1.Health;
 export type ServiceName = 'Plain' | 'Tls';
 
 export interface Msg { text: string }
@@ -22,6 +25,8 @@ export interface GrpcUpstream {
   close(): Promise<void>;
   /** Ends every connection at once, calls in progress included (an upstream that dies). */
   kill(): void;
+  /** What its grpc.health.v1 Check answers (SERVING at first). */
+  serving: 'SERVING' | 'NOT_SERVING';
 }
 
 /** The test services' calls, each echoing what it got with the user the gateway named. */
@@ -78,14 +83,20 @@ export async function grpcUpstream(pki?: TestPki): Promise<GrpcUpstream> {
   const credentials = pki
     ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: readFileSync(pki.certFile), private_key: readFileSync(pki.keyFile) }])
     : grpc.ServerCredentials.createInsecure();
+  const up = { serving: 'SERVING' as GrpcUpstream['serving'] };
+  server.addService(health.service, {
+    Check(_call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) {
+      cb(null, { status: up.serving });
+    },
+  });
   const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', credentials, (err, p) => (err ? reject(err) : resolve(p))));
-  return {
+  return Object.assign(up, {
     url: `${pki ? 'https' : 'http'}://127.0.0.1:${port}`,
     port,
     seen,
     close: () => new Promise<void>((resolve) => server.tryShutdown(() => resolve())),
     kill: () => server.forceShutdown(),
-  };
+  });
 }
 
 /** A client of `service` at host:port: over TLS trusting `ca`, or h2c without one. */
