@@ -23,7 +23,7 @@ const SLAPD = '/usr/sbin/slapd';
 const LDAP_USER = 'bench-ldap';
 
 /** A row that did not run, and why. */
-function skipped(id: string, scenario: string, why: string): Row {
+export function skipped(id: string, scenario: string, why: string): Row {
   return {
     id, scenario: `${scenario} — skipped: ${why}`, rps: null, p50: null, p99: null, floorRps: null, ratio: null,
     cpuUs: null, floorCpuUs: null, cpuRatio: null, target: '(reference)', met: null, notes: [`skipped: ${why}`], details: { skipped: why },
@@ -51,7 +51,7 @@ function certificate(dir: string): { certFile: string; keyFile: string } {
 }
 
 /** A gateway variant (its own YAML and process), its Bearer token, and a check that it answers. */
-async function startVariant(b: Bench, variant: GatewayVariant): Promise<{ proc: Proc; stop: () => Promise<void>; bearer: string }> {
+export async function startVariant(b: Bench, variant: GatewayVariant): Promise<{ proc: Proc; stop: () => Promise<void>; bearer: string }> {
   const setup = writeVariantFiles(b.gatewaySetup, variant);
   const gw = await startGateway(setup, b.redisUrl);
   try {
@@ -76,7 +76,10 @@ interface Side {
  * Rounds of the TLS floor and the gateway alternating (ABBA), each driven by `drive`; the row's columns as
  * againstFloor's, with the TLS floor as the floor.
  */
-async function againstTlsFloor(b: Bench, id: string, scenario: string, floor: Proc, gateway: Proc, drive: (p: Proc, duration: number) => Promise<LoadResult>, loader: string): Promise<Row> {
+export async function againstTlsFloor(
+  b: Bench, id: string, scenario: string, floor: Proc, gateway: Proc, drive: (p: Proc, duration: number) => Promise<LoadResult>, loader: string,
+  floorText = `the TLS floor (${floor.name}: the same http-proxy passthrough behind the same certificate)`,
+): Promise<Row> {
   const run = async (p: Proc, duration = b.params.duration): Promise<Side> => {
     const r = await measured(b, p, () => drive(p, duration));
     return { result: r, cpuUs: r.cpu.proxyUs, upstreamUs: r.cpu.upstreamUs };
@@ -112,8 +115,8 @@ async function againstTlsFloor(b: Bench, id: string, scenario: string, floor: Pr
     target: goalText(null),
     met: null,
     notes: [
-      `the floor here is the TLS floor (${floor.name}: the same http-proxy passthrough behind the same certificate); load by ${loader}; ` +
-        `mean latency gateway ${mean('proxy')} ms, TLS floor ${mean('floor')} ms; CPU per request of the upstream ${med(rounds.map((x) => x.floor.upstreamUs), 0)} µs`,
+      `the floor here is ${floorText}; load by ${loader}; ` +
+        `mean latency gateway ${mean('proxy')} ms, floor ${mean('floor')} ms; CPU per request of the upstream ${med(rounds.map((x) => x.floor.upstreamUs), 0)} µs`,
       ...failures,
     ],
     details: { rounds: rounds.map((x) => ({ floor: x.floor, proxy: x.proxy, ratio: x.ratio, cpuRatio: x.cpuRatio })) },

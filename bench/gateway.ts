@@ -51,6 +51,11 @@ export interface GatewayVariant {
   ldap?: { url: string; userDn: string };
   /** `tracing`: OTLP/HTTP export to this collector base URL with this sample ratio. */
   tracing?: { endpoint: string; sampleRatio: number };
+  /**
+   * An h2c upstream (bench/grpc-upstream.ts) on this port: `/v1/conversations` is forwarded to it over
+   * HTTP/2, and `/bench.Echo` (gRPC) too; with `server.h2c` on.
+   */
+  h2cUpstreamPort?: number;
 }
 
 /** Writes the htpasswd (cost-10 bcrypt) and the YAML of the main gateway (access log off, no rate limit). */
@@ -80,8 +85,12 @@ function configYaml(upstreamPort: number, variant: GatewayVariant): string {
   const tracing = variant.tracing ? `tracing: { endpoint: "${variant.tracing.endpoint}", sampleRatio: ${variant.tracing.sampleRatio} }\n` : '';
   const tls = variant.tls ? `, tls: { certFile: "${variant.tls.certFile}", keyFile: "${variant.tls.keyFile}" }` : '';
   const ldap = variant.ldap ? `, ldap: { url: "${variant.ldap.url}", userDn: "${variant.ldap.userDn}", cacheSeconds: 300 }` : '';
+  const h2 = variant.h2cUpstreamPort;
+  const h2c = h2 ? ', h2c: true' : '';
+  const upstream = h2 ? `{ url: "http://127.0.0.1:${h2}", protocol: h2c, timeouts: { responseMs: 10000 } }` : `{ url: "http://127.0.0.1:${upstreamPort}", timeouts: { responseMs: 10000 } }`;
+  const grpcRoute = h2 ? '  - { path: /bench.Echo, upstream: conversations }\n' : '';
   return `# written by bench/run.ts (${variant.name})
-server: { host: 127.0.0.1, port: 8080, trustProxy: false, shutdownGraceMs: 1000${tls} }
+server: { host: 127.0.0.1, port: 8080, trustProxy: false, shutdownGraceMs: 1000${tls}${h2c} }
 store: { kind: redis, url: "\${REDIS_URL}" }
 users: { htpasswd: users.htpasswd, cacheTtlSeconds: 300${ldap} }
 tokens:
@@ -90,10 +99,10 @@ tokens:
   signing: { alg: HS256, secret: "\${GATEWAY_JWT_SECRET}" }
 lockout: { maxFailuresPerUser: 10, addressBurst: ${ADDRESS_BURST}, addressFailuresPerMinute: 30, windowSeconds: 900 }
 ${limit}${keys}${tracing}upstreams:
-  conversations: { url: "http://127.0.0.1:${upstreamPort}", timeouts: { responseMs: 10000 } }
+  conversations: ${upstream}
 routes:
   - { path: /v1/conversations, upstream: conversations, paging: { sortable: [campaignId] } }
-log: ${log}
+${grpcRoute}log: ${log}
 admin: { host: 127.0.0.1, port: 0 }
 `;
 }

@@ -22,6 +22,8 @@ export interface H2loadSpec {
   streams: number;
   duration: number;
   headers: Record<string, string>;
+  /** A file whose bytes each request sends as its body (h2load -d: a POST). */
+  dataFile?: string;
 }
 
 /**
@@ -29,9 +31,10 @@ export interface H2loadSpec {
  * no percentiles: p50 and p99 are NaN and `mean` holds the mean.
  */
 export function runH2load(spec: H2loadSpec): Promise<LoadOutput> {
-  if (!spec.url.startsWith('https://127.0.0.1:')) throw new Error(`refusing to load ${spec.url}: 127.0.0.1 only`);
+  if (!/^https?:\/\/127\.0\.0\.1:/.test(spec.url)) throw new Error(`refusing to load ${spec.url}: 127.0.0.1 only`);
   const headers = Object.entries(spec.headers).flatMap(([k, v]) => ['-H', `${k}: ${v}`]);
-  const args = ['-t1', `-c${spec.connections}`, `-m${spec.streams}`, '-D', String(spec.duration), ...headers, spec.url];
+  const data = spec.dataFile ? ['-d', spec.dataFile] : [];
+  const args = ['-t1', `-c${spec.connections}`, `-m${spec.streams}`, '-D', String(spec.duration), ...headers, ...data, spec.url];
   const child = spawnTracked('h2load', args);
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));

@@ -24,6 +24,7 @@ import { tracingScenarios } from './tracing.js';
 import { authzScenarios } from './authz.js';
 import { websocketScenario } from './websocket.js';
 import { h2Scenario, ldapBasicScenario, tlsScenario } from './edge.js';
+import { grpcScenarios } from './grpc.js';
 import { openidScenarios } from './openid.js';
 import { ensureWrk } from './wrk.js';
 
@@ -117,7 +118,7 @@ async function main(): Promise<void> {
       'bearer-log': () => accessLogScenario(b), 'bearer-ratelimit': () => rateLimitScenario(b), 'api-key': () => apiKeyScenario(b), websocket: () => websocketScenario(b),
       'bearer-assertion': () => authzScenarios(b, { assertion: true, forwardAuth: false }),
       'forward-auth': () => authzScenarios(b, { assertion: false, forwardAuth: true }),
-      tls: () => tlsScenario(b), h2: () => h2Scenario(b), 'ldap-basic': () => ldapBasicScenario(b),
+      tls: () => tlsScenario(b), h2: () => h2Scenario(b), grpc: () => grpcScenarios(b), 'ldap-basic': () => ldapBasicScenario(b),
       oidc: () => openidScenarios(b),
       latency: () => latencyScenario(b),
       tokens: () => tokensScenario(b), flood: () => floodScenario(b), soak: () => soakScenario(b),

@@ -1,0 +1,34 @@
+// The floor of the gRPC unary row: a bare node:http2 pass-through, h2c in front and one h2c session to
+// the upstream: each stream's headers (pseudo-headers but method and path dropped), body and trailers on,
+// the response's headers, body and trailers back. Nothing else: no pool, no timeouts, no policy.
+// Usage: node h2c-floor.js UPSTREAM_URL ; prints {"port":N} once listening.
+import { connect, constants, createServer, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
+
+const [target] = process.argv.slice(2);
+if (!target) throw new Error('usage: h2c-floor.js UPSTREAM_URL');
+const upstream = connect(target);
+upstream.on('error', () => {});
+
+function regular(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  for (const name of Object.keys(headers)) if (name[0] !== ':') out[name] = headers[name];
+  return out;
+}
+
+const server = createServer({ settings: { maxConcurrentStreams: 1000 } });
+server.on('stream', (stream, headers) => {
+  stream.on('error', () => {});
+  const proxied = upstream.request({ ...regular(headers), ':method': headers[':method'], ':path': headers[':path'] }, { endStream: stream.endAfterHeaders });
+  proxied.on('error', () => stream.close(constants.NGHTTP2_INTERNAL_ERROR));
+  if (!stream.endAfterHeaders) stream.pipe(proxied);
+  let trailers: OutgoingHttpHeaders | undefined;
+  proxied.on('response', (h) => stream.respond({ ...regular(h), ':status': h[':status'] }, { waitForTrailers: true }));
+  proxied.on('trailers', (t) => (trailers = regular(t)));
+  stream.on('wantTrailers', () => stream.sendTrailers(trailers ?? {}));
+  proxied.pipe(stream);
+});
+server.listen(0, '127.0.0.1', () => {
+  const address = server.address();
+  process.stdout.write(`${JSON.stringify({ port: typeof address === 'object' && address ? address.port : 0 })}\n`);
+});
+process.on('SIGTERM', () => process.exit(0));
