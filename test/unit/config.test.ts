@@ -122,6 +122,16 @@ colour: blue
     ]);
   });
 
+  it('reads an upstream\'s protocol and caFile; h2c needs http: targets, h2 https: ones; server.h2c is for the plain listener', () => {
+    const h2 = BASE.replace('conversations: { url: "http://127.0.0.1:9001" }', 'conversations: { url: "https://10.0.0.1:9001", protocol: h2, caFile: ca.pem }');
+    expect(parseConfig(h2, '/x/gateway.yaml', { JWT_SECRET: SECRET }).upstreams.conversations).toMatchObject({ protocol: 'h2', caFile: '/x/ca.pem' });
+    const wrong = (protocol: string, url: string) => BASE.replace('conversations: { url: "http://127.0.0.1:9001" }', `conversations: { url: "${url}", protocol: ${protocol} }`);
+    expect(problems(wrong('h2c', 'https://a:1'))).toEqual(['upstreams.conversations.protocol h2c needs http:// targets (https://a:1 is not)']);
+    expect(problems(wrong('h2', 'http://a:1'))).toEqual(['upstreams.conversations.protocol h2 needs https:// targets (http://a:1 is not)']);
+    expect(problems(wrong('http3', 'http://a:1'))).toEqual(['upstreams.conversations.protocol must be one of http1, h2c, h2']);
+    expect(problems(BASE + 'server: { h2c: true, tls: { certFile: c.pem, keyFile: k.pem } }\n')).toContain('server.h2c is for the plain listener: with server.tls, HTTP/2 is server.tls.http2');
+  });
+
   it('reads server.workers as a number or auto (the cores)', () => {
     const withWorkers = (w: string) => BASE + `server: { workers: ${w} }\nstore: { kind: redis, url: "redis://r:6379" }\n`;
     expect(parseConfig(withWorkers('4'), '/x/gateway.yaml', { JWT_SECRET: SECRET }).server.workers).toBe(4);
