@@ -1,4 +1,9 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
 import { connect as h2connect, type IncomingHttpHeaders } from 'node:http2';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import puppeteer from 'puppeteer-core';
 import { expect, it } from 'vitest';
 import { gatewayFixture } from '../support/fixtures.js';
 import { grpcUpstream, type GrpcUpstream } from '../support/grpc.js';
@@ -6,20 +11,29 @@ import { grpcUpstream, type GrpcUpstream } from '../support/grpc.js';
 const BASIC = 'Basic ' + Buffer.from('alice:alice-pw').toString('base64');
 const ORIGIN = 'https://app.example';
 let plain: GrpcUpstream;
+/** The page's own origin (another port): its calls to the gateway are cross-origin. */
+let pages: Server;
+let pageOrigin: string;
 
 const gw = gatewayFixture({
   before: async () => {
     plain = await grpcUpstream();
+    pages = createServer((_req, res) => res.end('<!doctype html><title>grpc-web</title>'));
+    await new Promise<void>((resolve) => pages.listen(0, '127.0.0.1', resolve));
+    pageOrigin = `http://127.0.0.1:${(pages.address() as { port: number }).port}`;
   },
   config: () => ({
     server: { host: '127.0.0.1', port: 0, shutdownGraceMs: 2000, h2c: true },
     upstreams: { plain: { url: plain.url, protocol: 'h2c' } },
     routes: [{
       path: '/test.Plain', upstream: 'plain',
-      cors: { origins: [ORIGIN], methods: ['POST'], headers: ['authorization', 'content-type', 'x-grpc-web', 'x-user-agent', 'grpc-timeout'] },
+      cors: { origins: [ORIGIN, pageOrigin], methods: ['POST'], headers: ['authorization', 'content-type', 'x-grpc-web', 'x-user-agent', 'grpc-timeout'] },
     }],
   }),
-  after: () => plain.close(),
+  after: async () => {
+    await plain.close();
+    await new Promise<void>((resolve) => pages.close(() => resolve()));
+  },
 });
 
 /** A length-prefixed gRPC message frame. */
@@ -113,3 +127,37 @@ it('a gateway refusal of a gRPC-Web call is a gRPC-Web answer (UNAUTHENTICATED),
   expect(res.headers.get('access-control-expose-headers')).toMatch(/grpc-status/);
   expect(await res.text()).toBe('');
 });
+
+it('gRPC-Web from headless Chromium: a page posts a frame with fetch (CORS preflight included) and reads the answer and its status', async () => {
+  const profile = mkdtempSync(join(tmpdir(), 'gw-chromium-'));
+  const browser = await puppeteer.launch({
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', `--user-data-dir=${profile}`],
+  });
+  try {
+    const page = await browser.newPage();
+    await page.goto(pageOrigin);
+    const answer = await page.evaluate(async (url: string, authorization: string) => {
+      // test.Msg { text: "browser" } in its 5-byte frame.
+      const message = [0x0a, 7, ...new TextEncoder().encode('browser')];
+      const body = new Uint8Array([0, 0, 0, 0, message.length, ...message]);
+      const res = await fetch(url, { method: 'POST', body, headers: { 'content-type': 'application/grpc-web+proto', 'x-grpc-web': '1', authorization } });
+      return { status: res.status, type: res.headers.get('content-type'), bytes: Array.from(new Uint8Array(await res.arrayBuffer())) };
+    }, `${gw.base}/test.Plain/Unary`, BASIC);
+    expect(answer.status).toBe(200);
+    expect(answer.type).toBe('application/grpc-web+proto');
+    const { messages, trailers } = frames(Buffer.from(answer.bytes));
+    expect(messages).toEqual(['alice:browser']);
+    expect(trailers['grpc-status']).toBe('0');
+    const refused = await page.evaluate(async (url: string) => {
+      const res = await fetch(url, { method: 'POST', body: new Uint8Array([0, 0, 0, 0, 0]), headers: { 'content-type': 'application/grpc-web+proto' } });
+      return { status: res.status, grpcStatus: res.headers.get('grpc-status') };
+    }, `${gw.base}/test.Plain/Unary`);
+    // The page reads the gateway's refusal as a gRPC status (exposed to it by CORS).
+    expect(refused).toEqual({ status: 200, grpcStatus: '16' });
+  } finally {
+    await browser.close();
+    rmSync(profile, { recursive: true, force: true });
+  }
+}, 60_000);
