@@ -64,6 +64,8 @@ export interface Metrics {
   readonly refusals: Counter<'code'>;
   /** 1 while the last reload of the certificate, client CA or CRL files failed (the previous ones in use). */
   readonly tlsReloadFailing: Gauge;
+  /** gRPC and gRPC-Web calls by route and the gRPC status they ended with, where the gateway saw it. */
+  readonly grpcCalls: Counter<'route' | 'grpc_status'>;
   /** Sets what the store, bcrypt and open-tunnels gauges read when scraped. */
   watch(sources: MetricSources): void;
   /**
@@ -249,6 +251,12 @@ export function createMetrics(): Metrics {
     pipeliningOverflows: new Counter({
       name: `${METRIC_PREFIX}pipelining_overflows_total`,
       help: 'connections closed after the answer in progress because more than server.maxPipelinedRequests requests were waiting on them',
+      registers,
+    }),
+    grpcCalls: new Counter({
+      name: `${METRIC_PREFIX}grpc_calls_total`,
+      help: 'gRPC and gRPC-Web calls by route and the grpc-status they ended with (the gateway\'s own refusals, an upstream\'s answer)',
+      labelNames: ['route', 'grpc_status'] as const,
       registers,
     }),
     http2Floods: new Counter({

@@ -1,4 +1,5 @@
 import type { Exchange } from '../core/exchange.js';
+import { recordedGrpcStatus } from '../core/grpc.js';
 import type { LockoutEndpoint, Metrics, TokenOperation } from './metrics.js';
 
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
@@ -33,7 +34,10 @@ export function requestCounter(metrics: Metrics, routeOf: (path: string) => stri
     if (!metrics.requests.inc(countKey)) metrics.requests.add(countKey, { route, method, status_class: statusClass, auth, protocol });
     const seconds = (performance.now() - ex.started) / 1000;
     if (!metrics.requestDuration.observe(durationKey, seconds)) metrics.requestDuration.add(durationKey, { route, method }, seconds);
-    if (status >= 400 || route === 'tokens') countOutcome(metrics, ex, path, route, status);
+    // A gRPC refusal is an HTTP 200 with its problem code behind it: counted by that code all the same.
+    if (status >= 400 || route === 'tokens' || ex.problem !== undefined) countOutcome(metrics, ex, path, route, status);
+    const grpcStatus = recordedGrpcStatus(ex.res);
+    if (grpcStatus !== undefined) metrics.grpcCalls.inc({ route, grpc_status: grpcStatus });
     if (ex.forwardAuth) metrics.forwardAuthAnswers.inc({ status: String(status) });
   };
 }

@@ -112,6 +112,12 @@ describe('a gateway refusal of a gRPC call is a gRPC status (trailers-only), nev
     for (let i = 0; i < 3; i++) codes.push((await call('/limited.Svc/Call', BASIC('carol')))?.code);
     // The first two reach the upstream (which has no such service: UNIMPLEMENTED, its own answer).
     expect(codes).toEqual([grpc.status.UNIMPLEMENTED, grpc.status.UNIMPLEMENTED, grpc.status.RESOURCE_EXHAUSTED]);
+    // The metrics carry the gRPC statuses, and the refusal is still counted as the rate limit's.
+    const registry = gw.gateway.metrics.registry;
+    const calls = await registry.getSingleMetricAsString('auth_gateway_grpc_calls_total');
+    expect(calls).toContain('auth_gateway_grpc_calls_total{route="/limited.Svc",grpc_status="12"} 2');
+    expect(calls).toContain('auth_gateway_grpc_calls_total{route="/limited.Svc",grpc_status="8"} 1');
+    expect(await registry.getSingleMetricAsString('auth_gateway_rate_limited_total')).toContain('auth_gateway_rate_limited_total{route="/limited.Svc"} 1');
   });
 
   it('an upstream that refuses connections: UNAVAILABLE', async () => {
