@@ -33,9 +33,10 @@ const gw = gatewayFixture({
     upstreams: {
       one: { url: bareUrl, protocol: 'h2c', maxConnections: 1, maxQueued: 16 },
       four: { url: bareUrl, protocol: 'h2c', maxConnections: 4, maxQueued: 16 },
+      tight: { url: bareUrl, protocol: 'h2c', maxConnections: 1, maxQueued: 1 },
       doomed: { url: doomed.url, protocol: 'h2c' },
     },
-    routes: [{ path: '/one', upstream: 'one' }, { path: '/four', upstream: 'four' }, { path: '/test.Plain', upstream: 'doomed' }],
+    routes: [{ path: '/tight', upstream: 'tight' }, { path: '/one', upstream: 'one' }, { path: '/four', upstream: 'four' }, { path: '/test.Plain', upstream: 'doomed' }],
   }),
   after: async () => {
     for (const s of bareSessions) s.destroy();
@@ -167,4 +168,50 @@ it('an upstream killed mid-stream: the gRPC client gets UNAVAILABLE, never a han
   expect(s.code).toBe(grpc.status.UNAVAILABLE);
   expect(s.details).toMatch(/closed the call mid-stream/);
   c.close();
+});
+
+it('admission: maxConnections streams in progress and maxQueued waiting per target; past both, 503 with Retry-After', async () => {
+  const held: ServerHttp2Stream[] = [];
+  onStream = (stream) => held.push(stream);
+  const answers = [0, 1, 2].map((i) => fetch(`${gw.base}/tight/${i}`, { headers: { authorization: BASIC } }));
+  // Nothing is answered until one of them is refused: the other two hold the stream and the queue.
+  const refused = await Promise.race(answers);
+  expect(refused.status).toBe(503);
+  expect(refused.headers.get('retry-after')).toBe('1');
+  expect((await refused.json() as { code: string }).code).toBe('service_unavailable');
+  onStream = (stream) => {
+    stream.respond({ ':status': 200 });
+    stream.end('late');
+  };
+  for (const stream of held) {
+    stream.respond({ ':status': 200 });
+    stream.end('held');
+  }
+  const statuses = (await Promise.all(answers)).map((r) => r.status).sort();
+  expect(statuses).toEqual([200, 200, 503]);
+});
+
+it('request trailers of a chunked HTTP/1.1 body reach an h2 upstream', async () => {
+  onStream = (stream) => {
+    let body = '';
+    stream.setEncoding('utf8');
+    stream.on('data', (d: string) => (body += d));
+    stream.on('trailers', (t) => {
+      stream.respond({ ':status': 200 });
+      stream.end(`${body}|${String(t['x-sent'])}`);
+    });
+  };
+  const raw = await new Promise<string>((resolve, reject) => {
+    const socket = netConnect(gw.port, '127.0.0.1', () => {
+      socket.write(`POST /one/rt HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${BASIC}\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sent\r\nConnection: close\r\n\r\n`);
+      socket.write('5\r\nhello\r\n0\r\nX-Sent: yes\r\n\r\n');
+    });
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (d: string) => (text += d));
+    socket.on('end', () => resolve(text));
+    socket.on('error', reject);
+  });
+  expect(raw).toMatch(/^HTTP\/1\.1 200/);
+  expect(raw).toContain('hello|yes');
 });
