@@ -76,6 +76,10 @@ export function siteOf(config: Config, options: SiteOptions = {}): Site {
       throw new RecipeError(`routes: ${route.path} strips its prefix (stripPrefix), which a proxy asking forward-auth cannot do the way the gateway does; serve it through the gateway itself, or without stripPrefix`);
     }
     if (route.forwardAuthorization) warnings.push(`routes: ${route.path} forwards Authorization when the gateway proxies it; through the recipe the upstream never receives it`);
+    const protocol = config.upstreams[route.upstream]?.protocol;
+    if (protocol === 'h2c' || protocol === 'h2') {
+      warnings.push(`routes: ${route.path} goes to upstreams.${route.upstream}, which speaks HTTP/2 (protocol: ${protocol}); the recipe passes HTTP/1.1 to it, which carries no gRPC: serve gRPC routes through the gateway itself (docs/grpc.md)`);
+    }
   }
   if (forwardAuth.trustedProxies === undefined) warnings.push(`forwardAuth: ${forwardAuth.path} answers any client that reaches the gateway; set forwardAuth.trustedProxies to the proxy's address`);
   if (config.server.trustProxy < 1) warnings.push('server.trustProxy is 0: the gateway keys lockouts and rate limits on the proxy\'s address, not the client\'s; set it to 1 behind this proxy');

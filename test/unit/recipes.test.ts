@@ -69,6 +69,11 @@ describe('a recipe is refused where it could not be safe', () => {
     expect(recipe('nginx', config()).warnings).toEqual([]);
   });
 
+  it('warns that a route to an HTTP/2 (gRPC) upstream is better served by the gateway itself', () => {
+    const { warnings } = recipe('caddy', config({ upstreams: { app: { url: 'http://127.0.0.1:9001', protocol: 'h2c' } } }));
+    expect(warnings.join('\n')).toMatch(/upstreams\.app, which speaks HTTP\/2 \(protocol: h2c\)/);
+  });
+
   it('refuses a listen or gateway address it cannot write', () => {
     expect(() => recipe('nginx', config(), { listen: 'eighty' })).toThrow(/--listen/);
     expect(() => recipe('nginx', config(), { gateway: 'ftp://x' })).toThrow(/--gateway/);
