@@ -1,4 +1,7 @@
+import { execFile } from 'node:child_process';
 import { request as httpsRequest } from 'node:https';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { gatewayFixture } from '../support/fixtures.js';
 import { grpc, grpcClient, grpcUpstream, unary, withAuthorization, type GrpcUpstream, type Msg, type ServiceName } from '../support/grpc.js';
@@ -101,5 +104,32 @@ describe.each<[ServiceName, string]>([['Plain', 'an h2c upstream'], ['Tls', 'an 
     expect(err?.metadata.get('x-detail')).toEqual(['shelf 4']);
     expect(err?.metadata.get('grpc-status-details-bin')).toEqual([Buffer.from([1, 2, 3, 250])]);
     c.close();
+  });
+});
+
+const run = promisify(execFile);
+const PY_CLIENT = fileURLToPath(new URL('../support/grpcio-client.py', import.meta.url));
+
+/** One unary call by python grpcio (Debian's), through the gateway's TLS listener. */
+async function grpcio(method: string, authorization: string, text: string): Promise<Record<string, unknown>> {
+  const { stdout } = await run('/usr/bin/python3', [PY_CLIENT, `localhost:${gw.port}`, pki.caFile, authorization, method, text], { timeout: 30_000 });
+  return JSON.parse(stdout) as Record<string, unknown>;
+}
+
+describe('a python grpcio client (the one that met 502 before) through the TLS listener', () => {
+  it('a unary call with Bearer metadata to the h2c upstream: the server sees x-authenticated-user', async () => {
+    expect(await grpcio('/test.Plain/Unary', await bearer(), 'py')).toEqual({ text: 'alice:py' });
+  });
+
+  it('the h2 upstream\'s NOT_FOUND, message and trailer metadata, as sent', async () => {
+    const out = await grpcio('/test.Tls/Fail', await bearer(), 'y');
+    expect(out).toMatchObject({ code: 'NOT_FOUND', details: 'no item called y (100% sure)' });
+    expect(out.trailing).toMatchObject({ 'x-detail': 'shelf 4', 'grpc-status-details-bin': '010203fa' });
+  });
+
+  it('a gateway refusal: UNAUTHENTICATED with the gateway\'s reason', async () => {
+    const out = await grpcio('/test.Plain/Unary', '-', 'z');
+    expect(out.code).toBe('UNAUTHENTICATED');
+    expect(String(out.details)).toMatch(/credentials/i);
   });
 });
