@@ -12,8 +12,13 @@ import { CONNECT_TIMEOUT, TargetSessions, type PooledSession } from './h2-sessio
 import { rewriteLocation } from './location.js';
 import { UpstreamPool, type Target } from './pool.js';
 
-/** Header names HTTP/2 forbids (RFC 9113 section 8.2.2), and Host (`:authority` says it): never sent on an h2 hop. */
-const CONNECTION_SPECIFIC = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'host', 'te']);
+/**
+ * Header names HTTP/2 forbids (RFC 9113 section 8.2.2; Node throws on them, `HTTP2-Settings` included),
+ * and Host (`:authority` says it): never sent on an h2 hop. TE is set by the gateway (`trailers` only).
+ */
+const CONNECTION_SPECIFIC = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'http2-settings', 'host', 'te']);
+/** What session.request throws when the session can take no new stream (GOAWAY, closed): nothing was sent. */
+const SESSION_GONE = new Set(['ERR_HTTP2_GOAWAY_SESSION', 'ERR_HTTP2_INVALID_SESSION', 'ERR_HTTP2_OUT_OF_STREAMS']);
 /** Trailer fields never passed on either way: connection-specific ones, and framing. */
 const NOT_TRAILERS = new Set([...CONNECTION_SPECIFIC, 'content-length', 'trailer', 'proxy-authorization', 'proxy-authenticate']);
 /** Methods a request may be sent again for, once it may have reached an upstream (RFC 9110 section 9.2.2). */
@@ -250,9 +255,13 @@ export class Http2Forwarder {
     try {
       stream = slot.session.request(requestHeaders(ex), { endStream, waitForTrailers: !endStream });
     } catch (err) {
-      // The session went away between the slot and the stream (GOAWAY): nothing was sent.
       sessions.release(slot);
-      return this.failed(ex, err as Error, true);
+      const code = (err as NodeJS.ErrnoException).code ?? '';
+      // The session went away between the slot and the stream (GOAWAY): nothing was sent, try again.
+      if (SESSION_GONE.has(code)) return this.failed(ex, err as Error, true);
+      // A request HTTP/2 cannot carry (a header value Node refuses): the gateway's own failure to send it.
+      this.log.warn('request not sendable over HTTP/2', { upstream: ex.upstream.name, error: code || (err as Error).message });
+      return this.answer(ex, { status: 502, code: 'bad_gateway', detail: `the request cannot be sent to the ${ex.upstream.name} service over HTTP/2` });
     }
     ex.stream = stream;
     ex.slot = slot;

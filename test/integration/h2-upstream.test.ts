@@ -215,3 +215,24 @@ it('request trailers of a chunked HTTP/1.1 body reach an h2 upstream', async () 
   expect(raw).toMatch(/^HTTP\/1\.1 200/);
   expect(raw).toContain('hello|yes');
 });
+
+it('an HTTP/1.1 request with an HTTP2-Settings header reaches an h2 upstream without it (HTTP/2 forbids it on a request)', async () => {
+  let seen: Record<string, unknown> = {};
+  onStream = (stream) => {
+    stream.respond({ ':status': 200 });
+    stream.end('ok');
+  };
+  bare.once('stream', (_s, headers) => (seen = headers));
+  const raw = await new Promise<string>((resolve, reject) => {
+    const socket = netConnect(gw.port, '127.0.0.1', () => {
+      socket.write(`GET /one/settings HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${BASIC}\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\nConnection: close\r\n\r\n`);
+    });
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (d: string) => (text += d));
+    socket.on('end', () => resolve(text));
+    socket.on('error', reject);
+  });
+  expect(raw).toMatch(/^HTTP\/1\.1 200/);
+  expect(seen['http2-settings']).toBeUndefined();
+});
