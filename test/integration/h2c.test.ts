@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { connect as h2connect, createServer as createH2Server, type Http2Server } from 'node:http2';
 import { promisify } from 'node:util';
 import { expect, it } from 'vitest';
-import { createTokens, gatewayFixture } from '../support/fixtures.js';
+import { createTokens, gatewayFixture, startGateway, testConfig } from '../support/fixtures.js';
 import { grpc, grpcClient, grpcUpstream, unary, withAuthorization, type GrpcUpstream, type Msg } from '../support/grpc.js';
 
 const run = promisify(execFile);
@@ -70,3 +70,38 @@ it('h2load over h2c through an h2c upstream finishes with 0 errors', async () =>
   expect(stdout).toMatch(/requests: 2000 total, 2000 started, 2000 done, 2000 succeeded, 0 failed, 0 errored, 0 timeout/);
   expect(stdout).toMatch(/status codes: 2000 2xx, 0 3xx, 0 4xx, 0 5xx/);
 }, 60_000);
+
+it('a drain sends the h2c connections GOAWAY: the stream in progress finishes, then the connection closes', async () => {
+  let release: () => void = () => {};
+  const held = new Promise<void>((resolve) => (release = resolve));
+  const slow = createH2Server((req, res) => {
+    req.resume();
+    void held.then(() => res.end('finished'));
+  });
+  await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+  const arrived = new Promise((resolve) => slow.once('request', resolve));
+  const own = await startGateway(testConfig(gw.users.file, {
+    server: { host: '127.0.0.1', port: 0, shutdownGraceMs: 5000, h2c: true },
+    upstreams: { slow: { url: `http://127.0.0.1:${(slow.address() as { port: number }).port}`, protocol: 'h2c' } },
+    routes: [{ path: '/v1/slow', upstream: 'slow' }],
+  }));
+  const session = h2connect(`http://127.0.0.1:${own.port}`);
+  const goaway = new Promise<void>((resolve) => session.once('goaway', () => resolve()));
+  const stream = session.request({ ':path': '/v1/slow/x', authorization: 'Basic ' + Buffer.from('alice:alice-pw').toString('base64') });
+  stream.end();
+  const response = new Promise<number>((resolve) => stream.on('response', (h) => resolve(Number(h[':status']))));
+  let body = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (d: string) => (body += d));
+  // The drain begins once the stream is at the upstream.
+  await arrived;
+  const closed = own.gateway.close(5000);
+  await goaway;
+  release();
+  expect(await response).toBe(200);
+  await new Promise((resolve) => stream.on('close', resolve));
+  expect(body).toBe('finished');
+  await closed;
+  session.destroy();
+  await new Promise<void>((resolve) => slow.close(() => resolve()));
+});
