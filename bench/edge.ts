@@ -95,7 +95,7 @@ export async function againstTlsFloor(
     failures.push(...problems(`round ${r + 1} TLS floor`, f.result), ...problems(`round ${r + 1} ${id}`, g.result));
     const round = { floor: f, proxy: g, ratio: g.result.rps / f.result.rps, cpuRatio: g.cpuUs / f.cpuUs };
     rounds.push(round);
-    b.log(`  ${id} round ${r + 1}: TLS floor ${describe(f)} | gateway ${describe(g)} | ratio ${round.ratio.toFixed(3)}, CPU ratio ${round.cpuRatio.toFixed(2)}`);
+    b.log(`  ${id} round ${r + 1}: ${floor.name} ${describe(f)} | gateway ${describe(g)} | ratio ${round.ratio.toFixed(3)}, CPU ratio ${round.cpuRatio.toFixed(2)}`);
   }
   const p = (side: 'floor' | 'proxy', key: 'p50' | 'p99') => {
     const values = rounds.map((x) => x[side].result[key]).filter((v) => !Number.isNaN(v));

@@ -2,12 +2,18 @@
 // the upstream: each stream's headers (pseudo-headers but method and path dropped), body and trailers on,
 // the response's headers, body and trailers back. Nothing else: no pool, no timeouts, no policy.
 // Usage: node h2c-floor.js UPSTREAM_URL ; prints {"port":N} once listening.
-import { connect, constants, createServer, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
+import { connect, constants, createServer, type ClientHttp2Session, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
 
 const [target] = process.argv.slice(2);
 if (!target) throw new Error('usage: h2c-floor.js UPSTREAM_URL');
-const upstream = connect(target);
-upstream.on('error', () => {});
+let upstream = open();
+
+/** The one session to the upstream, opened again if it went away. */
+function open(): ClientHttp2Session {
+  const session = connect(target!);
+  session.on('error', () => {});
+  return session;
+}
 
 function regular(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
@@ -18,11 +24,21 @@ function regular(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
 const server = createServer({ settings: { maxConcurrentStreams: 1000 } });
 server.on('stream', (stream, headers) => {
   stream.on('error', () => {});
+  if (upstream.closed || upstream.destroyed) upstream = open();
   const proxied = upstream.request({ ...regular(headers), ':method': headers[':method'], ':path': headers[':path'] }, { endStream: stream.endAfterHeaders });
-  proxied.on('error', () => stream.close(constants.NGHTTP2_INTERNAL_ERROR));
+  proxied.on('error', () => {});
+  // A client that resets its stream (h2load at the end of its run) cancels the upstream's.
+  stream.on('close', () => {
+    if (!proxied.closed) proxied.close(constants.NGHTTP2_CANCEL);
+  });
+  proxied.on('close', () => {
+    if (!stream.closed && !stream.headersSent) stream.close(constants.NGHTTP2_INTERNAL_ERROR);
+  });
   if (!stream.endAfterHeaders) stream.pipe(proxied);
   let trailers: OutgoingHttpHeaders | undefined;
-  proxied.on('response', (h) => stream.respond({ ...regular(h), ':status': h[':status'] }, { waitForTrailers: true }));
+  proxied.on('response', (h) => {
+    if (!stream.closed) stream.respond({ ...regular(h), ':status': h[':status'] }, { waitForTrailers: true });
+  });
   proxied.on('trailers', (t) => (trailers = regular(t)));
   stream.on('wantTrailers', () => stream.sendTrailers(trailers ?? {}));
   proxied.pipe(stream);
