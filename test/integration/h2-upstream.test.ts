@@ -236,3 +236,25 @@ it('an HTTP/1.1 request with an HTTP2-Settings header reaches an h2 upstream wit
   expect(raw).toMatch(/^HTTP\/1\.1 200/);
   expect(seen['http2-settings']).toBeUndefined();
 });
+
+it('103 Early Hints of an h2 upstream reach an HTTP/1.1 client before its answer', async () => {
+  onStream = (stream) => {
+    stream.additionalHeaders({ ':status': 103, link: '</app.js>; rel=preload' });
+    setTimeout(() => {
+      stream.respond({ ':status': 200 });
+      stream.end('after hints');
+    }, 20).unref();
+  };
+  const raw = await new Promise<string>((resolve, reject) => {
+    const socket = netConnect(gw.port, '127.0.0.1', () => {
+      socket.write(`GET /one/hints1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${BASIC}\r\nConnection: close\r\n\r\n`);
+    });
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (d: string) => (text += d));
+    socket.on('end', () => resolve(text));
+    socket.on('error', reject);
+  });
+  expect(raw).toMatch(/^HTTP\/1\.1 103 Early Hints\r\n[Ll]ink: <\/app\.js>; rel=preload\r\n\r\nHTTP\/1\.1 200/);
+  expect(raw).toMatch(/after hints/);
+});
