@@ -38,6 +38,11 @@ export class Forwarders {
     return this.http2.forward(req, res, options, outcome);
   }
 
+  /** Requests waiting for a connection (HTTP/1.1) or a stream (HTTP/2), per upstream. */
+  queued(): Array<[string, number]> {
+    return [...this.http1.queued().filter(([name]) => !this.h2Names.has(name)), ...this.http2.queued()];
+  }
+
   close(): void {
     this.http1.close();
     this.http2.close();

@@ -44,6 +44,11 @@ export interface SessionOptions {
 export class TargetSessions {
   private readonly sessions: PooledSession[] = [];
   private readonly waiting: { waiter: Waiter; connectMs: number }[] = [];
+
+  /** Requests waiting for a stream of one of these connections (the upstream_queued gauge). */
+  get queued(): number {
+    return this.waiting.length;
+  }
   /** Slots in use across the target's connections. */
   private active = 0;
   private connecting = false;

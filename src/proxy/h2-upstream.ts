@@ -109,6 +109,11 @@ export class Http2Forwarder {
       this.upstreams.set(name, { name, pool, preserveHost: u.preserveHost, sessions });
     }
   }
+  /** Requests waiting for a stream, per upstream (the upstream_queued gauge). */
+  queued(): Array<[string, number]> {
+    return [...this.upstreams.values()].map((u) => [u.name, [...u.sessions.values()].reduce((n, s) => n + s.queued, 0)]);
+  }
+
 
   /** Forwards req (url and headers already rewritten); settles when the response is done or the client left. */
   forward(req: IncomingMessage, res: ServerResponse, options: ForwardOptions, outcome: ForwardOutcome): Promise<void> {
