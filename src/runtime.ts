@@ -196,7 +196,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     jwks: assertionKeys ? serveJwks(assertionKeys) : undefined,
     forwardAuth: config.forwardAuth ? { path: config.forwardAuth.path, enter: forwardAuthEntry(config.forwardAuth, replayRefusal(refusals, clock)) } : undefined,
     securitySchemes: authenticators.map((a) => a.securityScheme),
-    more: login ? signInEndpoints(login, trustForwarded, config.server.bodyTimeoutMs) : undefined,
+    more: login ? signInEndpoints(login, trustForwarded, config.server.bodyTimeoutMs, { passwords, credentialVersion: (user) => keyedVersion(users.credentialVersion(user)) }) : undefined,
   });
   const consumed = config.apiKeys ? { header: config.apiKeys.header.toLowerCase(), bearerPrefix: `${config.apiKeys.prefix}_` } : undefined;
   // Store users' groups (users.store) for names not in the file; allow rules and open tunnels read them.
@@ -233,7 +233,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
 function loginFor(config: Config, issuers: readonly IssuerKeys[], shared: Shared, signingKey: Parameters<typeof derivedKey>[1], previous: Runtime | undefined): LoginFlow | undefined {
   const login = config.login;
   if (!login) return undefined;
-  const issuer = issuers.find((i) => i.name === login.issuer)!;
+  const issuer = login.issuer === undefined ? undefined : issuers.find((i) => i.name === login.issuer)!;
   const key = derivedKey(config.tokens.refreshSecret, signingKey, 'sign-in cookies v1');
   const before = previous?.login;
   if (before && before.issuer === issuer && same(before.config, login) && before.sealer.sameKey(key)) return before;

@@ -15,6 +15,11 @@ export interface BrowserSession {
   exp: number;
   /** The provider's ID token, for id_token_hint at sign-out (left out when it would not fit). */
   idToken?: string;
+  /**
+   * Signed in with a password of the gateway's own users (login.local), not at a provider: its groups
+   * are the user's at each request (users file, store, directory), as for Basic.
+   */
+  local?: true;
 }
 
 export const SESSION_PURPOSE = 'gateway session v1';
@@ -25,7 +30,9 @@ const MAX_OPENED = 4096;
 export function openSession(sealer: Sealer, value: string): BrowserSession | undefined {
   const v = sealer.open(SESSION_PURPOSE, value) as Partial<BrowserSession> | undefined;
   if (!v || typeof v.sid !== 'string' || typeof v.user !== 'string' || typeof v.exp !== 'number' || !Array.isArray(v.groups)) return undefined;
-  return { sid: v.sid, user: v.user, groups: v.groups.filter((g): g is string => typeof g === 'string'), exp: v.exp, idToken: typeof v.idToken === 'string' ? v.idToken : undefined };
+  const session: BrowserSession = { sid: v.sid, user: v.user, groups: v.groups.filter((g): g is string => typeof g === 'string'), exp: v.exp, idToken: typeof v.idToken === 'string' ? v.idToken : undefined };
+  if (v.local === true) session.local = true;
+  return session;
 }
 
 /**
@@ -86,6 +93,8 @@ export function cookieSessionAuthenticator(cookieName: string, sealer: Sealer, s
 }
 
 function principal(session: BrowserSession, value: string): Principal {
+  // A local session's groups are looked up like Basic's (ownGroups false); a provider's came with it.
+  if (session.local) return { user: session.user, via: 'oidc-session', groups: undefined, ownGroups: false, sid: session.sid, expiresAt: session.exp, ambient: true, proof: value, credential: undefined };
   return { user: session.user, via: 'oidc-session', groups: session.groups, ownGroups: true, sid: session.sid, expiresAt: session.exp, ambient: true, proof: value, credential: undefined };
 }
 

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import * as oidc from 'openid-client';
 import type { Clock } from '../clock.js';
 import type { LoginConfig } from '../config/types.js';
@@ -21,6 +21,9 @@ export const LOGIN_STATE_TTL_S = 600;
 /** After a failed discovery, the next sign-in tries again no sooner than this. */
 const DISCOVERY_RETRY_MS = 10_000;
 const STATE_PURPOSE = 'sign-in state v1';
+const FORM_PURPOSE = 'sign-in form v1';
+/** How long a page's form token is good for (a person reading the page, typing, coming back from a break). */
+export const FORM_TOKEN_TTL_S = 3600;
 /** The credential version of browser sessions (they are proved by the provider, not the htpasswd file). */
 export const LOGIN_SESSION_UV = 'oidc';
 /** Browsers keep cookies up to 4096 bytes (name, value and attributes). */
@@ -37,6 +40,12 @@ interface LoginState {
   /** The redirect_uri sent (the callback URL). */
   c: string;
   /** Expiry, ms. */
+  e: number;
+}
+
+/** A form token: the nonce of the browser's form cookie it is bound to, and its expiry (ms). */
+interface FormToken {
+  n: string;
   e: number;
 }
 
@@ -57,14 +66,23 @@ export class LoginFlow {
 
   constructor(
     readonly config: LoginConfig,
-    readonly issuer: IssuerKeys,
+    /** The provider browsers sign in at; undefined with only the gateway's own users (`login.local`). */
+    readonly issuer: IssuerKeys | undefined,
     private readonly store: Sessions,
     sealingKey: Buffer,
-    private readonly clock: Clock,
+    readonly clock: Clock,
     private readonly log: Logger,
   ) {
     this.sealer = new Sealer(sealingKey);
-    this.ca = providerCa(issuer.config.caFile, 'login.issuer caFile');
+    this.ca = issuer === undefined ? undefined : providerCa(issuer.config.caFile, 'login.issuer caFile');
+  }
+
+  /**
+   * Whether a browser without credentials goes to the gateway's sign-in page (the form for its own
+   * users) rather than straight to the provider.
+   */
+  get offersPage(): boolean {
+    return this.config.local || this.issuer === undefined;
   }
 
   /** The cookie that holds a browser session's sealed handle. */
@@ -80,20 +98,95 @@ export class LoginFlow {
     return `${this.config.cookieName}-login-${createHash('sha256').update(state).digest('base64url').slice(0, 12)}`;
   }
 
-  /** Whether a cookie name is one of the gateway's own (the session, a sign-in's state). */
+  /** The cookie that binds the form tokens of the gateway's pages to this browser (see formToken). */
+  get formCookieName(): string {
+    return `${this.config.cookieName}-form`;
+  }
+
+  /** Whether a cookie name is one of the gateway's own (the session, a sign-in's state, the form cookie). */
   isOwnCookie(name: string): boolean {
-    return name === this.config.cookieName || name.startsWith(`${this.config.cookieName}-login-`);
+    return name === this.config.cookieName || name === this.formCookieName || name.startsWith(`${this.config.cookieName}-login-`);
+  }
+
+  /** A new value for the form cookie: a random nonce the form tokens are bound to. */
+  newFormNonce(): string {
+    return randomBytes(18).toString('base64url');
+  }
+
+  /**
+   * The hidden field of a page's form (sign-in, sign-out): a short-lived value sealed with the nonce of
+   * the browser's form cookie. Another site can make a browser post a form, but neither read this
+   * value nor set that cookie (`__Host-`, HttpOnly): with the Origin check, a cross-site post is refused.
+   */
+  formToken(nonce: string): string {
+    const token: FormToken = { n: nonce, e: this.clock.now() + FORM_TOKEN_TTL_S * 1000 };
+    return this.sealer.seal(FORM_PURPOSE, token);
+  }
+
+  /** 'ok', or why a posted form token does not go with this browser's form cookie ('expired' is the one a person can fix by posting again). */
+  checkFormToken(token: string | undefined, nonce: string | undefined): 'ok' | 'expired' | 'forged' {
+    if (token === undefined || nonce === undefined || nonce === '') return 'forged';
+    const opened = this.sealer.open(FORM_PURPOSE, token) as Partial<FormToken> | undefined;
+    if (!opened || typeof opened.n !== 'string' || typeof opened.e !== 'number' || opened.n !== nonce) return 'forged';
+    return opened.e > this.clock.now() ? 'ok' : 'expired';
+  }
+
+  /**
+   * A sign-in of one of the gateway's own users, whose password PasswordCheck has just accepted: the
+   * same store session and cookie as a provider sign-in (listed, revoked, ended everywhere at once);
+   * `uv` is the user's credential version, as a token session keeps it. The session's groups are not
+   * in the cookie: they are the user's groups at each request (users file, store, directory), as for Basic.
+   */
+  async signInLocal(user: string, uv: string): Promise<string> {
+    const ttl = this.config.sessionTtlSeconds;
+    const sid = await this.store.createSession({ sub: user, uv }, ttl);
+    const session: BrowserSession = { sid, user, groups: [], exp: Math.floor(this.clock.now() / 1000) + ttl, local: true };
+    this.log.info('browser signed in', { user, by: 'password', sid });
+    return this.sealer.seal(SESSION_PURPOSE, session);
+  }
+
+  /**
+   * The origins a form of the gateway's pages may end up at through redirects (a page's CSP form-action
+   * applies to them too): the provider's authorization and end-session endpoints (the issuer's origin
+   * while discovery is not done) and an absolute postLogoutRedirectUri.
+   */
+  async formTargets(): Promise<string[]> {
+    const origins = new Set<string>();
+    const configured = this.config.postLogoutRedirectUri;
+    if (!configured.startsWith('/')) origins.add(new URL(configured).origin);
+    if (this.issuer !== undefined) {
+      origins.add(new URL(this.issuer.issuer).origin);
+      try {
+        const m = (await this.discovery()).serverMetadata();
+        for (const endpoint of [m.authorization_endpoint, m.end_session_endpoint]) if (endpoint) origins.add(new URL(endpoint).origin);
+      } catch {
+        // The issuer's origin alone: the page still works for the gateway's own users.
+      }
+    }
+    return [...origins];
+  }
+
+  /** The provider's entry; throws 404 when there is none (a callback or back-channel logout of a local-only gateway). */
+  private provider(): IssuerKeys {
+    if (this.issuer === undefined) throw new HttpProblem(404, 'not_found', 'this gateway signs in its own users only (no login.issuer)');
+    return this.issuer;
   }
 
   /** The provider's discovery (single-flight; a failure is retried by a sign-in after DISCOVERY_RETRY_MS). */
   discovery(): Promise<oidc.Configuration> {
     if (this.discovered) return this.discovered;
-    if (this.clock.now() - this.failedAt < DISCOVERY_RETRY_MS) return Promise.reject(unavailable(this.issuer.name, 'discovery failed moments ago'));
-    const run = discoverProvider(this.config, this.issuer.issuer, this.ca).then((configuration) => configuration, (err: unknown) => {
+    let issuer: IssuerKeys;
+    try {
+      issuer = this.provider();
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    if (this.clock.now() - this.failedAt < DISCOVERY_RETRY_MS) return Promise.reject(unavailable(issuer.name, 'discovery failed moments ago'));
+    const run = discoverProvider(this.config, issuer.issuer, this.ca).then((configuration) => configuration, (err: unknown) => {
       this.discovered = undefined;
       this.failedAt = this.clock.now();
-      this.log.warn('provider discovery failed; sign-ins answer 503 until it succeeds', { issuer: this.issuer.name, error: fetchFailure(err) });
-      throw unavailable(this.issuer.name, fetchFailure(err));
+      this.log.warn('provider discovery failed; sign-ins answer 503 until it succeeds', { issuer: issuer.name, error: fetchFailure(err) });
+      throw unavailable(issuer.name, fetchFailure(err));
     });
     this.discovered = run;
     return run;
@@ -146,7 +239,8 @@ export class LoginFlow {
       throw this.grantFailure(err);
     }
     const idClaims = tokens.claims()!;
-    const { userClaim, groupsClaim } = this.issuer.config;
+    const provider = this.provider();
+    const { userClaim, groupsClaim } = provider.config;
     let claims: Record<string, unknown> = idClaims;
     const missing = claimAt(claims, userClaim) === undefined || (groupsClaim !== undefined && claimAt(claims, groupsClaim) === undefined);
     if (missing && tokens.access_token && configuration.serverMetadata().userinfo_endpoint) {
@@ -155,7 +249,7 @@ export class LoginFlow {
       try {
         claims = { ...(await oidc.fetchUserInfo(configuration, tokens.access_token, idClaims.sub)), ...idClaims };
       } catch (err) {
-        this.log.warn('userinfo not read at sign-in; the ID token\'s claims are used alone', { issuer: this.issuer.name, error: fetchFailure(err) });
+        this.log.warn('userinfo not read at sign-in; the ID token\'s claims are used alone', { issuer: provider.name, error: fetchFailure(err) });
       }
     }
     const user = claimAt(claims, userClaim);
@@ -165,15 +259,15 @@ export class LoginFlow {
     // The bearer path's rule (src/auth/oidc.ts): a name with a control character or a lone surrogate,
     // or over 256 characters, names no one a header, a log or an allow rule can carry.
     if (!isUsableName(user)) {
-      this.log.info('sign-in refused: the provider\'s user name is not usable', { issuer: this.issuer.name, claim: userClaim, sub: idClaims.sub, length: user.length });
+      this.log.info('sign-in refused: the provider\'s user name is not usable', { issuer: provider.name, claim: userClaim, sub: idClaims.sub, length: user.length });
       throw new HttpProblem(403, 'forbidden', `the provider's ${userClaim} is not a usable user name (at most 256 characters, no control character or lone surrogate): the user cannot sign in here`);
     }
     const groups = groupsOf(claims, groupsClaim);
     const ttl = this.config.sessionTtlSeconds;
     const sid = await this.store.createSession({ sub: user, uv: LOGIN_SESSION_UV }, ttl);
     try {
-      const tags = [subjectTag(this.issuer.issuer, idClaims.sub)];
-      if (typeof idClaims.sid === 'string' && idClaims.sid !== '') tags.push(sessionTag(this.issuer.issuer, idClaims.sid));
+      const tags = [subjectTag(provider.issuer, idClaims.sub)];
+      if (typeof idClaims.sid === 'string' && idClaims.sid !== '') tags.push(sessionTag(provider.issuer, idClaims.sid));
       await this.store.tagSession(sid, tags, ttl);
     } catch (err) {
       // Unfiled, a back-channel logout could not reach it: it is not handed out.
@@ -187,28 +281,33 @@ export class LoginFlow {
       await this.store.revoke(sid).catch(() => {});
       throw new HttpProblem(502, 'bad_gateway', 'the provider\'s groups do not fit in a session cookie: narrow the groups claim');
     }
-    this.log.info('browser signed in', { user, issuer: this.issuer.name, sid });
+    this.log.info('browser signed in', { user, issuer: provider.name, sid });
     return { cookie, returnTo: typeof opened.r === 'string' ? safeReturnPath(opened.r) : '/' };
   }
 
   /**
-   * Sign-out: the cookie's session (when it opens) is revoked everywhere, then the browser goes to the
-   * provider's end_session_endpoint with id_token_hint when there is one (else to `/`).
+   * Sign-out: the cookie's session (when it opens) is revoked everywhere. A provider's session then
+   * goes to the provider's end_session_endpoint with id_token_hint (when the cookie kept it),
+   * post_logout_redirect_uri (login.postLogoutRedirectUri, on `origin` when it is a path) and a
+   * state; a local session, or a provider without that endpoint, goes to postLogoutRedirectUri.
    */
-  async end(cookie: string | undefined): Promise<string> {
+  async end(cookie: string | undefined, origin: string): Promise<string> {
     const session = cookie === undefined ? undefined : openSession(this.sealer, cookie);
     if (session) {
       await this.store.revoke(session.sid);
       this.log.info('browser signed out', { user: session.user, sid: session.sid });
     }
+    const configured = this.config.postLogoutRedirectUri;
+    const landing = configured.startsWith('/') ? `${origin}${configured}` : configured;
+    if (this.issuer === undefined || session?.local === true) return landing;
     let configuration: oidc.Configuration;
     try {
       configuration = await this.discovery();
     } catch {
-      return '/';
+      return landing;
     }
-    if (!configuration.serverMetadata().end_session_endpoint) return '/';
-    const parameters: Record<string, string> = { client_id: this.config.clientId };
+    if (!configuration.serverMetadata().end_session_endpoint) return landing;
+    const parameters: Record<string, string> = { client_id: this.config.clientId!, post_logout_redirect_uri: landing, state: oidc.randomState() };
     if (session?.idToken) parameters.id_token_hint = session.idToken;
     return oidc.buildEndSessionUrl(configuration, parameters).href;
   }
@@ -222,24 +321,25 @@ export class LoginFlow {
    */
   async backchannel(logoutToken: string | undefined): Promise<number> {
     if (logoutToken === undefined || logoutToken === '') throw invalidLogout('logout_token is required');
+    const provider = this.provider();
     const maxAge = this.config.logoutTokenMaxAgeSeconds;
     let subject;
     try {
-      subject = await verifyLogoutToken(logoutToken, this.issuer, this.config.clientId, maxAge);
+      subject = await verifyLogoutToken(logoutToken, provider, this.config.clientId!, maxAge);
     } catch (err) {
       if (err instanceof InvalidLogoutToken) throw invalidLogout(err.message);
-      if (err instanceof KeysUnavailable) throw unavailable(this.issuer.name, err.message);
+      if (err instanceof KeysUnavailable) throw unavailable(provider.name, err.message);
       throw err;
     }
     // Remembered past the last moment its iat passes on any instance (the skew either way).
-    const remember = maxAge + 2 * this.issuer.config.clockSkewSeconds;
-    if (!(await this.store.firstSighting(`oidc logout ${this.issuer.issuer} ${subject.jti}`, remember))) {
-      this.log.warn('back-channel logout token replayed; refused', { issuer: this.issuer.name, jti: subject.jti });
+    const remember = maxAge + 2 * provider.config.clockSkewSeconds;
+    if (!(await this.store.firstSighting(`oidc logout ${provider.issuer} ${subject.jti}`, remember))) {
+      this.log.warn('back-channel logout token replayed; refused', { issuer: provider.name, jti: subject.jti });
       throw invalidLogout('the logout_token was used before (its jti is known)');
     }
-    const tag = subject.sid !== undefined ? sessionTag(this.issuer.issuer, subject.sid) : subjectTag(this.issuer.issuer, subject.sub!);
+    const tag = subject.sid !== undefined ? sessionTag(provider.issuer, subject.sid) : subjectTag(provider.issuer, subject.sub!);
     const ended = await this.store.revokeTagged(tag);
-    this.log.info('back-channel logout', { issuer: this.issuer.name, by: subject.sid !== undefined ? 'sid' : 'sub', sessions: ended });
+    this.log.info('back-channel logout', { issuer: provider.name, by: subject.sid !== undefined ? 'sid' : 'sub', sessions: ended });
     return ended;
   }
 
@@ -249,11 +349,11 @@ export class LoginFlow {
       return new HttpProblem(403, 'forbidden', `the provider did not sign the user in: ${err.error}${err.error_description ? ` (${err.error_description})` : ''}`);
     }
     if (err instanceof oidc.ResponseBodyError || err instanceof oidc.ClientError) {
-      this.log.info('sign-in refused at the callback', { issuer: this.issuer.name, error: (err as Error).message });
+      this.log.info('sign-in refused at the callback', { issuer: this.issuer?.name, error: (err as Error).message });
       return new HttpProblem(400, 'invalid_request', `the sign-in could not be completed: ${(err as Error).message}`);
     }
-    this.log.warn('sign-in callback could not reach the provider', { issuer: this.issuer.name, error: fetchFailure(err) });
-    return unavailable(this.issuer.name, fetchFailure(err));
+    this.log.warn('sign-in callback could not reach the provider', { issuer: this.issuer?.name, error: fetchFailure(err) });
+    return unavailable(this.issuer?.name ?? '', fetchFailure(err));
   }
 }
 
@@ -261,7 +361,7 @@ export class LoginFlow {
 async function discoverProvider(config: LoginConfig, issuer: string, ca: string[] | undefined): Promise<oidc.Configuration> {
   const issuerUrl = new URL(issuer);
   const auth = config.clientSecret === undefined ? oidc.None() : oidc.ClientSecretBasic(config.clientSecret);
-  const configuration = await oidc.discovery(issuerUrl, config.clientId, undefined, auth, {
+  const configuration = await oidc.discovery(issuerUrl, config.clientId!, undefined, auth, {
     [oidc.customFetch]: providerFetch(ca),
     // http:// is accepted for a loopback issuer only (src/config/issuers.ts).
     execute: issuerUrl.protocol === 'http:' && isLoopback(issuerUrl.hostname) ? [oidc.allowInsecureRequests] : [],

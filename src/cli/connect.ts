@@ -24,7 +24,7 @@ export function checkConnections(config: Config): Promise<ConnectResult[]> {
     for (const url of u.targets) if (url) checks.push(checkUpstream(name, url, Math.min(u.timeouts.connectMs, MAX_WAIT_MS)));
   }
   config.identity.issuers.forEach((issuer, i) => checks.push(checkIssuer(issuer, i)));
-  if (config.login) checks.push(checkLogin(config));
+  if (config.login?.issuer !== undefined) checks.push(checkLogin(config));
   return Promise.all(checks);
 }
 

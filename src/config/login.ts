@@ -2,14 +2,14 @@ import type { Checker } from './checker.js';
 import { childrenOf, setting } from './defaults.js';
 import { readScalars } from './sections.js';
 import { isLoopback } from './issuers.js';
-import type { ForwardAuthConfig, IdentityConfig, LoginConfig, RouteConfig } from './types.js';
+import type { ForwardAuthConfig, IdentityConfig, LoginConfig, LoginPageConfig, RouteConfig } from './types.js';
 
 /** `login`: browser sign-in at an OpenID provider (docs/openid.md). Absent, null or false for none. */
 
 const PATH = /^\/(?:[A-Za-z0-9._~-]+\/)*[A-Za-z0-9._~-]+$/;
 const COOKIE_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
-export function readLogin(c: Checker, raw: unknown, identity: IdentityConfig, routes: RouteConfig[], forwardAuth: ForwardAuthConfig | undefined): LoginConfig | undefined {
+export function readLogin(c: Checker, raw: unknown, identity: IdentityConfig, routes: RouteConfig[], forwardAuth: ForwardAuthConfig | undefined, at: (path: string) => string): LoginConfig | undefined {
   if (raw === undefined || raw === null || raw === false) {
     routes.forEach((r, i) => {
       if (r.login) c.problem(`routes[${i}].login`, 'needs the login section (the provider browsers sign in at)');
@@ -18,8 +18,11 @@ export function readLogin(c: Checker, raw: unknown, identity: IdentityConfig, ro
   }
   const l = c.obj('login', raw);
   c.unknownKeys('login', l, childrenOf('login'));
-  const plain = readScalars(c, 'login', l);
-  const { issuer, callbackPath, logoutPath, backchannelLogoutPath, cookieName } = plain;
+  const plain = readScalars(c, 'login', l, { except: ['postLogoutRedirectUri'] });
+  const { issuer, callbackPath, logoutPath, backchannelLogoutPath, cookieName, signInPath } = plain;
+  // The last release's form needed issuer and clientId; the gateway's own users' page needs neither.
+  if (!issuer && !plain.local) c.problem('login.issuer', 'is required (or set login.local: true for a sign-in page of the gateway\'s own users)');
+  if (issuer && !plain.clientId) c.problem('login.clientId', 'is required');
   const entry = identity.issuers.findIndex((i) => i.name === issuer);
   if (issuer && entry < 0) {
     c.problem('login.issuer', `names no identity.issuers entry (known: ${identity.issuers.map((i) => i.name).join(', ') || 'none'})`);
@@ -33,12 +36,13 @@ export function readLogin(c: Checker, raw: unknown, identity: IdentityConfig, ro
     ? [...(setting('login.scopes').default as readonly string[])]
     : c.list('login.scopes', l.scopes).map((s, i) => c.str(`login.scopes[${i}]`, s));
   if (!scopes.includes('openid')) c.problem('login.scopes', 'must include openid (the ID token is what proves the user)');
-  for (const [key, p] of [['login.callbackPath', callbackPath], ['login.logoutPath', logoutPath], ['login.backchannelLogoutPath', backchannelLogoutPath]] as const) {
+  for (const [key, p] of [['login.callbackPath', callbackPath], ['login.logoutPath', logoutPath], ['login.backchannelLogoutPath', backchannelLogoutPath], ['login.signInPath', signInPath]] as const) {
     if (!PATH.test(p)) c.problem(key, 'must be an absolute path of plain segments, e.g. /auth/callback');
     else if (p.toLowerCase().startsWith('/v1/tokens')) c.problem(key, 'must not be under /v1/tokens');
   }
-  const paths = [callbackPath, logoutPath, backchannelLogoutPath];
-  if (new Set(paths).size !== paths.length) c.problem('login', 'callbackPath, logoutPath and backchannelLogoutPath must differ');
+  const paths = [callbackPath, logoutPath, backchannelLogoutPath, signInPath];
+  if (new Set(paths.slice(0, 3)).size !== 3) c.problem('login', 'callbackPath, logoutPath and backchannelLogoutPath must differ');
+  else if (paths.slice(0, 3).some((p) => p === signInPath || p.startsWith(`${signInPath}/`))) c.problem('login.signInPath', 'must differ from callbackPath, logoutPath and backchannelLogoutPath (and be no prefix of them: its stylesheet is under it)');
   if (forwardAuth?.path && paths.includes(forwardAuth.path)) c.problem('forwardAuth.path', 'must not be one of the login paths');
   routes.forEach((r, i) => {
     if (!r.path) return;
@@ -57,5 +61,35 @@ export function readLogin(c: Checker, raw: unknown, identity: IdentityConfig, ro
       publicUrl = u.origin;
     }
   }
-  return { ...plain, scopes, publicUrl };
+  const postLogoutRedirectUri = readPostLogout(c, l.postLogoutRedirectUri, plain.local ? signInPath : '/');
+  const page = readPage(c, l.page, at);
+  return { ...plain, scopes, publicUrl, postLogoutRedirectUri, page };
+}
+
+/** `login.postLogoutRedirectUri`: an absolute http(s) URL kept exactly as written (the provider compares it so), or a path. */
+function readPostLogout(c: Checker, raw: unknown, fallback: string): string {
+  if (raw === undefined || raw === null || raw === '') return fallback;
+  const value = c.str('login.postLogoutRedirectUri', raw);
+  if (value.startsWith('/')) {
+    if (value.startsWith('//') || /[\\\s]/.test(value)) c.problem('login.postLogoutRedirectUri', 'a path must start with a single / and hold no backslash or space');
+    return value;
+  }
+  if (!URL.canParse(value) || !['https:', 'http:'].includes(new URL(value).protocol)) {
+    c.problem('login.postLogoutRedirectUri', 'must be an absolute http(s) URL or a path starting with /');
+  }
+  return value;
+}
+
+/** `login.page`: title, logo, templates folder. */
+function readPage(c: Checker, raw: unknown, at: (path: string) => string): LoginPageConfig {
+  const p = raw === undefined || raw === null ? {} : c.obj('login.page', raw);
+  c.unknownKeys('login.page', p, childrenOf('login.page'));
+  const plain = readScalars(c, 'login.page', p, { at });
+  let logoUrl: string | undefined;
+  if (p.logoUrl !== undefined && p.logoUrl !== null && p.logoUrl !== '') {
+    const text = c.str('login.page.logoUrl', p.logoUrl);
+    if (text.startsWith('/') && !text.startsWith('//')) logoUrl = text;
+    else logoUrl = c.url('login.page.logoUrl', text, ['https:']);
+  }
+  return { ...plain, logoUrl, templatesDir: plain.templatesDir };
 }

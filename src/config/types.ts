@@ -38,6 +38,17 @@ export type LoginConfig = Scalars<'login'> & {
   scopes: string[];
   /** The public origin (scheme://host[:port], no path); undefined: from the request. */
   publicUrl: string | undefined;
+  /** Where sign-out lands: an absolute URL as written, or a path of the gateway. */
+  postLogoutRedirectUri: string;
+  page: LoginPageConfig;
+};
+
+/** `login.page`: the look of the sign-in pages. */
+export type LoginPageConfig = Scalars<'login.page'> & {
+  /** An absolute https:// URL or a path of the gateway; undefined: no logo. */
+  logoUrl: string | undefined;
+  /** Absolute; undefined: the built-in templates only. */
+  templatesDir: string | undefined;
 };
 
 /** The header a key may come in (as written; any case matches; Authorization: Bearer works too) and the prefix keys start with. */

@@ -64,7 +64,7 @@ export function checkConfig(raw: unknown, file: string, baseDir: string, locate?
   const apiKeys = readApiKeys(c, root.apiKeys);
   checkRouteOverlaps(c, routes, forwardAuth, identity);
   checkUnguardedParents(c, routes);
-  const login = readLogin(c, root.login, identity, routes, forwardAuth);
+  const login = readLogin(c, root.login, identity, routes, forwardAuth, at);
   const config: Config = { file, server, store, users, tokens, lockout, rateLimit, upstreams, routes, log, tracing, admin, forwardAuth, identity, apiKeys, login };
   return { config, problems: c.problems, warnings: c.warnings };
 }

@@ -5,7 +5,7 @@ type Json = Record<string, unknown>;
 const problem = (description: string, schema: Json = { $ref: '#/components/schemas/Problem' }) => ({ description, content: { 'application/problem+json': { schema } } });
 const redirect = (description: string) => ({ description, headers: { Location: { description: 'where the browser goes next', schema: { type: 'string' } }, 'Set-Cookie': { description: 'the sign-in cookies', schema: { type: 'string' } } } });
 
-/** The OpenAPI paths of browser sign-in (`login`): the callback, sign-out and back-channel logout. */
+/** The OpenAPI paths of browser sign-in (`login`): the callback, sign-out, back-channel logout and the sign-in page. */
 export function loginPaths(config: Config): Json {
   const login = config.login;
   if (!login) return {};
@@ -22,11 +22,41 @@ export function loginPaths(config: Config): Json {
       503: problem('identity_provider_unavailable or store_unavailable'),
     },
   };
+  const html = (description: string) => ({ description, content: { 'text/html': { schema: { type: 'string' } } } });
   const logout = {
-    operationId: 'signOut',
-    summary: 'Ends the browser\'s gateway session on every instance, clears the cookie, then 302 to the provider\'s end_session_endpoint (with id_token_hint).',
+    operationId: 'signOutPage',
+    summary: 'A page asking to confirm sign-out, whose form posts to this path (a link from another site signs nobody out).',
     security: [],
-    responses: { 302: redirect('to the provider\'s end-session page (or / without one)'), 503: problem('store_unavailable') },
+    responses: { 200: html('the page (Content-Security-Policy without script; sets the form cookie)') },
+  };
+  const logoutPost = {
+    operationId: 'signOut',
+    summary: 'From the gateway\'s own page (Origin and the form token): ends the browser\'s gateway session on every instance, clears the cookie, then 303 to the provider\'s end_session_endpoint (id_token_hint, post_logout_redirect_uri, state) or to login.postLogoutRedirectUri.',
+    security: [],
+    requestBody: { required: true, content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', required: ['csrf'], properties: { csrf: { type: 'string' } } } } } },
+    responses: { 303: redirect('to the provider\'s end-session page, or where sign-out lands'), 403: problem('forbidden: posted from another origin, or without the page\'s form token'), 415: problem('unsupported_media_type: not a form'), 503: problem('store_unavailable') },
+  };
+  const signInGet = {
+    operationId: 'signInPage',
+    summary: 'The sign-in page: the form of the gateway\'s own users (login.local) and a button per provider; `rd` is the same-origin path to go back to.',
+    security: [],
+    parameters: [{ name: 'rd', in: 'query', required: false, schema: { type: 'string' } }],
+    responses: { 200: html('the page (Content-Security-Policy without script; sets the form cookie)') },
+  };
+  const signInPost = {
+    operationId: 'signInLocal',
+    summary: 'The form of the gateway\'s own users: checked like Basic (same lockout); on success a store session and the session cookie, then 303 to `rd`. A browser (Accept: text/html) gets the page again with what went wrong; another client the problem.',
+    security: [],
+    requestBody: { required: true, content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', required: ['username', 'password', 'csrf'], properties: { username: { type: 'string' }, password: { type: 'string' }, csrf: { type: 'string' }, rd: { type: 'string' } } } } } },
+    responses: {
+      200: html('the page again, saying what went wrong (a browser)'),
+      303: redirect('signed in: back to `rd`'),
+      401: problem('invalid_credentials (not a browser)'),
+      403: problem('forbidden: posted from another origin, or without the page\'s form token'),
+      415: problem('unsupported_media_type: not a form'),
+      429: problem('too_many_attempts (not a browser)'),
+      503: problem('store_unavailable or directory_unavailable (not a browser)'),
+    },
   };
   const errorBody = {
     allOf: [{ $ref: '#/components/schemas/Problem' }, { type: 'object', required: ['error'], properties: { error: { const: 'invalid_request' }, error_description: { type: 'string' } } }],
@@ -50,7 +80,8 @@ export function loginPaths(config: Config): Json {
   };
   return {
     [login.callbackPath]: { get: callback },
-    [login.logoutPath]: { get: logout, post: { ...logout, operationId: 'signOutPost' } },
-    [login.backchannelLogoutPath]: { post: backchannel },
+    [login.logoutPath]: { get: logout, post: logoutPost },
+    ...(login.issuer !== undefined ? { [login.backchannelLogoutPath]: { post: backchannel } } : {}),
+    ...(login.local || login.issuer === undefined ? { [login.signInPath]: { get: signInGet, post: signInPost } } : {}),
   };
 }

@@ -1,27 +1,61 @@
-import { LOGIN_STATE_TTL_S, safeReturnPath, type LoginFlow } from '../auth/login.js';
+import { FORM_TOKEN_TTL_S, LOGIN_STATE_TTL_S, safeReturnPath, type LoginFlow } from '../auth/login.js';
+import { openSession } from '../auth/cookie-session.js';
 import { cookieValue } from '../auth/seal.js';
+import { DomainError } from '../core/domain-error.js';
 import { clientHost, clientScheme } from '../core/headers.js';
 import { HttpProblem } from '../core/problem.js';
+import type { PasswordCheck } from '../credentials/password-check.js';
 import type { OwnHandler } from '../http/cors.js';
 import { readLimited } from '../http/json-body.js';
+import { Pages, type PageName, type View } from '../http/pages.js';
 import type { GatewayContext, GatewayExchange } from '../http/state.js';
 import type { RouteTable } from '../routes/route-table.js';
 import type { Step } from './step.js';
 
 const READ = new Set(['GET', 'HEAD']);
-const LOGOUT_METHODS = new Set(['GET', 'POST']);
+const PAGE_METHODS = new Set(['GET', 'HEAD', 'POST']);
 const POST = new Set(['POST']);
-/** A logout token is a JWT of a few KiB. */
+/** A logout token is a JWT of a few KiB; a sign-in form is a name, a password, a token and a path. */
 const MAX_FORM_BYTES = 16 * 1024;
 
-/** The sign-in endpoints as own endpoints (callback, logout, back-channel logout). */
-export function signInEndpoints(flow: LoginFlow, trustForwarded: boolean, bodyTimeoutMs: number): Array<[string, { methods: ReadonlySet<string>; handler: OwnHandler }]> {
-  const { callbackPath, logoutPath, backchannelLogoutPath } = flow.config;
-  return [
+/** What the sign-in page of the gateway's own users (login.local) checks a password with. */
+export interface LocalUsers {
+  /** The same check as Basic and token create: lockout per user and per user+address, address lanes. */
+  passwords: PasswordCheck;
+  /** The user's credential version as a token session keeps it (its `uv`); undefined: no such user. */
+  credentialVersion: (user: string) => string | undefined;
+}
+
+/**
+ * The sign-in endpoints as own endpoints: the callback, sign-out (GET: a page asking to confirm; POST:
+ * the sign-out), back-channel logout (with a provider), the sign-in page (with login.local) and the
+ * pages' stylesheet. The pages are rendered from the templates now (start, reload).
+ */
+export function signInEndpoints(flow: LoginFlow, trustForwarded: boolean, bodyTimeoutMs: number, local: LocalUsers): Array<[string, { methods: ReadonlySet<string>; handler: OwnHandler }]> {
+  const { callbackPath, logoutPath, backchannelLogoutPath, signInPath } = flow.config;
+  const pages = new Pages(flow.config.page);
+  const site: Site = { flow, pages, trustForwarded, bodyTimeoutMs };
+  const endpoints: Array<[string, { methods: ReadonlySet<string>; handler: OwnHandler }]> = [
     [callbackPath, { methods: READ, handler: callback(flow, trustForwarded) }],
-    [logoutPath, { methods: LOGOUT_METHODS, handler: logout(flow) }],
-    [backchannelLogoutPath, { methods: POST, handler: backchannelLogout(flow, bodyTimeoutMs) }],
+    [logoutPath, { methods: PAGE_METHODS, handler: logout(site) }],
+    [stylesheetPath(flow), { methods: READ, handler: stylesheet(pages) }],
   ];
+  if (flow.issuer !== undefined) endpoints.push([backchannelLogoutPath, { methods: POST, handler: backchannelLogout(flow, bodyTimeoutMs) }]);
+  if (flow.offersPage) endpoints.push([signInPath, { methods: PAGE_METHODS, handler: signInPage(site, local) }]);
+  return endpoints;
+}
+
+/** What the page handlers share. */
+interface Site {
+  flow: LoginFlow;
+  pages: Pages;
+  trustForwarded: boolean;
+  bodyTimeoutMs: number;
+}
+
+/** The one stylesheet of the pages, under the sign-in page's path. */
+export function stylesheetPath(flow: LoginFlow): string {
+  return `${flow.config.signInPath}/style.css`;
 }
 
 /**
@@ -39,6 +73,8 @@ export function withSignIn(run: Step, flow: LoginFlow, routes: RouteTable, trust
       (err as HttpProblem).headers.Location = `${originOf(ex, flow, trustForwarded)}${flow.config.callbackPath}?rd=${encodeURIComponent(target)}`;
       throw err;
     }
+    // The gateway's own sign-in page (its users' form, or a choice of ways) rather than Basic's pop-up.
+    if (flow.offersPage) return serveOwn(ex, async (ctx) => noStoreRedirect(ctx, signInPageUrl(flow, target)));
     return serveOwn(ex, (ctx) => startSignIn(ctx, flow, trustForwarded, target));
   };
   return function runWithSignIn(ex) {
@@ -76,7 +112,10 @@ function callback(flow: LoginFlow, trustForwarded: boolean): OwnHandler {
   return async (ctx) => {
     const query = new URLSearchParams(ctx.state.query);
     if (!query.has('code') && !query.has('error') && !query.has('state')) {
-      await startSignIn(ctx, flow, trustForwarded, safeReturnPath(query.get('rd') ?? '/'));
+      const returnTo = safeReturnPath(query.get('rd') ?? '/');
+      // From the sign-in page's provider button, or where there is no page to choose on: the provider.
+      if (flow.offersPage && !query.has('provider')) noStoreRedirect(ctx, signInPageUrl(flow, returnTo));
+      else await startSignIn(ctx, flow, trustForwarded, returnTo);
       return;
     }
     const stateCookie = flow.stateCookieName(query.get('state') ?? '');
@@ -86,13 +125,176 @@ function callback(flow: LoginFlow, trustForwarded: boolean): OwnHandler {
   };
 }
 
-/** GET or POST logoutPath: the session ends everywhere, the cookie is cleared, then the provider's end-session page. */
-function logout(flow: LoginFlow): OwnHandler {
+/**
+ * logoutPath. GET: a page asking to confirm, whose form posts here (a link or an image from another
+ * site cannot sign anyone out). POST, from the gateway's own page (Origin and the form token): the
+ * session ends everywhere, the cookie is cleared, then the provider's end-session page (with
+ * post_logout_redirect_uri) or postLogoutRedirectUri.
+ */
+function logout(site: Site): OwnHandler {
+  const { flow } = site;
   return async (ctx) => {
-    const location = await flow.end(cookieValue(ctx.req.headers.cookie, flow.cookieName));
+    const sessionCookie = cookieValue(ctx.req.headers.cookie, flow.cookieName);
+    if (ctx.method !== 'POST') {
+      const session = sessionCookie === undefined || sessionCookie === '' ? undefined : openSession(flow.sealer, sessionCookie);
+      const { token, setCookie } = formToken(ctx, flow);
+      await sendPage(ctx, site, 'sign-out', { action: flow.config.logoutPath, csrf: token, user: session?.user }, setCookie);
+      return;
+    }
+    const form = await readForm(ctx, site);
+    const verdict = flow.checkFormToken(form.get('csrf') ?? undefined, cookieValue(ctx.req.headers.cookie, flow.formCookieName));
+    // An expired page: ask again (the session is not ended by a form nobody can tell came from here).
+    if (verdict !== 'ok') throw crossSite('the sign-out form\'s token is missing, of another browser or expired: open the sign-out page again');
+    const location = await flow.end(sessionCookie, originOf(ctx.state, flow, site.trustForwarded));
     ctx.set('Set-Cookie', cookie(flow.cookieName, '', 0));
-    noStoreRedirect(ctx, location);
+    seeOther(ctx, location);
   };
+}
+
+/**
+ * signInPath (login.local, or several ways to sign in). GET: the page, `rd` the same-origin path to go
+ * back to. POST (the form, from the gateway's own page: Origin and the form token): the user name and
+ * password are checked by PasswordCheck exactly as Basic's (lockout per user and per user+address, the
+ * same answer for an unknown user and a wrong password); on success the store session and its cookie,
+ * then 303 back. A browser is answered with the page again and what went wrong; any other client with
+ * the problem (401, 429, 503).
+ */
+function signInPage(site: Site, local: LocalUsers): OwnHandler {
+  const { flow } = site;
+  return async (ctx) => {
+    if (ctx.method !== 'POST') {
+      const returnTo = safeReturnPath(new URLSearchParams(ctx.state.query).get('rd') ?? '/');
+      await renderSignIn(ctx, site, { returnTo });
+      return;
+    }
+    if (!flow.config.local) throw new HttpProblem(405, 'method_not_allowed', 'this gateway has no sign-in form of its own users (login.local)', { headers: { Allow: 'GET, HEAD' } });
+    const form = await readForm(ctx, site);
+    const returnTo = safeReturnPath(form.get('rd') ?? '/');
+    const user = form.get('username') ?? '';
+    const password = form.get('password') ?? '';
+    const verdict = flow.checkFormToken(form.get('csrf') ?? undefined, cookieValue(ctx.req.headers.cookie, flow.formCookieName));
+    if (verdict === 'forged') throw crossSite('the sign-in form\'s token is missing or of another browser: open the sign-in page again');
+    if (verdict === 'expired') return refuse(ctx, site, { returnTo, user, failure: 'expired' }, new HttpProblem(403, 'forbidden', 'the sign-in form has expired: open the sign-in page again'));
+    ctx.state.triedUser = user;
+    try {
+      if (user === '' || password === '') throw new DomainError('invalid_credentials', 'the user name or password is wrong');
+      await local.passwords.check({ user, password, address: ctx.state.address }, { trustCache: false });
+    } catch (err) {
+      if (!(err instanceof DomainError)) throw err;
+      const failure = err.code === 'invalid_credentials' ? 'wrong' : err.code === 'too_many_attempts' ? 'locked' : 'unavailable';
+      return refuse(ctx, site, { returnTo, user, failure, retryAfterSeconds: err.retryAfterSeconds }, err);
+    }
+    const uv = local.credentialVersion(user);
+    // Removed between the check and now: as if the password were wrong.
+    if (uv === undefined) return refuse(ctx, site, { returnTo, user, failure: 'wrong' }, new DomainError('invalid_credentials', 'the user name or password is wrong'));
+    const session = await flow.signInLocal(user, uv);
+    ctx.set('Set-Cookie', [cookie(flow.cookieName, session, flow.config.sessionTtlSeconds)]);
+    seeOther(ctx, returnTo);
+  };
+}
+
+type Failure = 'wrong' | 'locked' | 'unavailable' | 'expired';
+
+interface SignInView {
+  returnTo: string;
+  user?: string;
+  failure?: Failure;
+  retryAfterSeconds?: number;
+}
+
+/**
+ * A refused sign-in form: a browser (Accept naming text/html) gets the page again, with what went wrong
+ * (in the templates' words) and the user name kept; any other client the problem.
+ */
+function refuse(ctx: GatewayContext, site: Site, view: SignInView, err: unknown): Promise<void> {
+  const accept = ctx.req.headers.accept;
+  if (accept === undefined || !accept.toLowerCase().includes('text/html')) throw err;
+  return renderSignIn(ctx, site, view);
+}
+
+function renderSignIn(ctx: GatewayContext, site: Site, view: SignInView): Promise<void> {
+  const { flow } = site;
+  const { token, setCookie } = formToken(ctx, flow);
+  const providers = flow.issuer === undefined ? [] : [{ action: flow.config.callbackPath, name: flow.issuer.name, label: flow.issuer.name }];
+  const failure: View | undefined = view.failure === undefined ? undefined : { [view.failure]: true, ...lockedUntil(site, view.retryAfterSeconds) };
+  const page: View = {
+    returnTo: view.returnTo,
+    failure,
+    providers,
+    alsoProviders: providers.length > 0 && flow.config.local,
+    local: flow.config.local ? { action: flow.config.signInPath, csrf: token, username: view.user ?? '' } : undefined,
+  };
+  return sendPage(ctx, site, 'sign-in', page, setCookie);
+}
+
+/** When a locked sign-in may be tried again: minutes from now (rounded up) and the UTC time. */
+function lockedUntil(site: Site, seconds: number | undefined): View {
+  if (seconds === undefined) return {};
+  const at = new Date(site.flow.clock.now() + seconds * 1000);
+  return { retryMinutes: Math.max(1, Math.ceil(seconds / 60)), retryAt: at.toISOString().slice(11, 16) };
+}
+
+/**
+ * The form token of a page and, when the browser has no form cookie yet, the cookie to set: the token
+ * is bound to that cookie's nonce (see LoginFlow.formToken).
+ */
+function formToken(ctx: GatewayContext, flow: LoginFlow): { token: string; setCookie: string | undefined } {
+  const present = cookieValue(ctx.req.headers.cookie, flow.formCookieName);
+  const nonce = present !== undefined && /^[A-Za-z0-9_-]{24}$/.test(present) ? present : flow.newFormNonce();
+  return { token: flow.formToken(nonce), setCookie: nonce === present ? undefined : formCookie(flow.formCookieName, nonce) };
+}
+
+/** A page: no caching, no framing, no script (the Content-Security-Policy), HTML. */
+async function sendPage(ctx: GatewayContext, site: Site, name: PageName, view: View, setCookie: string | undefined): Promise<void> {
+  const html = site.pages.render(name, view, { stylesheet: stylesheetPath(site.flow) });
+  const formTargets = await site.flow.formTargets();
+  if (setCookie !== undefined) ctx.append('Set-Cookie', setCookie);
+  ctx.set('Cache-Control', 'no-store');
+  ctx.set('Content-Security-Policy', site.pages.contentSecurityPolicy(formTargets));
+  ctx.set('X-Frame-Options', 'DENY');
+  ctx.set('Referrer-Policy', 'same-origin');
+  ctx.set('X-Content-Type-Options', 'nosniff');
+  ctx.status = 200;
+  ctx.type = 'text/html; charset=utf-8';
+  ctx.body = html;
+}
+
+/** The pages' stylesheet (cached an hour: it changes only with the templates). */
+function stylesheet(pages: Pages): OwnHandler {
+  return async (ctx) => {
+    ctx.set('Cache-Control', 'public, max-age=3600');
+    ctx.set('X-Content-Type-Options', 'nosniff');
+    ctx.status = 200;
+    ctx.type = 'text/css; charset=utf-8';
+    ctx.body = pages.stylesheet;
+  };
+}
+
+/**
+ * A form posted to one of the pages: only from the gateway's own origin (the Origin header, or without
+ * one Sec-Fetch-Site: same-origin; else 403 before the body is read), form-encoded (else 415).
+ */
+async function readForm(ctx: GatewayContext, site: Site): Promise<URLSearchParams> {
+  const origin = ctx.req.headers.origin;
+  if (origin !== undefined && origin !== '') {
+    if (origin !== originOf(ctx.state, site.flow, site.trustForwarded)) throw crossSite(`a form from ${origin} may not be posted here: only the gateway's own pages may`);
+  } else if (ctx.req.headers['sec-fetch-site'] !== 'same-origin') {
+    throw crossSite('a form posted here needs an Origin header (or Sec-Fetch-Site: same-origin): browsers send one, and it is how the gateway tells its own pages from another site\'s');
+  }
+  if (!ctx.is('application/x-www-form-urlencoded')) {
+    throw new HttpProblem(415, 'unsupported_media_type', 'the form is posted as application/x-www-form-urlencoded');
+  }
+  const raw = await readLimited(ctx.req, MAX_FORM_BYTES, site.bodyTimeoutMs);
+  return new URLSearchParams(raw.toString('utf8'));
+}
+
+function crossSite(detail: string): HttpProblem {
+  return new HttpProblem(403, 'forbidden', detail);
+}
+
+/** The sign-in page, with where to go back to. */
+function signInPageUrl(flow: LoginFlow, returnTo: string): string {
+  return returnTo === '/' ? flow.config.signInPath : `${flow.config.signInPath}?rd=${encodeURIComponent(returnTo)}`;
 }
 
 /** POST backchannelLogoutPath, form-encoded `logout_token`: 200 once the sessions are revoked on every instance. */
@@ -111,6 +313,12 @@ function backchannelLogout(flow: LoginFlow, bodyTimeoutMs: number): OwnHandler {
   };
 }
 
+/** After a form's POST: 303, so the browser GETs the next page. */
+function seeOther(ctx: GatewayContext, location: string): void {
+  noStoreRedirect(ctx, location);
+  ctx.status = 303;
+}
+
 function noStoreRedirect(ctx: GatewayContext, location: string): void {
   ctx.set('Cache-Control', 'no-store');
   ctx.status = 302;
@@ -121,6 +329,14 @@ function noStoreRedirect(ctx: GatewayContext, location: string): void {
 /** A cookie of the sign-in: Secure, HttpOnly, SameSite=Lax, Path=/ (what a __Host- name requires). */
 function cookie(name: string, value: string, maxAgeSeconds: number): string {
   return `${name}=${value}; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}`;
+}
+
+/**
+ * The form cookie: HttpOnly, SameSite=Lax (another site's form post does not carry it), as long-lived as a
+ * form token. Only a nonce: the tokens bound to it are sealed.
+ */
+function formCookie(name: string, nonce: string): string {
+  return `${name}=${nonce}; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=${FORM_TOKEN_TTL_S}`;
 }
 
 /** The gateway's public origin: login.publicUrl, else the request's (a forward-auth call's described one). */

@@ -115,7 +115,8 @@ export function siteOf(config: Config, options: SiteOptions = {}): Site {
     gateway: parseGateway(options.gateway ?? defaultGateway(config)),
     askPath: forwardAuth.path,
     ownPaths,
-    ownPrefixes: ['/v1/tokens'],
+    // The sign-in page and its stylesheet (under it): the confirmation page of sign-out uses it too.
+    ownPrefixes: config.login ? ['/v1/tokens', config.login.signInPath] : ['/v1/tokens'],
     upstreams: Object.entries(config.upstreams).map(([name, u]) => upstreamOf(name, u.targets, u.preserveHost)),
     answerHeaders,
     cleanCookie: config.login !== undefined,

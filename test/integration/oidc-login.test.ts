@@ -79,6 +79,8 @@ beforeAll(async () => {
       grant_types: ['authorization_code'],
       response_types: ['code'],
       redirect_uris: [`${a.base}/auth/callback`, `${b.base}/auth/callback`],
+      // Where sign-out lands (login.postLogoutRedirectUri, by default / on the gateway's origin).
+      post_logout_redirect_uris: [`${a.base}/`],
       backchannel_logout_uri: `${a.base}/auth/backchannel-logout`,
       backchannel_logout_session_required: true,
     }],
@@ -292,23 +294,34 @@ describe('browser sign-in (authorization code + PKCE) at a real provider, in a r
     await page.close();
   }, 120_000);
 
-  it('sign-out ends the session at the gateway, clears the cookie and goes to the provider\'s end-session page with id_token_hint', async () => {
+  it('sign-out: GET asks to confirm; the POST ends the session, clears the cookie and goes to the provider\'s end-session page with id_token_hint and post_logout_redirect_uri, which the provider honours', async () => {
     const page = await browser.newPage();
     await page.goto(`${a.base}/app/second`, { timeout: STEP_MS });
     await signInAtProvider(page, a.base);
     const signedIn = await sessionCookie(page);
     expect((await get(a.base, '/app/x', { cookie: `__Host-gateway=${signedIn}` })).status).toBe(200);
-    const logoutAnswer = page.waitForResponse((r) => r.url() === `${a.base}/auth/logout`, { timeout: STEP_MS });
+    // A GET (a link, an image, another site's redirect) only shows the page asking to confirm.
     await page.goto(`${a.base}/auth/logout`, { timeout: STEP_MS });
-    const location = new URL((await logoutAnswer).headers().location!);
+    expect((await get(a.base, '/app/x', { cookie: `__Host-gateway=${signedIn}` })).status).toBe(200);
+    const logoutAnswer = page.waitForResponse((r) => r.url() === `${a.base}/auth/logout` && r.request().method() === 'POST', { timeout: STEP_MS });
+    await Promise.all([page.waitForNavigation({ timeout: STEP_MS }), page.click('form button[type=submit]')]);
+    const answer = await logoutAnswer;
+    expect(answer.status()).toBe(303);
+    const location = new URL(answer.headers().location!);
     expect(`${location.origin}${location.pathname}`).toBe(`${provider.issuer}/session/end`);
     expect(location.searchParams.get('id_token_hint')).toMatch(/^ey/);
+    expect(location.searchParams.get('post_logout_redirect_uri')).toBe(`${a.base}/`);
+    expect(location.searchParams.get('state')).toMatch(/^[A-Za-z0-9_-]{20,}$/);
     expect(page.url().startsWith(`${provider.issuer}/session/end`)).toBe(true);
     expect((await page.browserContext().cookies()).some((c) => c.name === '__Host-gateway')).toBe(false);
     const [onA, onB] = await Promise.all([get(a.base, '/app/x', { cookie: `__Host-gateway=${signedIn}` }), get(b.base, '/app/x', { cookie: `__Host-gateway=${signedIn}` })]);
     expect([onA.status, onB.status]).toEqual([401, 401]);
-    // The user confirms at the provider: its session ends too (its back-channel logout finds nothing left here).
-    await Promise.all([page.waitForNavigation({ timeout: STEP_MS }), page.click('button[name=logout][value=yes]')]);
+    // The user confirms at the provider: its session ends too (its back-channel logout finds nothing left
+    // here), and the provider sends the browser to post_logout_redirect_uri.
+    // (`/` is no route of this gateway: Chromium stops at its 401 Basic challenge; the redirect is what counts.)
+    const confirmed = page.waitForResponse((r) => r.url() === `${provider.issuer}/session/end/confirm`, { timeout: STEP_MS });
+    await page.click('button[name=logout][value=yes]');
+    expect((await confirmed).headers().location).toBe(`${a.base}/?state=${location.searchParams.get('state')}`);
     expect((await provider.backchannelLogouts()).error).toEqual([]);
     await page.close();
   }, 120_000);

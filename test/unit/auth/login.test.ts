@@ -137,5 +137,28 @@ describe('the login section', () => {
     expect(problems({ login: { issuer: 'corp', clientId: 'gw', publicUrl: 'https://gw.example.com/app' } })[0]).toMatch(/origin only/);
     expect(checkConfig({ ...base, login: { issuer: 'corp', clientId: 'gw', publicUrl: 'https://gw.example.com/' } }, '', '/tmp').config.login?.publicUrl).toBe('https://gw.example.com');
     expect(problems({ login: { issuer: 'corp', clientId: 'gw', logoutPath: '/auth/callback' } })).toEqual(['login callbackPath, logoutPath and backchannelLogoutPath must differ']);
+    expect(problems({ login: { issuer: 'corp', clientId: 'gw', signInPath: '/auth' } })[0]).toMatch(/^login.signInPath must differ/);
+  });
+
+  it('login.local alone needs no provider; without it (or an issuer) the section is refused', () => {
+    const local = checkConfig({ ...base, login: { local: true }, routes: [{ path: '/app', upstream: 'up', login: true }] }, '', '/tmp');
+    expect(local.problems).toEqual([]);
+    expect(local.config.login?.issuer).toBeUndefined();
+    expect(local.config.login).toMatchObject({ local: true, signInPath: '/auth/sign-in', postLogoutRedirectUri: '/auth/sign-in', page: { title: 'auth-gateway' } });
+    expect(problems({ login: { clientId: 'gw' } })).toEqual(['login.issuer is required (or set login.local: true for a sign-in page of the gateway\'s own users)']);
+    // The last release's form: sign-out lands on / (sent to the provider as post_logout_redirect_uri).
+    expect(checkConfig({ ...base, login: { issuer: 'corp', clientId: 'gw' } }, '', '/tmp').config.login?.postLogoutRedirectUri).toBe('/');
+  });
+
+  it('takes postLogoutRedirectUri as an absolute URL exactly as written or a path, and a logo as https:// or a path', () => {
+    const read = (extra: Record<string, unknown>) => checkConfig({ ...base, login: { local: true, ...extra } }, '', '/tmp');
+    expect(read({ postLogoutRedirectUri: 'https://www.example.com/bye?x=1' }).config.login?.postLogoutRedirectUri).toBe('https://www.example.com/bye?x=1');
+    expect(read({ postLogoutRedirectUri: '/goodbye' }).config.login?.postLogoutRedirectUri).toBe('/goodbye');
+    expect(read({ postLogoutRedirectUri: '//evil.example' }).problems[0]).toMatch(/^login.postLogoutRedirectUri a path must start with a single \//);
+    expect(read({ postLogoutRedirectUri: 'javascript:alert(1)' }).problems[0]).toMatch(/^login.postLogoutRedirectUri must be an absolute http\(s\) URL/);
+    expect(read({ page: { logoUrl: 'http://cdn.example.com/logo.png' } }).problems[0]).toMatch(/^login.page.logoUrl must be a https: URL/);
+    expect(read({ page: { logoUrl: '/static/logo.png', title: 'Example' } }).config.login?.page).toMatchObject({ logoUrl: '/static/logo.png', title: 'Example' });
+    expect(read({ page: { templatesDir: 'my-pages' } }).config.login?.page.templatesDir).toBe('/tmp/my-pages');
+    expect(read({ page: { colour: 'red' } }).problems[0]).toMatch(/^login.page.colour is not a known setting/);
   });
 });
