@@ -170,6 +170,8 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     unkeyedVersion: (user) => users.credentialVersion(user),
   }, clock);
   const trustForwarded = config.server.trustProxy > 0;
+  // Store users' groups (users.store) for names not in the file; allow rules, open tunnels and the me page read them.
+  const allowGroups = allowGroupsFor(groups, shared.storeUsers, credentials);
   const issuers = issuerKeysFor(config, shared, previous);
   const login = loginFor(config, issuers, shared, keys.signing.key, previous);
   const signed = assertionKeys ? assertionsFor(config, assertionKeys, clock, previous) : undefined;
@@ -196,11 +198,14 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     jwks: assertionKeys ? serveJwks(assertionKeys) : undefined,
     forwardAuth: config.forwardAuth ? { path: config.forwardAuth.path, enter: forwardAuthEntry(config.forwardAuth, replayRefusal(refusals, clock)) } : undefined,
     securitySchemes: authenticators.map((a) => a.securityScheme),
-    more: login ? signInEndpoints(login, trustForwarded, config.server.bodyTimeoutMs, { passwords, credentialVersion: (user) => keyedVersion(users.credentialVersion(user)) }) : undefined,
+    more: login ? signInEndpoints(login, trustForwarded, config.server.bodyTimeoutMs, {
+      passwords,
+      credentialVersion: (user) => keyedVersion(users.credentialVersion(user)),
+      groupsOf: (user) => allowGroups.of(user),
+      bearer: (token) => tokens.verifyAccessToken(token),
+    }) : undefined,
   });
   const consumed = config.apiKeys ? { header: config.apiKeys.header.toLowerCase(), bearerPrefix: `${config.apiKeys.prefix}_` } : undefined;
-  // Store users' groups (users.store) for names not in the file; allow rules and open tunnels read them.
-  const allowGroups = allowGroupsFor(groups, shared.storeUsers, credentials);
   const steps = pipeline([
     authenticate(authenticators),
     route(routes),

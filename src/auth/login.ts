@@ -166,6 +166,34 @@ export class LoginFlow {
     return [...origins];
   }
 
+  /**
+   * The live browser session a cookie holds (opened, not expired, live in the store), else undefined.
+   * For the gateway's own pages (own endpoints, which the pipeline's authenticate step does not see).
+   */
+  async liveSession(cookie: string | undefined): Promise<BrowserSession | undefined> {
+    if (cookie === undefined || cookie === '') return undefined;
+    const session = openSession(this.sealer, cookie);
+    if (!session || session.exp <= this.clock.now() / 1000) return undefined;
+    return (await this.store.isLive(session.sid)) ? session : undefined;
+  }
+
+  /** The user's live sessions (browser and token sessions alike), oldest first. */
+  sessionsOf(user: string): ReturnType<Sessions['listSessions']> {
+    return this.store.listSessions(user);
+  }
+
+  /**
+   * Ends sessions of `user` (on every instance): `which` is one of its session ids, or 'others' for all
+   * but `current`. A session id that is not the user's ends nothing. Answers how many ended.
+   */
+  async endSessionsOf(user: string, which: string, current: string): Promise<number> {
+    const own = (await this.store.listSessions(user)).map((s) => s.sid);
+    const ending = which === 'others' ? own.filter((sid) => sid !== current) : own.filter((sid) => sid === which);
+    for (const sid of ending) await this.store.revoke(sid);
+    if (ending.length > 0) this.log.info('sessions ended by their user', { user, sessions: ending.length });
+    return ending.length;
+  }
+
   /** The provider's entry; throws 404 when there is none (a callback or back-channel logout of a local-only gateway). */
   private provider(): IssuerKeys {
     if (this.issuer === undefined) throw new HttpProblem(404, 'not_found', 'this gateway signs in its own users only (no login.issuer)');

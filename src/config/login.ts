@@ -19,7 +19,7 @@ export function readLogin(c: Checker, raw: unknown, identity: IdentityConfig, ro
   const l = c.obj('login', raw);
   c.unknownKeys('login', l, childrenOf('login'));
   const plain = readScalars(c, 'login', l, { except: ['postLogoutRedirectUri'] });
-  const { issuer, callbackPath, logoutPath, backchannelLogoutPath, cookieName, signInPath } = plain;
+  const { issuer, callbackPath, logoutPath, backchannelLogoutPath, cookieName, signInPath, mePath } = plain;
   // The last release's form needed issuer and clientId; the gateway's own users' page needs neither.
   if (!issuer && !plain.local) c.problem('login.issuer', 'is required (or set login.local: true for a sign-in page of the gateway\'s own users)');
   if (issuer && !plain.clientId) c.problem('login.clientId', 'is required');
@@ -36,13 +36,14 @@ export function readLogin(c: Checker, raw: unknown, identity: IdentityConfig, ro
     ? [...(setting('login.scopes').default as readonly string[])]
     : c.list('login.scopes', l.scopes).map((s, i) => c.str(`login.scopes[${i}]`, s));
   if (!scopes.includes('openid')) c.problem('login.scopes', 'must include openid (the ID token is what proves the user)');
-  for (const [key, p] of [['login.callbackPath', callbackPath], ['login.logoutPath', logoutPath], ['login.backchannelLogoutPath', backchannelLogoutPath], ['login.signInPath', signInPath]] as const) {
+  for (const [key, p] of [['login.callbackPath', callbackPath], ['login.logoutPath', logoutPath], ['login.backchannelLogoutPath', backchannelLogoutPath], ['login.signInPath', signInPath], ['login.mePath', mePath]] as const) {
     if (!PATH.test(p)) c.problem(key, 'must be an absolute path of plain segments, e.g. /auth/callback');
     else if (p.toLowerCase().startsWith('/v1/tokens')) c.problem(key, 'must not be under /v1/tokens');
   }
-  const paths = [callbackPath, logoutPath, backchannelLogoutPath, signInPath];
+  const paths = [callbackPath, logoutPath, backchannelLogoutPath, signInPath, mePath];
   if (new Set(paths.slice(0, 3)).size !== 3) c.problem('login', 'callbackPath, logoutPath and backchannelLogoutPath must differ');
-  else if (paths.slice(0, 3).some((p) => p === signInPath || p.startsWith(`${signInPath}/`))) c.problem('login.signInPath', 'must differ from callbackPath, logoutPath and backchannelLogoutPath (and be no prefix of them: its stylesheet is under it)');
+  else if ([...paths.slice(0, 3), mePath].some((p) => p === signInPath || p.startsWith(`${signInPath}/`))) c.problem('login.signInPath', 'must differ from callbackPath, logoutPath, backchannelLogoutPath and mePath (and be no prefix of them: its stylesheet is under it)');
+  else if (paths.slice(0, 3).includes(mePath)) c.problem('login.mePath', 'must differ from callbackPath, logoutPath and backchannelLogoutPath');
   if (forwardAuth?.path && paths.includes(forwardAuth.path)) c.problem('forwardAuth.path', 'must not be one of the login paths');
   routes.forEach((r, i) => {
     if (!r.path) return;

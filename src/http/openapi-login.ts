@@ -78,8 +78,26 @@ export function loginPaths(config: Config): Json {
       503: problem('identity_provider_unavailable (no key of the provider known) or store_unavailable'),
     },
   };
+  const meGet = {
+    operationId: 'me',
+    summary: 'The signed-in person: user, groups, how they signed in, and their sessions (created, last refreshed). A page, or JSON with Accept: application/json; a bearer token of the gateway gets the JSON of its own session.',
+    security: [],
+    responses: {
+      200: { description: 'the page, or the JSON', content: { 'text/html': { schema: { type: 'string' } }, 'application/json': { schema: { type: 'object', required: ['user', 'groups', 'signedInWith', 'sessions'], properties: { user: { type: 'string' }, groups: { type: 'array', items: { type: 'string' } }, signedInWith: { type: 'string' }, sessions: { type: 'array', items: { type: 'object', required: ['id', 'createdAt', 'lastRefreshedAt', 'current'], properties: { id: { type: 'string' }, createdAt: { type: 'string', format: 'date-time' }, lastRefreshedAt: { type: 'string', format: 'date-time' }, current: { type: 'boolean' } } } } } } } } },
+      302: redirect('a browser without a session: to sign in'),
+      401: problem('missing_credentials or invalid_token (not a browser)'),
+    },
+  };
+  const mePost = {
+    operationId: 'endSessions',
+    summary: 'From the page (Origin and the form token): ends one of the user\'s sessions (`end` = its id) or all but this one (`end=others`) on every instance, then 303 back to the page.',
+    security: [],
+    requestBody: { required: true, content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', required: ['csrf', 'end'], properties: { csrf: { type: 'string' }, end: { type: 'string' } } } } } },
+    responses: { 303: redirect('back to the page'), 401: problem('missing_credentials: no session'), 403: problem('forbidden: another origin, no form token, or a bearer token'), 415: problem('unsupported_media_type: not a form') },
+  };
   return {
     [login.callbackPath]: { get: callback },
+    [login.mePath]: { get: meGet, post: mePost },
     [login.logoutPath]: { get: logout, post: logoutPost },
     ...(login.issuer !== undefined ? { [login.backchannelLogoutPath]: { post: backchannel } } : {}),
     ...(login.local || login.issuer === undefined ? { [login.signInPath]: { get: signInGet, post: signInPost } } : {}),

@@ -6,7 +6,7 @@ import type { LoginPageConfig } from '../config/types.js';
 /** The built-in templates, beside this module (the build copies the folder into dist). */
 const BUILT_IN = fileURLToPath(new URL('./pages/', import.meta.url));
 /** The files of a template set; a templatesDir may replace any of them. */
-export const PAGE_FILES = ['layout.html', 'sign-in.html', 'sign-out.html', 'style.css'] as const;
+export const PAGE_FILES = ['layout.html', 'sign-in.html', 'sign-out.html', 'me.html', 'style.css'] as const;
 export type PageFile = typeof PAGE_FILES[number];
 export type PageName = Exclude<PageFile, 'layout.html' | 'style.css'> extends `${infer N}.html` ? N : never;
 
@@ -46,7 +46,7 @@ export class Pages {
   render(name: PageName, view: View, common: { stylesheet: string }): string {
     const shared: View = { title: this.page.title, logoUrl: this.page.logoUrl, stylesheet: common.stylesheet };
     const content = renderTemplate(this.files.get(`${name}.html`)!, { ...shared, ...view });
-    return renderTemplate(this.files.get('layout.html')!, { ...shared, ...view, [name.replace(/-/g, '_')]: true }, content);
+    return renderTemplate(this.files.get('layout.html')!, { ...shared, ...view, [`page_${name.replace(/-/g, '_')}`]: true }, content);
   }
 
   /**

@@ -18,12 +18,16 @@ const POST = new Set(['POST']);
 /** A logout token is a JWT of a few KiB; a sign-in form is a name, a password, a token and a path. */
 const MAX_FORM_BYTES = 16 * 1024;
 
-/** What the sign-in page of the gateway's own users (login.local) checks a password with. */
+/** What the pages need of the rest of the gateway. */
 export interface LocalUsers {
   /** The same check as Basic and token create: lockout per user and per user+address, address lanes. */
   passwords: PasswordCheck;
   /** The user's credential version as a token session keeps it (its `uv`); undefined: no such user. */
   credentialVersion: (user: string) => string | undefined;
+  /** The user's groups as allow rules read them (for a local session on the `me` page). */
+  groupsOf: (user: string) => readonly string[];
+  /** The gateway's own bearer token checked (signature, expiry, live session): its user and session. */
+  bearer: (token: string) => Promise<{ user: string; sid: string }>;
 }
 
 /**
@@ -39,6 +43,7 @@ export function signInEndpoints(flow: LoginFlow, trustForwarded: boolean, bodyTi
     [callbackPath, { methods: READ, handler: callback(flow, trustForwarded) }],
     [logoutPath, { methods: PAGE_METHODS, handler: logout(site) }],
     [stylesheetPath(flow), { methods: READ, handler: stylesheet(pages) }],
+    [flow.config.mePath, { methods: PAGE_METHODS, handler: me(site, local) }],
   ];
   if (flow.issuer !== undefined) endpoints.push([backchannelLogoutPath, { methods: POST, handler: backchannelLogout(flow, bodyTimeoutMs) }]);
   if (flow.offersPage) endpoints.push([signInPath, { methods: PAGE_METHODS, handler: signInPage(site, local) }]);
@@ -191,6 +196,100 @@ function signInPage(site: Site, local: LocalUsers): OwnHandler {
     ctx.set('Set-Cookie', [cookie(flow.cookieName, session, flow.config.sessionTtlSeconds)]);
     seeOther(ctx, returnTo);
   };
+}
+
+/** Who asks for the `me` page: a browser session, or the gateway's own bearer token (JSON only). */
+interface Asker {
+  user: string;
+  sid: string;
+  groups: readonly string[];
+  how: string;
+  bearer: boolean;
+}
+
+/**
+ * mePath. GET: who the signed-in person is (user, groups, how they signed in) and their sessions
+ * (browser and token sessions: created, last refreshed), as a page or, with Accept naming
+ * application/json, as JSON; a bearer token of the gateway gets the JSON of its own session. POST
+ * (the page's forms: Origin and the form token), `end` = a session id or `others`: ends that session
+ * of the user's (or all but this one) on every instance, then 303 back to the page. Without a session:
+ * a browser goes to sign in, any other client gets 401.
+ */
+function me(site: Site, local: LocalUsers): OwnHandler {
+  const { flow } = site;
+  return async (ctx) => {
+    const json = wantsJson(ctx);
+    const asker = await askerOf(ctx, site, local);
+    if (asker === undefined) {
+      if (json || ctx.method === 'POST') throw new HttpProblem(401, 'missing_credentials', 'sign in first: this page is of a signed-in browser session (or a bearer token of the gateway)');
+      noStoreRedirect(ctx, flow.offersPage ? signInPageUrl(flow, flow.config.mePath) : `${flow.config.callbackPath}?rd=${encodeURIComponent(flow.config.mePath)}`);
+      return;
+    }
+    if (ctx.method === 'POST') {
+      if (asker.bearer) throw new HttpProblem(403, 'forbidden', 'sessions are ended here from the page of a browser session; a token ends its own at POST /v1/tokens/revoke');
+      const form = await readForm(ctx, site);
+      const verdict = flow.checkFormToken(form.get('csrf') ?? undefined, cookieValue(ctx.req.headers.cookie, flow.formCookieName));
+      if (verdict !== 'ok') throw crossSite('the form\'s token is missing, of another browser or expired: open the page again');
+      const which = form.get('end') ?? '';
+      if (which !== '') await flow.endSessionsOf(asker.user, which, asker.sid);
+      seeOther(ctx, flow.config.mePath);
+      return;
+    }
+    const all = await flow.sessionsOf(asker.user);
+    const listed = asker.bearer ? all.filter((s) => s.sid === asker.sid) : all;
+    const sessions = listed.map((s) => ({ id: s.sid, createdAt: new Date(s.createdAtMs).toISOString(), lastRefreshedAt: new Date(s.refreshedAtMs).toISOString(), current: s.sid === asker.sid }));
+    if (json) {
+      ctx.set('Cache-Control', 'no-store');
+      ctx.status = 200;
+      ctx.body = { user: asker.user, groups: asker.groups, signedInWith: asker.how, sessions };
+      return;
+    }
+    const { token, setCookie } = formToken(ctx, flow);
+    await sendPage(ctx, site, 'me', {
+      user: asker.user,
+      groups: asker.groups.join(', '),
+      how: asker.how,
+      password: asker.how === 'password',
+      csrf: token,
+      action: flow.config.mePath,
+      logoutAction: flow.config.logoutPath,
+      sessions: sessions.map((s) => ({ ...s, createdAt: shortTime(s.createdAt), lastRefreshedAt: shortTime(s.lastRefreshedAt) })),
+      others: sessions.some((s) => !s.current),
+    }, setCookie);
+  };
+}
+
+/** The session cookie's live session, else the gateway's own bearer token (Authorization), else undefined. */
+async function askerOf(ctx: GatewayContext, site: Site, local: LocalUsers): Promise<Asker | undefined> {
+  const { flow } = site;
+  const authorization = ctx.req.headers.authorization;
+  if (authorization !== undefined && /^bearer /i.test(authorization)) {
+    let holder: { user: string; sid: string };
+    try {
+      holder = await local.bearer(authorization.slice(7).trim());
+    } catch (err) {
+      if (err instanceof DomainError || err instanceof HttpProblem) throw new HttpProblem(401, 'invalid_token', `the bearer token is not valid here: ${err.message}`);
+      throw err;
+    }
+    return { user: holder.user, sid: holder.sid, groups: local.groupsOf(holder.user), how: 'token', bearer: true };
+  }
+  const session = await flow.liveSession(cookieValue(ctx.req.headers.cookie, flow.cookieName));
+  if (session === undefined) return undefined;
+  const groups = session.local ? local.groupsOf(session.user) : session.groups;
+  return { user: session.user, sid: session.sid, groups, how: session.local ? 'password' : flow.issuer?.name ?? 'provider', bearer: false };
+}
+
+/** Accept names application/json (and not text/html before it). */
+function wantsJson(ctx: GatewayContext): boolean {
+  const accept = (ctx.req.headers.accept ?? '').toLowerCase();
+  const json = accept.indexOf('application/json');
+  const html = accept.indexOf('text/html');
+  return json >= 0 && (html < 0 || json < html);
+}
+
+/** `2026-11-28T02:31:58.123Z` as `2026-11-28 02:31` (the templates say UTC). */
+function shortTime(iso: string): string {
+  return `${iso.slice(0, 10)} ${iso.slice(11, 16)}`;
 }
 
 type Failure = 'wrong' | 'locked' | 'unavailable' | 'expired';

@@ -86,7 +86,7 @@ export function siteOf(config: Config, options: SiteOptions = {}): Site {
 
   const ownPaths = ['/healthz', '/readyz', '/openapi.json'];
   if (config.identity.assertion) ownPaths.push(JWKS_PATH);
-  if (config.login) ownPaths.push(config.login.callbackPath, config.login.logoutPath, config.login.backchannelLogoutPath);
+  if (config.login) ownPaths.push(config.login.callbackPath, config.login.logoutPath, config.login.backchannelLogoutPath, config.login.mePath);
   const answerHeaders = [...ANSWER_NAMES];
   if (config.identity.assertion) answerHeaders.push(config.identity.assertion.header);
 

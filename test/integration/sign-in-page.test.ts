@@ -55,7 +55,7 @@ beforeAll(async () => {
   ca = new TestCa();
   [redis, echo, slapd] = await Promise.all([startRedis(), echoUpstream(), startSlapd([{ uid: 'dave', password: 'dave-password' }])]);
   echoHandler = echo.handler;
-  users = htpasswd({ bob: 'bob-password', eve: 'eve-password' });
+  users = htpasswd({ bob: 'bob-password', eve: 'eve-password', frank: 'frank-password' });
   [a, b] = await Promise.all([startGateway(testConfig(users.file, gatewayConfig())), startGateway(testConfig(users.file, gatewayConfig()))]);
   // Ready: the store's connection is up (readyz answers 200).
   for (const gw of [a, b]) {
@@ -262,5 +262,48 @@ describe('the sign-in page of the gateway\'s own users (login.local)', () => {
     expect(await a.gateway.store.listSessions('bob')).toHaveLength(0);
     expect((await page.browserContext().cookies()).find((c) => c.name === '__Host-gateway')).toBeUndefined();
     await page.browserContext().close();
+  });
+
+  it('/auth/me lists the sessions of two browsers and ends the other one, which is signed out on every instance; JSON for cookie and bearer', async () => {
+    const [one, two] = [await freshPage(), await freshPage()];
+    for (const page of [one, two]) {
+      await page.goto(`${a.base}/auth/me`, { timeout: STEP_MS });
+      expect(page.url()).toBe(`${a.base}/auth/sign-in?rd=%2Fauth%2Fme`);
+      await submit(page, 'frank', 'frank-password');
+      expect(page.url()).toBe(`${a.base}/auth/me`);
+    }
+    await one.reload({ timeout: STEP_MS });
+    expect(await one.$$eval('tbody tr', (rows) => rows.length)).toBe(2);
+    const text = await bodyText(one);
+    expect(text).toContain('frank');
+    expect(text).toContain('your password');
+    expect(text).toContain('This browser');
+    await checkPage(one, 'me');
+    const twoCookie = (await two.browserContext().cookies()).find((c) => c.name === '__Host-gateway')!.value;
+    expect((await get(b.base, '/app/still', { cookie: `__Host-gateway=${twoCookie}` })).status).toBe(200);
+    await Promise.all([one.waitForNavigation({ timeout: STEP_MS }), one.click('tbody form button[type=submit]')]);
+    expect(one.url()).toBe(`${a.base}/auth/me`);
+    expect(await one.$$eval('tbody tr', (rows) => rows.length)).toBe(1);
+    // The other browser is signed out on both instances: its next navigation goes to sign in.
+    const [onA, onB] = await Promise.all([get(a.base, '/app/x', { cookie: `__Host-gateway=${twoCookie}` }), get(b.base, '/app/x', { cookie: `__Host-gateway=${twoCookie}` })]);
+    expect([onA.status, onB.status]).toEqual([401, 401]);
+    await two.goto(`${b.base}/app/after`, { timeout: STEP_MS });
+    expect(two.url()).toBe(`${b.base}/auth/sign-in?rd=%2Fapp%2Fafter`);
+    // The same as JSON, for the cookie and for a bearer token of the gateway (its own session only).
+    const oneCookie = (await one.browserContext().cookies()).find((c) => c.name === '__Host-gateway')!.value;
+    const asJson = await get(b.base, '/auth/me', { cookie: `__Host-gateway=${oneCookie}`, accept: 'application/json' });
+    expect(asJson.status).toBe(200);
+    expect(JSON.parse(asJson.body)).toMatchObject({ user: 'frank', signedInWith: 'password', sessions: [{ current: true }] });
+    const created = await httpsCall(`${a.base}/v1/tokens/create`, ca.caFile, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ appKey: 'frank', appSecret: 'frank-password' }) });
+    expect(created.status, created.body).toBe(200);
+    const bearer = await get(a.base, '/auth/me', { authorization: `Bearer ${(JSON.parse(created.body) as { accessToken: string }).accessToken}`, accept: 'application/json' });
+    expect(bearer.status, bearer.body).toBe(200);
+    const own = JSON.parse(bearer.body) as { signedInWith: string; sessions: Array<{ current: boolean }> };
+    expect(own.signedInWith).toBe('token');
+    expect(own.sessions).toEqual([expect.objectContaining({ current: true })]);
+    expect(await a.gateway.store.listSessions('frank')).toHaveLength(2);
+    // Without a session: a browser goes to sign in, an API client gets 401.
+    expect((await get(a.base, '/auth/me', { accept: 'application/json' })).status).toBe(401);
+    await Promise.all([one.browserContext().close(), two.browserContext().close()]);
   });
 });
