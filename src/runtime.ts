@@ -238,11 +238,12 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
 function loginFor(config: Config, issuers: readonly IssuerKeys[], shared: Shared, signingKey: Parameters<typeof derivedKey>[1], previous: Runtime | undefined): LoginFlow | undefined {
   const login = config.login;
   if (!login) return undefined;
-  const issuer = login.issuer === undefined ? undefined : issuers.find((i) => i.name === login.issuer)!;
+  const keys = login.providers.map((p) => issuers.find((i) => i.name === p.issuer)!);
   const key = derivedKey(config.tokens.refreshSecret, signingKey, 'sign-in cookies v1');
   const before = previous?.login;
-  if (before && before.issuer === issuer && same(before.config, login) && before.sealer.sameKey(key)) return before;
-  return new LoginFlow(login, issuer, shared.store, key, shared.clock, shared.log);
+  const sameKeys = before !== undefined && before.providers.length === keys.length && before.providers.every((p, i) => p.keys === keys[i]);
+  if (before && sameKeys && same(before.config, login) && before.sealer.sameKey(key)) return before;
+  return new LoginFlow(login, keys, shared.store, key, shared.clock, shared.log);
 }
 
 /** The key cache of each configured issuer: the previous runtime's while its settings are the same (its keys stay cached). */

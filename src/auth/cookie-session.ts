@@ -20,6 +20,8 @@ export interface BrowserSession {
    * are the user's at each request (users file, store, directory), as for Basic.
    */
   local?: true;
+  /** The provider signed in at (its identity.issuers name); absent in a cookie of the last release (its one provider). */
+  p?: string;
 }
 
 export const SESSION_PURPOSE = 'gateway session v1';
@@ -32,6 +34,7 @@ export function openSession(sealer: Sealer, value: string): BrowserSession | und
   if (!v || typeof v.sid !== 'string' || typeof v.user !== 'string' || typeof v.exp !== 'number' || !Array.isArray(v.groups)) return undefined;
   const session: BrowserSession = { sid: v.sid, user: v.user, groups: v.groups.filter((g): g is string => typeof g === 'string'), exp: v.exp, idToken: typeof v.idToken === 'string' ? v.idToken : undefined };
   if (v.local === true) session.local = true;
+  if (typeof v.p === 'string') session.p = v.p;
   return session;
 }
 

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import * as oidc from 'openid-client';
 import type { Clock } from '../clock.js';
-import type { LoginConfig } from '../config/types.js';
+import type { LoginConfig, LoginProviderConfig } from '../config/types.js';
 import { isLoopback } from '../config/issuers.js';
 import { isUsableName } from '../core/headers.js';
 import { HttpProblem } from '../core/problem.js';
@@ -41,6 +41,8 @@ interface LoginState {
   c: string;
   /** Expiry, ms. */
   e: number;
+  /** The provider's name (absent in a state of the last release: its one provider). */
+  p?: string;
 }
 
 /** A form token: the nonce of the browser's form cookie it is bound to, and its expiry (ms). */
@@ -60,21 +62,20 @@ interface FormToken {
  */
 export class LoginFlow {
   readonly sealer: Sealer;
-  private readonly ca: string[] | undefined;
-  private discovered: Promise<oidc.Configuration> | undefined;
-  private failedAt = Number.NEGATIVE_INFINITY;
+  /** The providers browsers sign in at, in the order of login.providers; empty with `login.local` alone. */
+  readonly providers: readonly LoginProvider[];
 
   constructor(
     readonly config: LoginConfig,
-    /** The provider browsers sign in at; undefined with only the gateway's own users (`login.local`). */
-    readonly issuer: IssuerKeys | undefined,
+    /** The identity.issuers entry of each of config.providers, in its order. */
+    issuers: readonly IssuerKeys[],
     private readonly store: Sessions,
     sealingKey: Buffer,
     readonly clock: Clock,
     private readonly log: Logger,
   ) {
     this.sealer = new Sealer(sealingKey);
-    this.ca = issuer === undefined ? undefined : providerCa(issuer.config.caFile, 'login.issuer caFile');
+    this.providers = config.providers.map((p, i) => new LoginProvider(p, issuers[i]!, config.callbackPath, clock, log));
   }
 
   /**
@@ -82,7 +83,22 @@ export class LoginFlow {
    * users) rather than straight to the provider.
    */
   get offersPage(): boolean {
-    return this.config.local || this.issuer === undefined;
+    return this.config.local || this.providers.length !== 1;
+  }
+
+  /**
+   * The provider of that name, or without a name the only one; 400 for a name that is none of them, or
+   * no name among several (the sign-in page offers each); 404 without any provider.
+   */
+  provider(name?: string): LoginProvider {
+    if (this.providers.length === 0) throw new HttpProblem(404, 'not_found', 'this gateway signs in its own users only (no OpenID provider in login)');
+    if (name === undefined) {
+      if (this.providers.length === 1) return this.providers[0]!;
+      throw new HttpProblem(400, 'invalid_request', 'name the provider to sign in at (the sign-in page offers each)');
+    }
+    const found = this.providers.find((p) => p.name === name);
+    if (!found) throw new HttpProblem(400, 'invalid_request', `no provider of sign-in is named ${JSON.stringify(name)}`);
+    return found;
   }
 
   /** The cookie that holds a browser session's sealed handle. */
@@ -154,10 +170,10 @@ export class LoginFlow {
     const origins = new Set<string>();
     const configured = this.config.postLogoutRedirectUri;
     if (!configured.startsWith('/')) origins.add(new URL(configured).origin);
-    if (this.issuer !== undefined) {
-      origins.add(new URL(this.issuer.issuer).origin);
+    for (const provider of this.providers) {
+      origins.add(new URL(provider.issuer).origin);
       try {
-        const m = (await this.discovery()).serverMetadata();
+        const m = (await provider.discovery()).serverMetadata();
         for (const endpoint of [m.authorization_endpoint, m.end_session_endpoint]) if (endpoint) origins.add(new URL(endpoint).origin);
       } catch {
         // The issuer's origin alone: the page still works for the gateway's own users.
@@ -194,52 +210,27 @@ export class LoginFlow {
     return ending.length;
   }
 
-  /** The provider's entry; throws 404 when there is none (a callback or back-channel logout of a local-only gateway). */
-  private provider(): IssuerKeys {
-    if (this.issuer === undefined) throw new HttpProblem(404, 'not_found', 'this gateway signs in its own users only (no login.issuer)');
-    return this.issuer;
-  }
-
-  /** The provider's discovery (single-flight; a failure is retried by a sign-in after DISCOVERY_RETRY_MS). */
-  discovery(): Promise<oidc.Configuration> {
-    if (this.discovered) return this.discovered;
-    let issuer: IssuerKeys;
-    try {
-      issuer = this.provider();
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    if (this.clock.now() - this.failedAt < DISCOVERY_RETRY_MS) return Promise.reject(unavailable(issuer.name, 'discovery failed moments ago'));
-    const run = discoverProvider(this.config, issuer.issuer, this.ca).then((configuration) => configuration, (err: unknown) => {
-      this.discovered = undefined;
-      this.failedAt = this.clock.now();
-      this.log.warn('provider discovery failed; sign-ins answer 503 until it succeeds', { issuer: issuer.name, error: fetchFailure(err) });
-      throw unavailable(issuer.name, fetchFailure(err));
-    });
-    this.discovered = run;
-    return run;
-  }
-
   /**
    * A sign-in's start: the provider's authorization URL (code flow, PKCE S256, state, nonce) and the
    * sealed state to keep in the state cookie. `origin` is the gateway's public origin; `returnTo` a
    * same-origin path (safeReturnPath).
    */
-  async begin(origin: string, returnTo: string): Promise<{ location: string; cookieName: string; sealed: string }> {
-    const configuration = await this.discovery();
+  async begin(origin: string, returnTo: string, providerName?: string): Promise<{ location: string; cookieName: string; sealed: string }> {
+    const provider = this.provider(providerName);
+    const configuration = await provider.discovery();
     const verifier = oidc.randomPKCECodeVerifier();
     const state = oidc.randomState();
     const nonce = oidc.randomNonce();
     const redirectUri = `${origin}${this.config.callbackPath}`;
     const location = oidc.buildAuthorizationUrl(configuration, {
       redirect_uri: redirectUri,
-      scope: this.config.scopes.join(' '),
+      scope: provider.config.scopes.join(' '),
       code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
       code_challenge_method: 'S256',
       state,
       nonce,
     }).href;
-    const sealed: LoginState = { v: verifier, s: state, n: nonce, r: returnTo, c: redirectUri, e: this.clock.now() + LOGIN_STATE_TTL_S * 1000 };
+    const sealed: LoginState = { v: verifier, s: state, n: nonce, r: returnTo, c: redirectUri, e: this.clock.now() + LOGIN_STATE_TTL_S * 1000, p: provider.name };
     return { location, cookieName: this.stateCookieName(state), sealed: this.sealer.seal(STATE_PURPOSE, sealed) };
   }
 
@@ -253,8 +244,17 @@ export class LoginFlow {
     if (!opened || typeof opened.s !== 'string' || typeof opened.e !== 'number' || opened.e <= this.clock.now()) {
       throw new HttpProblem(400, 'invalid_request', 'no sign-in is in progress in this browser (its state cookie is missing or expired): open the page again');
     }
-    const configuration = await this.discovery();
+    // The provider is the one this sign-in began at (its state names it; a state of the last release, none:
+    // its one provider). A response that does not fit it is refused before any token request.
+    const provider = this.provider(typeof opened.p === 'string' ? opened.p : this.providers[0]?.name);
+    const configuration = await provider.discovery();
     const current = new URL(`${opened.c}?${query}`);
+    const iss = current.searchParams.get('iss');
+    if (iss !== null && iss !== provider.issuer) {
+      // RFC 9207: the authorization response names its issuer; another one than the sign-in's is a mix-up.
+      this.log.warn('sign-in refused: the authorization response is from another issuer than the sign-in began at', { issuer: provider.name, iss });
+      throw new HttpProblem(400, 'invalid_request', `the authorization response is from ${iss}, not from ${provider.issuer} where this sign-in began (a mix-up): open the page again`);
+    }
     let tokens: Awaited<ReturnType<typeof oidc.authorizationCodeGrant>>;
     try {
       tokens = await oidc.authorizationCodeGrant(configuration, current, {
@@ -264,11 +264,10 @@ export class LoginFlow {
         idTokenExpected: true,
       });
     } catch (err) {
-      throw this.grantFailure(err);
+      throw this.grantFailure(err, provider);
     }
     const idClaims = tokens.claims()!;
-    const provider = this.provider();
-    const { userClaim, groupsClaim } = provider.config;
+    const { userClaim, groupsClaim } = provider.keys.config;
     let claims: Record<string, unknown> = idClaims;
     const missing = claimAt(claims, userClaim) === undefined || (groupsClaim !== undefined && claimAt(claims, groupsClaim) === undefined);
     if (missing && tokens.access_token && configuration.serverMetadata().userinfo_endpoint) {
@@ -302,7 +301,7 @@ export class LoginFlow {
       await this.store.revoke(sid).catch(() => {});
       throw err;
     }
-    const session: BrowserSession = { sid, user, groups, exp: Math.floor(this.clock.now() / 1000) + ttl, idToken: tokens.id_token };
+    const session: BrowserSession = { sid, user, groups, exp: Math.floor(this.clock.now() / 1000) + ttl, idToken: tokens.id_token, p: provider.name };
     let cookie = this.sealer.seal(SESSION_PURPOSE, session);
     if (cookie.length > MAX_COOKIE_VALUE) cookie = this.sealer.seal(SESSION_PURPOSE, { ...session, idToken: undefined });
     if (cookie.length > MAX_COOKIE_VALUE) {
@@ -327,15 +326,18 @@ export class LoginFlow {
     }
     const configured = this.config.postLogoutRedirectUri;
     const landing = configured.startsWith('/') ? `${origin}${configured}` : configured;
-    if (this.issuer === undefined || session?.local === true) return landing;
+    if (this.providers.length === 0 || session?.local === true) return landing;
+    // The provider the session signed in at (a cookie of the last release names none: its one provider).
+    const provider = this.providers.find((p) => p.name === (session?.p ?? this.providers[0]!.name));
+    if (!provider) return landing;
     let configuration: oidc.Configuration;
     try {
-      configuration = await this.discovery();
+      configuration = await provider.discovery();
     } catch {
       return landing;
     }
     if (!configuration.serverMetadata().end_session_endpoint) return landing;
-    const parameters: Record<string, string> = { client_id: this.config.clientId!, post_logout_redirect_uri: landing, state: oidc.randomState() };
+    const parameters: Record<string, string> = { client_id: provider.config.clientId, post_logout_redirect_uri: landing, state: oidc.randomState() };
     if (session?.idToken) parameters.id_token_hint = session.idToken;
     return oidc.buildEndSessionUrl(configuration, parameters).href;
   }
@@ -349,18 +351,18 @@ export class LoginFlow {
    */
   async backchannel(logoutToken: string | undefined): Promise<number> {
     if (logoutToken === undefined || logoutToken === '') throw invalidLogout('logout_token is required');
-    const provider = this.provider();
+    const provider = this.logoutTokenProvider(logoutToken);
     const maxAge = this.config.logoutTokenMaxAgeSeconds;
     let subject;
     try {
-      subject = await verifyLogoutToken(logoutToken, provider, this.config.clientId!, maxAge);
+      subject = await verifyLogoutToken(logoutToken, provider.keys, provider.config.clientId, maxAge);
     } catch (err) {
       if (err instanceof InvalidLogoutToken) throw invalidLogout(err.message);
       if (err instanceof KeysUnavailable) throw unavailable(provider.name, err.message);
       throw err;
     }
     // Remembered past the last moment its iat passes on any instance (the skew either way).
-    const remember = maxAge + 2 * provider.config.clockSkewSeconds;
+    const remember = maxAge + 2 * provider.keys.config.clockSkewSeconds;
     if (!(await this.store.firstSighting(`oidc logout ${provider.issuer} ${subject.jti}`, remember))) {
       this.log.warn('back-channel logout token replayed; refused', { issuer: provider.name, jti: subject.jti });
       throw invalidLogout('the logout_token was used before (its jti is known)');
@@ -371,25 +373,84 @@ export class LoginFlow {
     return ended;
   }
 
-  private grantFailure(err: unknown): unknown {
+  /**
+   * The provider a logout token is for, by its `iss` (read before its signature is checked, only to
+   * pick the keys that check it); with one provider, that one (its verification says what is wrong).
+   */
+  private logoutTokenProvider(token: string): LoginProvider {
+    if (this.providers.length === 0) throw invalidLogout('no OpenID provider signs in here');
+    if (this.providers.length === 1) return this.providers[0]!;
+    let iss: unknown;
+    try {
+      iss = (JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as { iss?: unknown }).iss;
+    } catch {
+      throw invalidLogout('the logout_token is not a JWT');
+    }
+    const provider = this.providers.find((p) => p.issuer === iss);
+    if (!provider) throw invalidLogout('the logout_token\'s iss is none of the providers of sign-in');
+    return provider;
+  }
+
+  private grantFailure(err: unknown, provider: LoginProvider): unknown {
     if (err instanceof HttpProblem) return err;
     if (err instanceof oidc.AuthorizationResponseError) {
       return new HttpProblem(403, 'forbidden', `the provider did not sign the user in: ${err.error}${err.error_description ? ` (${err.error_description})` : ''}`);
     }
     if (err instanceof oidc.ResponseBodyError || err instanceof oidc.ClientError) {
-      this.log.info('sign-in refused at the callback', { issuer: this.issuer?.name, error: (err as Error).message });
+      this.log.info('sign-in refused at the callback', { issuer: provider.name, error: (err as Error).message });
       return new HttpProblem(400, 'invalid_request', `the sign-in could not be completed: ${(err as Error).message}`);
     }
-    this.log.warn('sign-in callback could not reach the provider', { issuer: this.issuer?.name, error: fetchFailure(err) });
-    return unavailable(this.issuer?.name ?? '', fetchFailure(err));
+    this.log.warn('sign-in callback could not reach the provider', { issuer: provider.name, error: fetchFailure(err) });
+    return unavailable(provider.name, fetchFailure(err));
+  }
+}
+
+/** One provider of sign-in: its settings (login.providers), its issuer's keys and its discovery. */
+export class LoginProvider {
+  private readonly ca: string[] | undefined;
+  private discovered: Promise<oidc.Configuration> | undefined;
+  private failedAt = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    readonly config: LoginProviderConfig,
+    readonly keys: IssuerKeys,
+    readonly callbackPath: string,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+  ) {
+    this.ca = providerCa(keys.config.caFile, `the caFile of ${keys.name}`);
+  }
+
+  /** Its identity.issuers name (in a sign-in's state, a session cookie, logs, the page's button). */
+  get name(): string {
+    return this.keys.name;
+  }
+
+  /** Its issuer identifier (a URL). */
+  get issuer(): string {
+    return this.keys.issuer;
+  }
+
+  /** The provider's discovery (single-flight; a failure is retried by a sign-in after DISCOVERY_RETRY_MS). */
+  discovery(): Promise<oidc.Configuration> {
+    if (this.discovered) return this.discovered;
+    if (this.clock.now() - this.failedAt < DISCOVERY_RETRY_MS) return Promise.reject(unavailable(this.name, 'discovery failed moments ago'));
+    const run = discoverProvider(this.config, this.issuer, this.ca).then((configuration) => configuration, (err: unknown) => {
+      this.discovered = undefined;
+      this.failedAt = this.clock.now();
+      this.log.warn('provider discovery failed; sign-ins answer 503 until it succeeds', { issuer: this.name, error: fetchFailure(err) });
+      throw unavailable(this.name, fetchFailure(err));
+    });
+    this.discovered = run;
+    return run;
   }
 }
 
 /** openid-client's discovery of the provider, its requests trusting `ca` (the issuer's caFile). */
-async function discoverProvider(config: LoginConfig, issuer: string, ca: string[] | undefined): Promise<oidc.Configuration> {
+async function discoverProvider(config: LoginProviderConfig, issuer: string, ca: string[] | undefined): Promise<oidc.Configuration> {
   const issuerUrl = new URL(issuer);
   const auth = config.clientSecret === undefined ? oidc.None() : oidc.ClientSecretBasic(config.clientSecret);
-  const configuration = await oidc.discovery(issuerUrl, config.clientId!, undefined, auth, {
+  const configuration = await oidc.discovery(issuerUrl, config.clientId, undefined, auth, {
     [oidc.customFetch]: providerFetch(ca),
     // http:// is accepted for a loopback issuer only (src/config/issuers.ts).
     execute: issuerUrl.protocol === 'http:' && isLoopback(issuerUrl.hostname) ? [oidc.allowInsecureRequests] : [],
@@ -402,7 +463,7 @@ async function discoverProvider(config: LoginConfig, issuer: string, ca: string[
  * `config check --connect`: the provider's discovery as sign-in uses it, and what of it sign-in needs
  * (the authorization and token endpoints, PKCE S256, end-session and back-channel logout support).
  */
-export async function describeLoginProvider(config: LoginConfig, issuer: string, caFile: string | undefined): Promise<string> {
+export async function describeLoginProvider(config: LoginProviderConfig, issuer: string, caFile: string | undefined): Promise<string> {
   const m = (await discoverProvider(config, issuer, providerCa(caFile, 'login.issuer caFile'))).serverMetadata();
   if (!m.authorization_endpoint || !m.token_endpoint) throw new Error('the discovery document names no authorization_endpoint or token_endpoint');
   const pkce = m.code_challenge_methods_supported;

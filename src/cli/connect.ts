@@ -1,5 +1,5 @@
 import { systemClock } from '../clock.js';
-import type { Config, IssuerConfig, RedisTopology } from '../config/types.js';
+import type { Config, IssuerConfig, LoginProviderConfig, RedisTopology } from '../config/types.js';
 import { IssuerKeys } from '../identity/issuers.js';
 import { Directory } from '../credentials/directory.js';
 import { describeLoginProvider } from '../auth/login.js';
@@ -24,18 +24,17 @@ export function checkConnections(config: Config): Promise<ConnectResult[]> {
     for (const url of u.targets) if (url) checks.push(checkUpstream(name, url, Math.min(u.timeouts.connectMs, MAX_WAIT_MS)));
   }
   config.identity.issuers.forEach((issuer, i) => checks.push(checkIssuer(issuer, i)));
-  if (config.login?.issuer !== undefined) checks.push(checkLogin(config));
+  for (const provider of config.login?.providers ?? []) checks.push(checkLogin(config, provider));
   return Promise.all(checks);
 }
 
 /** An OpenID provider as the gateway would use it: its discovery document (unless jwksUri is set) and its keys. */
-/** `login`: the provider's discovery as browser sign-in reads it. */
-async function checkLogin(config: Config): Promise<ConnectResult> {
-  const login = config.login!;
-  const issuer = config.identity.issuers.find((i) => i.name === login.issuer)!;
-  const what = `sign-in at ${issuer.name} (client ${login.clientId})`;
+/** A provider of `login`: its discovery as browser sign-in reads it. */
+async function checkLogin(config: Config, provider: LoginProviderConfig): Promise<ConnectResult> {
+  const issuer = config.identity.issuers.find((i) => i.name === provider.issuer)!;
+  const what = `sign-in at ${issuer.name} (client ${provider.clientId})`;
   try {
-    return { what, ok: true, detail: await describeLoginProvider(login, issuer.issuer, issuer.caFile) };
+    return { what, ok: true, detail: await describeLoginProvider(provider, issuer.issuer, issuer.caFile) };
   } catch (err) {
     return { what, ok: false, detail: `discovery failed: ${reason(err)}` };
   }

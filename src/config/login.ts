@@ -2,7 +2,7 @@ import type { Checker } from './checker.js';
 import { childrenOf, setting } from './defaults.js';
 import { readScalars } from './sections.js';
 import { isLoopback } from './issuers.js';
-import type { ForwardAuthConfig, IdentityConfig, LoginConfig, LoginPageConfig, RouteConfig } from './types.js';
+import type { ForwardAuthConfig, IdentityConfig, LoginConfig, LoginPageConfig, LoginProviderConfig, RouteConfig } from './types.js';
 
 /** `login`: browser sign-in at an OpenID provider (docs/openid.md). Absent, null or false for none. */
 
@@ -20,22 +20,19 @@ export function readLogin(c: Checker, raw: unknown, identity: IdentityConfig, ro
   c.unknownKeys('login', l, childrenOf('login'));
   const plain = readScalars(c, 'login', l, { except: ['postLogoutRedirectUri'] });
   const { issuer, callbackPath, logoutPath, backchannelLogoutPath, cookieName, signInPath, mePath } = plain;
+  const listed = l.providers !== undefined && l.providers !== null;
+  if (listed && (issuer || plain.clientId || plain.clientSecret || l.scopes !== undefined)) {
+    c.problem('login.providers', 'is the other form of login.issuer, clientId, clientSecret and scopes: write one or the other');
+  }
   // The last release's form needed issuer and clientId; the gateway's own users' page needs neither.
-  if (!issuer && !plain.local) c.problem('login.issuer', 'is required (or set login.local: true for a sign-in page of the gateway\'s own users)');
+  if (!issuer && !listed && !plain.local) c.problem('login.issuer', 'is required (or set login.local: true for a sign-in page of the gateway\'s own users)');
   if (issuer && !plain.clientId) c.problem('login.clientId', 'is required');
-  const entry = identity.issuers.findIndex((i) => i.name === issuer);
-  if (issuer && entry < 0) {
-    c.problem('login.issuer', `names no identity.issuers entry (known: ${identity.issuers.map((i) => i.name).join(', ') || 'none'})`);
-  }
-  if (entry >= 0 && plain.clientId && identity.issuers[entry]!.audiences.includes(plain.clientId)) {
-    // An ID token's aud is the client id: listed, the provider's ID tokens of sign-in pass as bearer
-    // tokens (unless they carry azp, which the bearer check refuses when it is one of the audiences).
-    c.warning(`identity.issuers[${entry}].audiences`, `lists login.clientId (${plain.clientId}): the ID tokens of sign-in would pass as bearer tokens; list the aud of the provider's access tokens for the gateway instead`);
-  }
-  const scopes = l.scopes === undefined || l.scopes === null
-    ? [...(setting('login.scopes').default as readonly string[])]
-    : c.list('login.scopes', l.scopes).map((s, i) => c.str(`login.scopes[${i}]`, s));
-  if (!scopes.includes('openid')) c.problem('login.scopes', 'must include openid (the ID token is what proves the user)');
+  const scopes = readScopes(c, 'login.scopes', l.scopes);
+  const providers = listed
+    ? c.list('login.providers', l.providers).map((raw, i) => readProvider(c, `login.providers[${i}]`, c.obj(`login.providers[${i}]`, raw), identity))
+    : issuer ? [checkProvider(c, 'login', { issuer, clientId: plain.clientId ?? '', clientSecret: plain.clientSecret, scopes, label: issuer }, identity)] : [];
+  const names = providers.map((p) => p.issuer);
+  if (new Set(names).size !== names.length) c.problem('login.providers', 'names an issuer more than once');
   for (const [key, p] of [['login.callbackPath', callbackPath], ['login.logoutPath', logoutPath], ['login.backchannelLogoutPath', backchannelLogoutPath], ['login.signInPath', signInPath], ['login.mePath', mePath]] as const) {
     if (!PATH.test(p)) c.problem(key, 'must be an absolute path of plain segments, e.g. /auth/callback');
     else if (p.toLowerCase().startsWith('/v1/tokens')) c.problem(key, 'must not be under /v1/tokens');
@@ -64,7 +61,41 @@ export function readLogin(c: Checker, raw: unknown, identity: IdentityConfig, ro
   }
   const postLogoutRedirectUri = readPostLogout(c, l.postLogoutRedirectUri, plain.local ? signInPath : '/');
   const page = readPage(c, l.page, at);
-  return { ...plain, scopes, publicUrl, postLogoutRedirectUri, page };
+  return { ...plain, scopes, publicUrl, postLogoutRedirectUri, page, providers };
+}
+
+function readScopes(c: Checker, key: string, raw: unknown): string[] {
+  const scopes = raw === undefined || raw === null
+    ? [...(setting('login.scopes').default as readonly string[])]
+    : c.list(key, raw).map((s, i) => c.str(`${key}[${i}]`, s));
+  if (!scopes.includes('openid')) c.problem(key, 'must include openid (the ID token is what proves the user)');
+  return scopes;
+}
+
+/** One entry of `login.providers`. */
+function readProvider(c: Checker, key: string, p: Record<string, unknown>, identity: IdentityConfig): LoginProviderConfig {
+  c.unknownKeys(key, p, childrenOf('login.providers[]'));
+  const issuer = p.issuer === undefined || p.issuer === null || p.issuer === '' ? '' : c.str(`${key}.issuer`, p.issuer);
+  if (issuer === '') c.problem(`${key}.issuer`, 'is required');
+  const clientId = p.clientId === undefined || p.clientId === null || p.clientId === '' ? '' : c.str(`${key}.clientId`, p.clientId);
+  if (clientId === '') c.problem(`${key}.clientId`, 'is required');
+  const clientSecret = p.clientSecret === undefined || p.clientSecret === null || p.clientSecret === '' ? undefined : c.str(`${key}.clientSecret`, p.clientSecret);
+  const label = p.label === undefined || p.label === null || p.label === '' ? issuer : c.str(`${key}.label`, p.label);
+  return checkProvider(c, key, { issuer, clientId, clientSecret, scopes: readScopes(c, `${key}.scopes`, p.scopes), label }, identity);
+}
+
+/** A provider's issuer must be an identity.issuers entry; its client id should not be one of that entry's audiences. */
+function checkProvider(c: Checker, key: string, provider: LoginProviderConfig, identity: IdentityConfig): LoginProviderConfig {
+  const entry = identity.issuers.findIndex((i) => i.name === provider.issuer);
+  if (provider.issuer && entry < 0) {
+    c.problem(`${key}.issuer`, `names no identity.issuers entry (known: ${identity.issuers.map((i) => i.name).join(', ') || 'none'})`);
+  }
+  if (entry >= 0 && provider.clientId && identity.issuers[entry]!.audiences.includes(provider.clientId)) {
+    // An ID token's aud is the client id: listed, the provider's ID tokens of sign-in pass as bearer
+    // tokens (unless they carry azp, which the bearer check refuses when it is one of the audiences).
+    c.warning(`identity.issuers[${entry}].audiences`, `lists ${key}.clientId (${provider.clientId}): the ID tokens of sign-in would pass as bearer tokens; list the aud of the provider's access tokens for the gateway instead`);
+  }
+  return provider;
 }
 
 /** `login.postLogoutRedirectUri`: an absolute http(s) URL kept exactly as written (the provider compares it so), or a path. */

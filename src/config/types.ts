@@ -38,10 +38,26 @@ export type LoginConfig = Scalars<'login'> & {
   scopes: string[];
   /** The public origin (scheme://host[:port], no path); undefined: from the request. */
   publicUrl: string | undefined;
+  /**
+   * The providers browsers sign in at: `login.providers`, or the one of `login.issuer` (the earlier
+   * form, a list of one); empty with `login.local` alone.
+   */
+  providers: LoginProviderConfig[];
   /** Where sign-out lands: an absolute URL as written, or a path of the gateway. */
   postLogoutRedirectUri: string;
   page: LoginPageConfig;
 };
+
+/** One provider of `login`. */
+export interface LoginProviderConfig {
+  /** The identity.issuers name. */
+  issuer: string;
+  clientId: string;
+  clientSecret: string | undefined;
+  scopes: string[];
+  /** What its button says. */
+  label: string;
+}
 
 /** `login.page`: the look of the sign-in pages. */
 export type LoginPageConfig = Scalars<'login.page'> & {

@@ -14,7 +14,7 @@ export function loginPaths(config: Config): Json {
     summary: 'Where the OpenID provider sends the browser back after sign-in (authorization code flow with PKCE); with only `rd`, starts a sign-in.',
     description: `With \`code\` and \`state\`: checks the state against the sign-in cookie (${login.cookieName}-login-<id>), exchanges the code, verifies the ID token, creates a gateway session and sets the session cookie (${login.cookieName}), then 302 to the page the sign-in began on. With \`rd\` alone (the Location of a forward-auth 401): 302 to the provider's authorization endpoint.`,
     security: [],
-    parameters: ['code', 'state', 'error', 'error_description', 'iss', 'rd'].map((name) => ({ name, in: 'query', required: false, schema: { type: 'string' } })),
+    parameters: ['code', 'state', 'error', 'error_description', 'iss', 'rd', 'provider'].map((name) => ({ name, in: 'query', required: false, schema: { type: 'string' } })),
     responses: {
       302: redirect('to the provider (a sign-in starts) or back to the original page (signed in)'),
       400: problem('invalid_request: no sign-in in progress in this browser, or the provider\'s answer did not check out'),

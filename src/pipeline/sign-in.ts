@@ -45,7 +45,7 @@ export function signInEndpoints(flow: LoginFlow, trustForwarded: boolean, bodyTi
     [stylesheetPath(flow), { methods: READ, handler: stylesheet(pages) }],
     [flow.config.mePath, { methods: PAGE_METHODS, handler: me(site, local) }],
   ];
-  if (flow.issuer !== undefined) endpoints.push([backchannelLogoutPath, { methods: POST, handler: backchannelLogout(flow, bodyTimeoutMs) }]);
+  if (flow.providers.length > 0) endpoints.push([backchannelLogoutPath, { methods: POST, handler: backchannelLogout(flow, bodyTimeoutMs) }]);
   if (flow.offersPage) endpoints.push([signInPath, { methods: PAGE_METHODS, handler: signInPage(site, local) }]);
   return endpoints;
 }
@@ -102,8 +102,8 @@ function wantsSignIn(ex: GatewayExchange, err: unknown, routes: RouteTable): boo
 }
 
 /** 302 to the provider's authorization endpoint, the sign-in's state in a short-lived sealed cookie. */
-async function startSignIn(ctx: GatewayContext, flow: LoginFlow, trustForwarded: boolean, returnTo: string): Promise<void> {
-  const { location, cookieName, sealed } = await flow.begin(originOf(ctx.state, flow, trustForwarded), returnTo);
+async function startSignIn(ctx: GatewayContext, flow: LoginFlow, trustForwarded: boolean, returnTo: string, provider?: string): Promise<void> {
+  const { location, cookieName, sealed } = await flow.begin(originOf(ctx.state, flow, trustForwarded), returnTo, provider);
   ctx.set('Set-Cookie', cookie(cookieName, sealed, LOGIN_STATE_TTL_S));
   noStoreRedirect(ctx, location);
 }
@@ -120,7 +120,7 @@ function callback(flow: LoginFlow, trustForwarded: boolean): OwnHandler {
       const returnTo = safeReturnPath(query.get('rd') ?? '/');
       // From the sign-in page's provider button, or where there is no page to choose on: the provider.
       if (flow.offersPage && !query.has('provider')) noStoreRedirect(ctx, signInPageUrl(flow, returnTo));
-      else await startSignIn(ctx, flow, trustForwarded, returnTo);
+      else await startSignIn(ctx, flow, trustForwarded, returnTo, query.get('provider') ?? undefined);
       return;
     }
     const stateCookie = flow.stateCookieName(query.get('state') ?? '');
@@ -276,7 +276,13 @@ async function askerOf(ctx: GatewayContext, site: Site, local: LocalUsers): Prom
   const session = await flow.liveSession(cookieValue(ctx.req.headers.cookie, flow.cookieName));
   if (session === undefined) return undefined;
   const groups = session.local ? local.groupsOf(session.user) : session.groups;
-  return { user: session.user, sid: session.sid, groups, how: session.local ? 'password' : flow.issuer?.name ?? 'provider', bearer: false };
+  return { user: session.user, sid: session.sid, groups, how: session.local ? 'password' : providerLabel(flow, session.p), bearer: false };
+}
+
+/** The label of the provider a session signed in at (a cookie of the last release names none: the one provider). */
+function providerLabel(flow: LoginFlow, name: string | undefined): string {
+  const provider = flow.providers.find((p) => p.name === name) ?? flow.providers[0];
+  return provider?.config.label ?? 'an OpenID provider';
 }
 
 /** Accept names application/json (and not text/html before it). */
@@ -314,7 +320,7 @@ function refuse(ctx: GatewayContext, site: Site, view: SignInView, err: unknown)
 function renderSignIn(ctx: GatewayContext, site: Site, view: SignInView): Promise<void> {
   const { flow } = site;
   const { token, setCookie } = formToken(ctx, flow);
-  const providers = flow.issuer === undefined ? [] : [{ action: flow.config.callbackPath, name: flow.issuer.name, label: flow.issuer.name }];
+  const providers = flow.providers.map((p) => ({ action: flow.config.callbackPath, name: p.name, label: p.config.label }));
   const failure: View | undefined = view.failure === undefined ? undefined : { [view.failure]: true, ...lockedUntil(site, view.retryAfterSeconds) };
   const page: View = {
     returnTo: view.returnTo,

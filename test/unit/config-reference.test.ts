@@ -61,7 +61,7 @@ describe('validation takes its defaults and known keys from the table', () => {
     'server.tls.clientCerts': config.server.tls?.clientCerts, 'server.tls.userFrom': config.server.tls?.userFrom,
     'login.scopes': login?.scopes, 'login.callbackPath': login?.callbackPath, 'login.logoutPath': login?.logoutPath,
     'login.backchannelLogoutPath': login?.backchannelLogoutPath, 'login.sessionTtlSeconds': login?.sessionTtlSeconds,
-    'login.logoutTokenMaxAgeSeconds': login?.logoutTokenMaxAgeSeconds, 'login.local': login?.local, 'login.signInPath': login?.signInPath, 'login.mePath': login?.mePath,
+    'login.logoutTokenMaxAgeSeconds': login?.logoutTokenMaxAgeSeconds, 'login.local': login?.local, 'login.signInPath': login?.signInPath, 'login.mePath': login?.mePath, 'login.providers[].scopes': login?.providers[0]?.scopes,
     'login.page.title': login?.page.title,
     'login.cookieName': login?.cookieName, 'routes[].login': config.routes[0]!.login ?? false,
     'store.kind': config.store.kind,

@@ -150,6 +150,23 @@ describe('the login section', () => {
     expect(checkConfig({ ...base, login: { issuer: 'corp', clientId: 'gw' } }, '', '/tmp').config.login?.postLogoutRedirectUri).toBe('/');
   });
 
+  it('login.providers lists several providers; the one-provider form is a list of one; a file with both is refused', () => {
+    const two = { ...base, identity: { issuers: [...base.identity.issuers, { name: 'partner', issuer: 'https://partner.example.com', audiences: ['gw'] }] } };
+    const listed = checkConfig({ ...two, login: { providers: [{ issuer: 'corp', clientId: 'gw-c', label: 'Corp SSO' }, { issuer: 'partner', clientId: 'gw-p', clientSecret: 's' }] } }, '', '/tmp');
+    expect(listed.problems).toEqual([]);
+    expect(listed.config.login?.providers).toEqual([
+      { issuer: 'corp', clientId: 'gw-c', clientSecret: undefined, scopes: ['openid', 'profile', 'email'], label: 'Corp SSO' },
+      { issuer: 'partner', clientId: 'gw-p', clientSecret: 's', scopes: ['openid', 'profile', 'email'], label: 'partner' },
+    ]);
+    expect(checkConfig({ ...base, login: { issuer: 'corp', clientId: 'gw', clientSecret: 'x' } }, '', '/tmp').config.login?.providers).toEqual([
+      { issuer: 'corp', clientId: 'gw', clientSecret: 'x', scopes: ['openid', 'profile', 'email'], label: 'corp' },
+    ]);
+    expect(problems({ login: { issuer: 'corp', clientId: 'gw', providers: [{ issuer: 'corp', clientId: 'gw' }] } })[0]).toMatch(/^login.providers is the other form of login.issuer/);
+    expect(checkConfig({ ...two, login: { providers: [{ issuer: 'corp', clientId: 'a' }, { issuer: 'corp', clientId: 'b' }] } }, '', '/tmp').problems).toEqual(['login.providers names an issuer more than once']);
+    expect(problems({ login: { providers: [{ issuer: 'nope' }] } })).toEqual(['login.providers[0].clientId is required', 'login.providers[0].issuer names no identity.issuers entry (known: corp)']);
+    expect(problems({ login: { providers: [{ issuer: 'corp', clientId: 'gw', scopes: ['profile'] }] } })[0]).toMatch(/^login.providers\[0\].scopes must include openid/);
+  });
+
   it('takes postLogoutRedirectUri as an absolute URL exactly as written or a path, and a logo as https:// or a path', () => {
     const read = (extra: Record<string, unknown>) => checkConfig({ ...base, login: { local: true, ...extra } }, '', '/tmp');
     expect(read({ postLogoutRedirectUri: 'https://www.example.com/bye?x=1' }).config.login?.postLogoutRedirectUri).toBe('https://www.example.com/bye?x=1');
