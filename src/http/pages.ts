@@ -35,6 +35,9 @@ export class Pages {
       const own = page.templatesDir === undefined ? undefined : join(page.templatesDir, file);
       this.files.set(file, readFileSync(own !== undefined && existsSync(own) ? own : join(BUILT_IN, file), 'utf8'));
     }
+    // A template that cannot render (a section not closed, {{{…}}} other than content) fails the start
+    // or the reload, not a person's sign-in.
+    for (const name of ['sign-in', 'sign-out', 'me'] as const) this.render(name, {}, { stylesheet: '' });
   }
 
   /** The stylesheet, as served. */
