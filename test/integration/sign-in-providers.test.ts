@@ -133,6 +133,7 @@ describe('several providers and the gateway\'s own users', () => {
     expect(page.url()).toBe(`${a.base}/auth/sign-in?rd=%2Fapp%2Fchoose%3Fx%3D1`);
     expect(await page.$$eval('form.provider button', (buttons) => buttons.map((button) => (button as unknown as { innerText: string }).innerText))).toEqual(['Sign in with Corp SSO', 'Sign in with Partner']);
     expect(await page.$('form.local')).not.toBeNull();
+    expect(await bodyText(page)).toContain('or with your user name and password');
     await checkPage(page, 'sign-in-chooser');
     await Promise.all([page.waitForNavigation({ timeout: STEP_MS }), page.click('form.provider:nth-of-type(2) button')]);
     expect(page.url().startsWith(partner.issuer)).toBe(true);
@@ -141,6 +142,17 @@ describe('several providers and the gateway\'s own users', () => {
     expect(JSON.parse(await bodyText(page)).headers['x-authenticated-user']).toBe('pat');
     await page.goto(`${a.base}/auth/me`, { timeout: STEP_MS });
     expect(await bodyText(page)).toContain('Partner');
+    // Back-channel logout works for the second provider too (its logout token checked with its keys):
+    // signing out at the partner itself ends the gateway session on both instances.
+    const cookie = (await page.browserContext().cookies()).find((c) => c.name === '__Host-gateway')!.value;
+    await page.goto(`${partner.issuer}/session/end?client_id=gateway`, { timeout: STEP_MS });
+    await Promise.all([page.waitForNavigation({ timeout: STEP_MS }), page.click('button[name=logout][value=yes]')]);
+    expect((await partner.backchannelLogouts())).toEqual({ ok: 1, error: [] });
+    const [onA, onB] = await Promise.all([
+      httpsCall(`${a.base}/app/x`, ca.caFile, { method: 'GET', headers: { cookie: `__Host-gateway=${cookie}` } }),
+      httpsCall(`${b.base}/app/x`, ca.caFile, { method: 'GET', headers: { cookie: `__Host-gateway=${cookie}` } }),
+    ]);
+    expect([onA.status, onB.status]).toEqual([401, 401]);
     await page.browserContext().close();
   }, 120_000);
 
