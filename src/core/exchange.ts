@@ -120,6 +120,11 @@ export class Exchange<R extends RouteRef = RouteRef> {
   problem: string | undefined = undefined;
   /** Why a forwarded response was cut after it began. */
   cut: Cut | undefined = undefined;
+  /**
+   * The header object the upstream gets (the upstream headers step builds it; the Forwarder sends it):
+   * the request's own headers stay as Node parsed them.
+   */
+  upstreamHeaders: IncomingHttpHeaders | undefined = undefined;
   /** Answered by one of the gateway's own endpoints (Koa), which may still be writing when its handler returns. */
   own = false;
   /** Its trace, when tracing is on (see ExchangeTrace); undefined: off. */

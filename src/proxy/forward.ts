@@ -1,6 +1,9 @@
-import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
+import type { ClientRequest, IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { Stream } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
+import httpProxy from 'http-proxy';
+import { systemClock, type Clock } from '../clock.js';
 import type { Timeouts, UpstreamConfig } from '../config/types.js';
 import { HttpProblem, type ProblemCode } from '../core/problem.js';
 import { writeProblem } from '../core/problem-writer.js';
@@ -21,6 +24,14 @@ function hasBody(req: IncomingMessage): boolean {
 /** Errors that mean the target did not take the connection. */
 const NOT_CONNECTED = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
 
+/** http-proxy's server of one target; every request it is handed is a ProxiedRequest. */
+type TargetProxy = httpProxy;
+
+/** The Forwarding a request http-proxy reports on belongs to (it is handed ProxiedRequests only). */
+function forwardingOf(req: IncomingMessage): Forwarding {
+  return (req as unknown as ProxiedRequest).forwarding;
+}
+
 interface Upstream {
   name: string;
   pool: UpstreamPool;
@@ -31,6 +42,11 @@ interface Upstream {
 export interface ForwardOutcome {
   /** The request's X-Request-Id, put on the response (the upstream's own does not replace it). */
   readonly requestId: string;
+  /**
+   * The header object the upstream gets, built by the upstream headers step (the request's own headers
+   * are left as Node parsed them). Absent (a Forwarder used without the pipeline): a copy of the request's.
+   */
+  readonly upstreamHeaders?: IncomingHttpHeaders | undefined;
   /** The problem code when the gateway answered in the upstream's place. */
   problem: string | undefined;
   /** Why the response was cut after it began (it was logged as started, never as complete). */
@@ -62,87 +78,200 @@ export interface ForwardOptions {
  */
 const enum Phase { Sending, Waiting, Streaming }
 
-interface Exchange {
-  upstream: Upstream;
-  target: Target;
-  options: ForwardOptions;
-  res: ServerResponse;
-  phase: Phase;
+/** Why the gateway gave up on an upstream, answered in its place. */
+interface Failure {
+  status: 408 | 502 | 504;
+  code: ProblemCode;
+  detail: string;
+}
+
+/**
+ * The Forwarder's own record of one forwarded request, from forward() to its settling, across a retry:
+ * one class, every field set in the constructor (one shape for the engine).
+ */
+class Forwarding {
+  phase = Phase.Sending;
   /** The upstream socket was connected (bytes may have reached the target). */
-  connected: boolean;
-  retried: boolean;
-  /** The current attempt's upstream request, from the moment it is made (send). */
-  proxyReq?: ClientRequest;
-  proxyRes?: IncomingMessage;
+  connected = false;
+  retried = false;
+  /** The request carries a body, read before http-proxy sees it (see ProxiedRequest). */
+  readonly withBody: boolean;
+  /** The current attempt's upstream request, from the moment http-proxy makes it (see Forwarder.takeOver). */
+  proxyReq: ClientRequest | undefined = undefined;
+  /** The attempt's CLIENT span, when tracing is on. */
+  call: ReturnType<ExchangeTrace['upstreamCall']> | undefined = undefined;
+  proxyRes: IncomingMessage | undefined = undefined;
   /** Set when the gateway gave up on the upstream, before it destroys the request. */
-  failure?: { status: 408 | 504; code: ProblemCode; detail: string };
-  outcome: ForwardOutcome;
+  failure: Failure | undefined = undefined;
+  /** The last error handled (http-proxy reports a client's request error once per attempt made). */
+  lastError: Error | undefined = undefined;
+  /** The request as http-proxy sees it. */
+  readonly view: ProxiedRequest;
+  private over = false;
+
+  constructor(
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    readonly upstream: Upstream,
+    public target: Target,
+    readonly options: ForwardOptions,
+    readonly outcome: ForwardOutcome,
+    /** The header object the upstream gets (see outgoingHeaders). */
+    readonly headers: IncomingHttpHeaders,
+    private readonly onDone: (f: Forwarding) => void,
+  ) {
+    this.withBody = hasBody(req);
+    this.view = new ProxiedRequest(this);
+  }
+
   /** Ends the exchange's bookkeeping and settles forward()'s promise (once). */
-  done: () => void;
+  done(): void {
+    if (this.over) return;
+    this.over = true;
+    this.onDone(this);
+  }
+
+  get isOver(): boolean {
+    return this.over;
+  }
+}
+
+/**
+ * The request as http-proxy is handed it: the client's method, the header object the gateway built for
+ * the upstream (never the client's own, which http-proxy would copy as they are: an HTTP/2 client's
+ * pseudo-headers, its Authorization), the client's socket and its events. http-proxy reads nothing else
+ * of a request with the options the Forwarder gives it (no xfwd, no timeout, a body `buffer`).
+ */
+class ProxiedRequest {
+  readonly method: string;
+  /** Unread (toProxy, ignorePath): the request target is set exactly by takeOver. */
+  readonly url = '';
+  headers: IncomingHttpHeaders;
+
+  constructor(readonly forwarding: Forwarding) {
+    this.method = forwarding.req.method!;
+    this.headers = forwarding.headers;
+  }
+
+  get socket(): Socket {
+    return this.forwarding.req.socket;
+  }
+
+  get connection(): Socket {
+    return this.forwarding.req.socket;
+  }
+
+  /** http-proxy listens for the client's request 'aborted' and 'error' here. */
+  on(event: 'aborted' | 'error', listener: (err?: Error) => void): this {
+    this.forwarding.req.on(event, listener);
+    return this;
+  }
+}
+
+/**
+ * What http-proxy pipes into the upstream request it has just made (its `buffer` option): the
+ * Forwarder's hand-over point, called synchronously inside web() before a byte is written.
+ */
+class HandOver extends Stream {
+  constructor(private readonly take: (proxyReq: ClientRequest) => void) {
+    super();
+  }
+
+  override pipe<T extends NodeJS.WritableStream>(destination: T): T {
+    this.take(destination as unknown as ClientRequest);
+    return destination;
+  }
 }
 
 /** Why an exchange with an upstream failed, for the metrics: every failed attempt, retried ones included. */
 export type UpstreamErrorKind = 'refused' | 'reset' | 'timeout';
 export type UpstreamErrorListener = (upstream: string, kind: UpstreamErrorKind) => void;
 
+/** Methods http-proxy's deleteLength pass gives `content-length: 0` when they carry none (see send). */
+const DELETE_LENGTH = new Set(['DELETE', 'OPTIONS']);
+
 /**
- * Streams requests to upstreams with node:http over one keep-alive agent per target, and writes the
- * responses itself. Refused/reset before a response → 502, timed out → 504 (problem bodies); a failure
- * after the response began cuts the stream; a client that leaves tears the upstream request down.
+ * Streams requests to upstreams through http-proxy (one proxy server per target, its options fixed, over
+ * the target's keep-alive agent: its admission limit), and writes the responses itself
+ * (selfHandleResponse). Refused/reset before a response → 502, timed out → 504 (problem bodies, timed by
+ * the Forwarder's own phase timers, never http-proxy's proxyTimeout); a failure after the response began
+ * cuts the stream; a client that leaves tears the upstream request down.
  */
 export class Forwarder {
   private readonly upstreams = new Map<string, Upstream>();
+  /** http-proxy's server of each target, made once: no option is copied or URL parsed per request. */
+  private readonly proxies = new Map<Target, TargetProxy>();
+  /** The request web() is handing over now: it makes its upstream request synchronously (see HandOver). */
+  private handing: Forwarding | undefined = undefined;
   /** Exchanges not finished yet, so a retired Forwarder knows when its connections may go. */
   private inFlight = 0;
   private retired = false;
   private closed = false;
 
-  constructor(upstreams: Record<string, UpstreamConfig>, private readonly log: Logger, private readonly onUpstreamError: UpstreamErrorListener = () => {}) {
+  constructor(
+    upstreams: Record<string, UpstreamConfig>,
+    private readonly log: Logger,
+    private readonly onUpstreamError: UpstreamErrorListener = () => {},
+    private readonly clock: Clock = systemClock,
+  ) {
     for (const [name, u] of Object.entries(upstreams)) {
-      this.upstreams.set(name, { name, pool: new UpstreamPool(name, u, log), preserveHost: u.preserveHost });
+      const pool = new UpstreamPool(name, u, log);
+      this.upstreams.set(name, { name, pool, preserveHost: u.preserveHost });
+      for (const target of pool.targets) this.proxies.set(target, this.proxyOf(target));
     }
   }
 
   /**
-   * Forwards req (url and headers already rewritten); settles when the response is done or the client
-   * left, with how it ended written to `outcome`.
+   * http-proxy for one target, through its public options and events only. Its traps, each answered:
+   * the target is given parsed (a string is url.parse'd on every request); the request target never goes
+   * through url.parse or its path joining (ignorePath; takeOver sets it as the pipeline left it); no
+   * xfwd (it appends to a client's X-Forwarded-For; the header policy builds its own); the target's
+   * agent (without one every request opens a connection); no proxyTimeout (it aborts as a reset, a 502:
+ * the phase timers answer 504); selfHandleResponse (the Forwarder shapes the
+   * answer); an 'error' listener (without one an error throws out of the process) and an 'econnreset' one.
+   */
+  private proxyOf(target: Target): TargetProxy {
+    const to = target.request;
+    const proxy = httpProxy.createProxyServer({
+      target: { protocol: to.protocol, hostname: to.hostname, host: to.hostname, port: String(to.port) },
+      agent: target.agent,
+      // Neither url.parse (toProxy) nor the path joining (ignorePath, prependPath) sees the request target.
+      toProxy: true,
+      ignorePath: true,
+      prependPath: false,
+      xfwd: false,
+      changeOrigin: false,
+      selfHandleResponse: true,
+      buffer: new HandOver((proxyReq) => this.takeOver(proxyReq)),
+    });
+    proxy.on('error', (err, req) => this.onAttemptError(err, forwardingOf(req)));
+    // The client's connection reset: http-proxy aborts the upstream request of the attempt that heard it;
+    // the current attempt's goes too (a retry's).
+    proxy.on('econnreset', (_err, req) => forwardingOf(req).proxyReq?.destroy());
+    proxy.on('proxyRes', (proxyRes, req) => this.onResponse(proxyRes, forwardingOf(req)));
+    return proxy;
+  }
+
+  /**
+   * Forwards req (url rewritten, the upstream's headers on the outcome); settles when the response is
+   * done or the client left, with how it ended written to `outcome`.
    */
   forward(req: IncomingMessage, res: ServerResponse, options: ForwardOptions, outcome: ForwardOutcome): Promise<void> {
     const upstream = this.upstreams.get(options.upstream)!;
-    const target = upstream.pool.pick(Date.now());
+    const target = upstream.pool.pick(this.clock.now());
     if (!target) throw upstream.pool.busy();
     return new Promise((resolve) => {
-      let over = false;
-      const gone = () => {
-        if (over) return;
-        // The client left (or was cut) before the response finished: stop the upstream working for nobody.
-        if (!res.writableFinished) {
-          exchange.outcome.cut ??= 'client_closed';
-          exchange.proxyReq?.destroy();
-          exchange.proxyRes?.destroy();
-        } else if (exchange.proxyReq && !exchange.proxyReq.writableFinished) {
-          // The upstream answered before the body was all sent: the rest is for nobody (Node does not pass
-          // a client's abort on to the upstream request, so this is the only place it ends).
-          exchange.proxyReq.destroy();
-        }
-        exchange.done();
-      };
-      const exchange: Exchange = {
-        upstream, target, options, res, phase: Phase.Sending, connected: false, retried: false, outcome,
-        done: () => {
-          if (over) return;
-          over = true;
-          exchange.target.inFlight--;
-          if (--this.inFlight === 0 && this.retired) this.close();
-          resolve();
-        },
-      };
+      const f = new Forwarding(req, res, upstream, target, options, outcome, outcome.upstreamHeaders ?? { ...req.headers }, (done) => {
+        done.target.inFlight--;
+        if (--this.inFlight === 0 && this.retired) this.close();
+        resolve();
+      });
       target.inFlight++;
       this.inFlight++;
       // A response has its connection whenever it is handled (RequestLanes runs one request at a time
       // per connection, and none parsed behind an answer that ended it): its 'close' always comes.
-      res.on('close', gone);
-      this.send(req, exchange);
+      res.on('close', () => this.onClientGone(f));
+      this.send(f);
     });
   }
 
@@ -163,44 +292,93 @@ export class Forwarder {
     if (this.inFlight === 0) this.close();
   }
 
+  /** The response closed: if it is not over, the client left (or was cut) and the upstream's work is for nobody. */
+  private onClientGone(f: Forwarding): void {
+    if (f.isOver) return;
+    if (!f.res.writableFinished) {
+      f.outcome.cut ??= 'client_closed';
+      f.proxyReq?.destroy();
+      f.proxyRes?.destroy();
+    } else if (f.proxyReq && !f.proxyReq.writableFinished) {
+      // The upstream answered before the body was all sent: the rest is for nobody (neither Node nor
+      // http-proxy passes a client's abort on to the upstream request, so this is the only place it ends).
+      f.proxyReq.destroy();
+    }
+    f.done();
+  }
+
   /**
-   * One attempt on exchange.target: what the pipeline left on req goes out as it is, the method, req.url
-   * (after the target's base path) and the header object the header policy built, with the target's Host
-   * unless the upstream preserves the client's. The body is streamed as Node's parser framed it: chunked
-   * stays chunked, a length stays that length, none means no body. Nothing else rewrites the request.
+   * The header object the upstream gets, finished: the one the upstream headers step built, with the
+   * target's Host unless the upstream preserves the client's. The one place where a header is added to
+   * every upstream request before http-proxy copies the object (web()).
    */
-  private send(req: IncomingMessage, exchange: Exchange): void {
-    const target = exchange.target;
-    const to = target.request;
-    const headers = req.headers;
-    if (!exchange.upstream.preserveHost) headers.host = to.host;
+  private outgoingHeaders(f: Forwarding): IncomingHttpHeaders {
+    const headers = f.headers;
+    if (!f.upstream.preserveHost) headers.host = f.target.request.host;
+    return headers;
+  }
+
+  /**
+   * One attempt on f.target, handed to the target's http-proxy. What the pipeline left goes out as it
+   * is: the method, req.url (after the target's base path) and the header object (outgoingHeaders).
+   * The body is streamed as Node's parser framed it: chunked stays chunked, a length stays that length,
+   * none means no body (takeOver). Nothing else rewrites the request.
+   */
+  private send(f: Forwarding): void {
+    const view = f.view;
+    const headers = this.outgoingHeaders(f);
     // Tracing (src/tracing): a CLIENT span per attempt, whose traceparent the upstream receives.
-    const call = exchange.outcome.trace?.upstreamCall(headers, req.method!, target.origin, target.basePath + req.url);
-    const proxyReq = to.send({ hostname: to.hostname, port: to.port, agent: target.agent, method: req.method, path: target.basePath + req.url, headers });
-    call?.follow(proxyReq);
-    // Known at once, not only once it has a connection: a client that leaves while it waits for one
-    // (every connection of the target in use) withdraws it.
-    exchange.proxyReq = proxyReq;
-    proxyReq.once('socket', () => this.onRequest(proxyReq, req, exchange));
-    proxyReq.on('response', (proxyRes: IncomingMessage) => this.onResponse(proxyRes, exchange));
-    // Without an 'error' listener a failed request would take the process down.
-    proxyReq.on('error', (err) => this.onAttemptError(err, req, exchange, proxyReq));
-    // The client's request failing (its connection reset mid-body) ends the attempt the same way; once.
-    if (!exchange.retried) req.on('error', (err) => this.onAttemptError(err, req, exchange, exchange.proxyReq));
+    f.call = f.outcome.trace?.upstreamCall(headers, view.method, f.target.origin, f.target.basePath + f.req.url);
+    // http-proxy's deleteLength pass writes `content-length: 0` into a DELETE or OPTIONS without a length
+    // and drops its transfer-encoding (a chunked body would then reach the upstream as a second request):
+    // it gets a copy to write on, and takeOver puts the request's own framing back.
+    view.headers = DELETE_LENGTH.has(view.method) && !headers['content-length'] ? { ...headers } : headers;
+    this.handing = f;
+    try {
+      this.proxies.get(f.target)!.web(view as unknown as IncomingMessage, f.res);
+    } catch (err) {
+      // Node refused to make the request (a header it will not send): nothing went out.
+      f.proxyReq?.destroy();
+      this.log.warn('upstream request not made', { upstream: f.upstream.name, error: (err as Error).message });
+      this.answer(f, { status: 502, code: 'bad_gateway', detail: `the ${f.upstream.name} service could not be sent the request` });
+    } finally {
+      this.handing = undefined;
+    }
+  }
+
+  /**
+   * http-proxy made the attempt's upstream request (inside web(), nothing written yet): the request
+   * target is set exactly as the pipeline left it (url.parse would have made a backslash a slash, its
+   * path joining collapsed `//`), the framing put back where deleteLength took it, and the body sent.
+   * Known at once, not only once it has a connection: a client that leaves while it waits for one
+   * (every connection of the target in use) withdraws it.
+   */
+  private takeOver(proxyReq: ClientRequest): void {
+    const f = this.handing!;
+    this.handing = undefined;
+    f.proxyReq = proxyReq;
+    f.call?.follow(proxyReq);
+    proxyReq.path = f.target.basePath + f.req.url;
+    if (f.view.headers !== f.headers) {
+      proxyReq.removeHeader('content-length');
+      const length = f.headers['content-length'];
+      const te = f.headers['transfer-encoding'];
+      if (length !== undefined) proxyReq.setHeader('content-length', length);
+      if (te !== undefined) proxyReq.setHeader('transfer-encoding', te);
+    }
+    proxyReq.once('socket', () => this.onRequest(proxyReq, f));
     // An HTTP/1 request without a body has nothing to stream: its head goes out as soon as the request
     // has its socket, without a pipe's listeners on both streams (Node's server drains the request
     // itself once the response is done). A body, or an HTTP/2 stream, is piped.
-    if (req.httpVersionMajor === 1 && !hasBody(req)) proxyReq.end();
-    else req.pipe(proxyReq);
+    if (f.req.httpVersionMajor === 1 && !f.withBody) proxyReq.end();
+    else f.req.pipe(proxyReq);
   }
 
-  /** An attempt failed: the client is gone (nothing to answer), or it is the upstream's failure (onError). */
-  private onAttemptError(err: Error, req: IncomingMessage, exchange: Exchange, proxyReq: ClientRequest | undefined): void {
-    if (req.socket.destroyed && (err as NodeJS.ErrnoException).code === 'ECONNRESET') {
-      proxyReq?.destroy();
-      return;
-    }
-    this.onError(err, req, exchange);
+  /** An attempt failed (http-proxy's 'error': the upstream request's, or the client request's, once). */
+  private onAttemptError(err: Error, f: Forwarding): void {
+    if (err === f.lastError) return;
+    f.lastError = err;
+    this.onError(err, f);
   }
 
   /**
@@ -209,102 +387,104 @@ export class Forwarder {
    * with a body: it was streamed into the failed attempt and is gone (buffering every upload to replay
    * it would cost what streaming saves). Never after a response began, never after a response timeout.
    */
-  private retry(err: NodeJS.ErrnoException, req: IncomingMessage, exchange: Exchange): boolean {
-    const refused = !exchange.connected && (NOT_CONNECTED.has(err.code ?? '') || exchange.failure?.code === 'gateway_timeout');
-    if (refused) exchange.upstream.pool.markDown(exchange.target, Date.now());
-    const timedOut = exchange.failure !== undefined && exchange.connected;
-    if (exchange.retried || exchange.proxyRes || hasBody(req) || timedOut || exchange.outcome.cut) return false;
-    if (!refused && !IDEMPOTENT.has(req.method!)) return false;
-    const next = exchange.upstream.pool.pick(Date.now(), exchange.target);
+  private retry(err: NodeJS.ErrnoException, f: Forwarding): boolean {
+    const now = this.clock.now();
+    const refused = !f.connected && (NOT_CONNECTED.has(err.code ?? '') || f.failure?.code === 'gateway_timeout');
+    if (refused) f.upstream.pool.markDown(f.target, now);
+    const timedOut = f.failure !== undefined && f.connected;
+    if (f.retried || f.proxyRes || f.withBody || timedOut || f.outcome.cut) return false;
+    if (!refused && !IDEMPOTENT.has(f.req.method!)) return false;
+    const next = f.upstream.pool.pick(now, f.target);
     // A target that refused will refuse again at once; a reset (a pooled socket the target had just
     // closed) is worth another try on the same one.
-    if (!next || (refused && next === exchange.target)) return false;
-    exchange.retried = true;
-    exchange.target.inFlight--;
-    exchange.target = next;
-    exchange.target.inFlight++;
-    exchange.phase = Phase.Sending;
-    exchange.connected = false;
-    exchange.failure = undefined;
-    exchange.proxyReq = undefined;
-    this.send(req, exchange);
+    if (!next || (refused && next === f.target)) return false;
+    f.retried = true;
+    f.target.inFlight--;
+    f.target = next;
+    f.target.inFlight++;
+    f.phase = Phase.Sending;
+    f.connected = false;
+    f.failure = undefined;
+    f.proxyReq = undefined;
+    this.send(f);
     return true;
   }
 
   /** The upstream request has its socket: from now on the socket's inactivity timer is the only timer. */
-  private onRequest(proxyReq: ClientRequest, req: IncomingMessage, exchange: Exchange): void {
+  private onRequest(proxyReq: ClientRequest, f: Forwarding): void {
     const socket = proxyReq.socket as Socket;
-    const { timeouts } = exchange.options;
+    const { timeouts } = f.options;
     // A request without a body is sent as soon as it has its socket: the upstream's time to answer runs
     // from now on (no 'finish' to wait for).
-    const bodiless = !hasBody(req);
-    if (bodiless) exchange.phase = Phase.Waiting;
+    const bodiless = !f.withBody;
+    if (bodiless) f.phase = Phase.Waiting;
     if (socket.connecting) {
       socket.setTimeout(timeouts.connectMs);
       // To an https target the connection is ready once the TLS handshake is done, not at TCP connect:
       // a target that accepts TCP and never answers the handshake is one that cannot be reached.
       socket.once((socket as TLSSocket).encrypted ? 'secureConnect' : 'connect', () => {
-        exchange.connected = true;
-        socket.setTimeout(exchange.phase === Phase.Waiting ? timeouts.responseMs : timeouts.idleMs);
+        f.connected = true;
+        socket.setTimeout(f.phase === Phase.Waiting ? timeouts.responseMs : timeouts.idleMs);
       });
     } else {
-      exchange.connected = true;
+      f.connected = true;
       socket.setTimeout(bodiless ? timeouts.responseMs : timeouts.idleMs);
     }
-    proxyReq.on('timeout', () => this.onTimeout(exchange));
+    proxyReq.on('timeout', () => this.onTimeout(f));
     // With a listener Node hands a 101 over instead of dropping the connection without a word.
-    proxyReq.on('upgrade', (proxyRes: IncomingMessage, upstream: Socket, head: Buffer) => this.onSwitch(exchange, proxyRes, upstream, head));
+    proxyReq.on('upgrade', (proxyRes: IncomingMessage, upstream: Socket, head: Buffer) => this.onSwitch(f, proxyRes, upstream, head));
     if (bodiless) return;
     proxyReq.once('finish', () => {
       // The whole request body is sent: now the upstream's own time to answer runs.
-      if (exchange.phase !== Phase.Sending) return;
-      exchange.phase = Phase.Waiting;
+      if (f.phase !== Phase.Sending) return;
+      f.phase = Phase.Waiting;
       if (!socket.connecting) socket.setTimeout(timeouts.responseMs);
     });
   }
 
-  private onTimeout(exchange: Exchange): void {
-    if (exchange.res.writableFinished || exchange.res.destroyed) {
+  private onTimeout(f: Forwarding): void {
+    if (f.res.writableFinished || f.res.destroyed) {
       // The answer is out. A request body still coming (the upstream answered early) that stalls is
       // ended on both sides; otherwise the exchange is over and the socket may be pooled: nothing to do.
-      const proxyReq = exchange.proxyReq;
+      const proxyReq = f.proxyReq;
       if (proxyReq && !proxyReq.writableFinished) {
         proxyReq.destroy();
-        exchange.res.req.socket.destroy();
+        f.req.socket.destroy();
       }
       return;
     }
-    const { timeouts } = exchange.options;
-    const name = exchange.upstream.name;
-    if (exchange.phase === Phase.Streaming) {
+    const { timeouts } = f.options;
+    const name = f.upstream.name;
+    if (f.phase === Phase.Streaming) {
       // A response body that stalls (no bytes for idleMs) is cut, so a stuck upstream cannot hold the client forever.
-      exchange.outcome.cut = 'response_idle';
-      this.onUpstreamError(exchange.upstream.name, 'timeout');
-      exchange.proxyRes?.destroy();
-      exchange.res.destroy();
+      f.outcome.cut = 'response_idle';
+      this.onUpstreamError(name, 'timeout');
+      f.proxyRes?.destroy();
+      f.res.destroy();
       return;
     }
-    if (!exchange.connected) {
-      exchange.failure = { status: 504, code: 'gateway_timeout', detail: `the ${name} service could not be reached within ${timeouts.connectMs} ms` };
-    } else if (exchange.phase === Phase.Waiting || !hasBody(exchange.res.req)) {
-      exchange.failure = { status: 504, code: 'gateway_timeout', detail: `the ${name} service did not answer within ${timeouts.responseMs} ms` };
-    } else if (exchange.proxyReq?.writableNeedDrain) {
+    if (!f.connected) {
+      f.failure = { status: 504, code: 'gateway_timeout', detail: `the ${name} service could not be reached within ${timeouts.connectMs} ms` };
+    } else if (f.phase === Phase.Waiting || !f.withBody) {
+      f.failure = { status: 504, code: 'gateway_timeout', detail: `the ${name} service did not answer within ${timeouts.responseMs} ms` };
+    } else if (f.proxyReq?.writableNeedDrain) {
       // Sending, and the upstream stopped reading the body.
-      exchange.failure = { status: 504, code: 'gateway_timeout', detail: `the ${name} service stopped reading the request body for ${timeouts.idleMs} ms` };
+      f.failure = { status: 504, code: 'gateway_timeout', detail: `the ${name} service stopped reading the request body for ${timeouts.idleMs} ms` };
     } else {
       // Sending, and the client stopped sending its body.
-      exchange.failure = { status: 408, code: 'request_timeout', detail: `no bytes of the request body arrived for ${timeouts.idleMs} ms` };
+      f.failure = { status: 408, code: 'request_timeout', detail: `no bytes of the request body arrived for ${timeouts.idleMs} ms` };
     }
-    exchange.proxyReq?.destroy();
+    f.proxyReq?.destroy();
   }
 
   /**
-   * Writes the upstream's response: its end-to-end headers in one writeHead (Node frames the client's
-   * response by the client's protocol: chunked, a length, or for HTTP/1.0 the connection's end), the
-   * request id, and Location headers that point at the upstream made to point at the gateway.
+   * Writes the upstream's response (http-proxy's 'proxyRes', with selfHandleResponse): its end-to-end
+   * headers in one writeHead (Node frames the client's response by the client's protocol: chunked, a
+   * length, or for HTTP/1.0 the connection's end), the request id, and Location headers that point at
+   * the upstream made to point at the gateway.
    */
-  private onResponse(proxyRes: IncomingMessage, exchange: Exchange): void {
-    const res = exchange.res;
+  private onResponse(proxyRes: IncomingMessage, f: Forwarding): void {
+    const res = f.res;
     if (res.headersSent || res.destroyed) {
       proxyRes.destroy();
       return;
@@ -313,24 +493,24 @@ export class Forwarder {
     if (status < 100 || status > 999) {
       // Node's client parses any three digits; writeHead would throw on them, outside any handler.
       proxyRes.destroy();
-      this.answer(exchange, { status: 502, code: 'bad_gateway', detail: `the ${exchange.upstream.name} service answered with an invalid status` });
-      this.onUpstreamError(exchange.upstream.name, 'reset');
+      this.answer(f, { status: 502, code: 'bad_gateway', detail: `the ${f.upstream.name} service answered with an invalid status` });
+      this.onUpstreamError(f.upstream.name, 'reset');
       return;
     }
-    exchange.phase = Phase.Streaming;
-    exchange.proxyRes = proxyRes;
-    exchange.proxyReq?.socket?.setTimeout(exchange.options.timeouts.idleMs);
+    f.phase = Phase.Streaming;
+    f.proxyRes = proxyRes;
+    f.proxyReq?.socket?.setTimeout(f.options.timeouts.idleMs);
     const headers = endToEndHeaders(proxyRes.headers);
-    if (headers.location !== undefined || headers['content-location'] !== undefined) this.rewriteLocations(headers, exchange);
-    headers['x-request-id'] = exchange.outcome.requestId;
+    if (headers.location !== undefined || headers['content-location'] !== undefined) this.rewriteLocations(headers, f);
+    headers['x-request-id'] = f.outcome.requestId;
     try {
       res.writeHead(status, proxyRes.statusMessage, headers);
     } catch {
       // Whatever else the client parser accepts and writeHead refuses: the upstream's fault, a 502.
       proxyRes.destroy();
       for (const name of res.getHeaderNames()) if (name !== 'x-request-id') res.removeHeader(name);
-      this.answer(exchange, { status: 502, code: 'bad_gateway', detail: `the ${exchange.upstream.name} service answered with an invalid response head` });
-      this.onUpstreamError(exchange.upstream.name, 'reset');
+      this.answer(f, { status: 502, code: 'bad_gateway', detail: `the ${f.upstream.name} service answered with an invalid response head` });
+      this.onUpstreamError(f.upstream.name, 'reset');
       return;
     }
     proxyRes.pipe(res);
@@ -339,19 +519,19 @@ export class Forwarder {
     // answer the client's socket carries the idle limit (after Node's own finish handler, which sets the
     // keep-alive timeout; the shorter of the two stays): Node ends a socket that stays silent that long,
     // and the upstream request goes with it.
-    const proxyReq = exchange.proxyReq;
+    const proxyReq = f.proxyReq;
     if (proxyReq && !proxyReq.writableFinished) {
       res.once('finish', () => {
         const socket = res.req.socket;
-        const idleMs = exchange.options.timeouts.idleMs;
+        const idleMs = f.options.timeouts.idleMs;
         if (!res.req.complete && (!socket.timeout || idleMs < socket.timeout)) socket.setTimeout(idleMs);
       });
     }
     // An upstream that dies (or is cut) mid-body must not leave the client waiting for the rest.
     proxyRes.on('close', () => {
       if (proxyRes.complete) return;
-      if (exchange.outcome.cut === undefined) this.onUpstreamError(exchange.upstream.name, 'reset');
-      exchange.outcome.cut ??= 'upstream_closed';
+      if (f.outcome.cut === undefined) this.onUpstreamError(f.upstream.name, 'reset');
+      f.outcome.cut ??= 'upstream_closed';
       res.destroy();
     });
   }
@@ -361,35 +541,35 @@ export class Forwarder {
    * accepts this 101 (see SwitchHandler); a 101 to a plain request, or a 101 the handshake refuses, is
    * the upstream's fault: 502 at once, its connection closed.
    */
-  private onSwitch(exchange: Exchange, proxyRes: IncomingMessage, upstream: Socket, upstreamHead: Buffer): void {
+  private onSwitch(f: Forwarding, proxyRes: IncomingMessage, upstream: Socket, upstreamHead: Buffer): void {
     upstream.on('error', () => upstream.destroy());
     upstream.setTimeout(0);
-    const res = exchange.res;
+    const res = f.res;
     if (res.headersSent || res.destroyed) {
       upstream.destroy();
       return;
     }
-    const name = exchange.upstream.name;
-    const onSwitch = exchange.options.onSwitch;
+    const name = f.upstream.name;
+    const onSwitch = f.options.onSwitch;
     const refused = onSwitch
       ? onSwitch(proxyRes, upstream, upstreamHead)
       : `the ${name} service answered a request that asked for no upgrade with 101 Switching Protocols`;
     if (refused === undefined) {
-      exchange.done();
+      f.done();
       return;
     }
     upstream.destroy();
-    this.log.warn('upstream switched protocols wrongly', { upstream: name, target: exchange.target.origin, status: 502, reason: refused });
+    this.log.warn('upstream switched protocols wrongly', { upstream: name, target: f.target.origin, status: 502, reason: refused });
     this.onUpstreamError(name, 'reset');
     res.shouldKeepAlive = false;
-    this.answer(exchange, { status: 502, code: 'bad_gateway', detail: refused });
+    this.answer(f, { status: 502, code: 'bad_gateway', detail: refused });
   }
 
-  private rewriteLocations(headers: IncomingMessage['headers'], exchange: Exchange): void {
+  private rewriteLocations(headers: IncomingMessage['headers'], f: Forwarding): void {
     const map: LocationMap = {
-      upstreamOrigins: exchange.upstream.pool.origins,
-      upstreamBasePath: exchange.target.basePath,
-      routePrefix: exchange.options.strippedPrefix,
+      upstreamOrigins: f.upstream.pool.origins,
+      upstreamBasePath: f.target.basePath,
+      routePrefix: f.options.strippedPrefix,
     };
     for (const name of ['location', 'content-location'] as const) {
       const value = headers[name];
@@ -397,29 +577,29 @@ export class Forwarder {
     }
   }
 
-  private onError(err: Error, req: IncomingMessage, exchange: Exchange): void {
-    if (exchange.outcome.cut) return;
+  private onError(err: Error, f: Forwarding): void {
+    if (f.outcome.cut) return;
     const code = (err as NodeJS.ErrnoException).code ?? '';
     // The client's own failures (its body stalled: 408) are not the upstream's.
-    if (exchange.failure?.status !== 408) {
-      this.onUpstreamError(exchange.upstream.name, exchange.failure ? 'timeout' : NOT_CONNECTED.has(code) ? 'refused' : 'reset');
+    if (f.failure?.status !== 408) {
+      this.onUpstreamError(f.upstream.name, f.failure ? 'timeout' : NOT_CONNECTED.has(code) ? 'refused' : 'reset');
     }
-    if (this.retry(err as NodeJS.ErrnoException, req, exchange)) return;
-    const failure = exchange.failure ?? { status: 502, code: 'bad_gateway' as const, detail: `the ${exchange.upstream.name} service is unavailable` };
-    this.log.warn('upstream failed', { upstream: exchange.upstream.name, target: exchange.target.origin, status: failure.status, error: (err as NodeJS.ErrnoException).code ?? err.message });
-    this.answer(exchange, failure);
+    if (this.retry(err as NodeJS.ErrnoException, f)) return;
+    const failure = f.failure ?? { status: 502, code: 'bad_gateway' as const, detail: `the ${f.upstream.name} service is unavailable` };
+    this.log.warn('upstream failed', { upstream: f.upstream.name, target: f.target.origin, status: failure.status, error: code || err.message });
+    this.answer(f, failure);
   }
 
   /** The gateway's own answer in the upstream's place: a problem body, or a cut once a response began. */
-  private answer(exchange: Exchange, failure: NonNullable<Exchange['failure']> | { status: 502; code: ProblemCode; detail: string }): void {
-    const res = exchange.res;
+  private answer(f: Forwarding, failure: Failure): void {
+    const res = f.res;
     if (res.headersSent || res.destroyed) {
-      exchange.outcome.cut ??= 'upstream_closed';
+      f.outcome.cut ??= 'upstream_closed';
       res.destroy();
       return;
     }
-    exchange.outcome.problem = failure.code;
-    res.setHeader('X-Request-Id', exchange.outcome.requestId);
+    f.outcome.problem = failure.code;
+    res.setHeader('X-Request-Id', f.outcome.requestId);
     writeProblem(res, new HttpProblem(failure.status, failure.code, failure.detail));
   }
 }

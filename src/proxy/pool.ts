@@ -11,8 +11,8 @@ const AGENT_IDLE_MS = 4000;
 
 /** What each request to a target is sent with, worked out once per target. */
 export interface TargetRequest {
-  /** node:http's or node:https's `request`. */
-  readonly send: typeof httpRequest;
+  /** `http:` or `https:`. */
+  readonly protocol: string;
   /** The name or address to connect to (an IPv6 address without brackets). */
   readonly hostname: string;
   readonly port: number;
@@ -23,7 +23,7 @@ export interface TargetRequest {
 function targetRequest(url: string): TargetRequest {
   const u: Url = parseUrl(url);
   const https = u.protocol === 'https:';
-  return { send: https ? httpsRequest : httpRequest, hostname: u.hostname!, port: Number(u.port) || (https ? 443 : 80), host: u.host! };
+  return { protocol: u.protocol!, hostname: u.hostname!, port: Number(u.port) || (https ? 443 : 80), host: u.host! };
 }
 
 /** Asks a target whether it is healthy: calls `settle` once, with the answer (no answer within timeoutMs: false). */

@@ -160,7 +160,8 @@ describe('the upstream headers step', () => {
     allowRules(groups)(ex);
     const before = ex.req.headers;
     upstreamHeaders(false)(ex);
-    const h = ex.req.headers;
+    const h = ex.upstreamHeaders!;
+    expect(ex.req.headers).toBe(before);
     expect(h).not.toBe(before);
     expect(before['x-authenticated-user']).toBe('mallory');
     expect(h).toMatchObject({

@@ -5,8 +5,9 @@ import { headerSafe, upstreamHeaderObject } from '../../core/headers.js';
 import { withoutCookies } from '../../auth/seal.js';
 
 /**
- * The upstream headers step: the header object the upstream gets (see upstreamHeaderObject: hop-by-hop,
- * identity, forwarding and override headers a client sent are left out, the gateway's own set), with
+ * The upstream headers step: the header object the upstream gets, put on the exchange (the request's
+ * own headers stay as Node parsed them; see upstreamHeaderObject: hop-by-hop, identity, forwarding and
+ * override headers a client sent are left out, the gateway's own set), with
  * X-Authenticated-Groups and the identity assertion when configured. A handshake keeps its upgrade: it
  * is what this hop is for. A forward-auth call has no upstream: its answer carries the identity headers.
  * The gateway's own cookies (`ownCookies`: the sign-in session and state) are credentials like
@@ -44,6 +45,6 @@ export function upstreamHeaders(trustForwarded: boolean, signed?: Assertions, co
       h.connection = 'Upgrade';
       h.upgrade = 'websocket';
     }
-    req.headers = h;
+    ex.upstreamHeaders = h;
   };
 }
