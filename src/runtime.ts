@@ -149,7 +149,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   // maxTunnels is read by the tunnel hand-off, not the Forwarder: changing it keeps the pools.
   const forwarder = previous !== undefined && same(previous.config.upstreams, config.upstreams, 'maxTunnels')
     ? previous.forwarder
-    : new Forwarders(config.upstreams, log, shared.onUpstreamError);
+    : new Forwarders(config.upstreams, log, shared.onUpstreamError, clock);
   const lockout = new Lockout(shared.counters, config.lockout, log, () => clock.now());
   // An address that failed stays one-at-a-time until its throttle's bucket could have refilled its burst.
   const narrowForMs = Math.ceil((config.lockout.addressBurst * 60_000) / config.lockout.addressFailuresPerMinute);

@@ -142,7 +142,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
     // A tunnel rides its connection: a client certificate revoked since ends it, whoever's credential opened it.
     connectionRefused: (client) => clientCertificates?.refusedConnection(client),
     stillAllowed: (owner, path) => stillAllowed(current.routes, current.allowGroups, owner, path),
-  }, log, config.log.access);
+  }, log, clock, config.log.access);
   // The gateway's own endpoints (tokens, health, /openapi.json, the JWK Set, preflights) are a Koa
   // application; its context's state is the request's exchange. Everything else never meets Koa.
   const app = new Koa<GatewayState>({ proxy: config.server.trustProxy > 0, maxIpsCount: config.server.trustProxy });

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { UpstreamConfig } from '../config/types.js';
 import { HttpProblem } from '../core/problem.js';
 import type { Logger } from '../log.js';
+import { systemClock, type Clock } from '../clock.js';
 import { Forwarder, type ForwardOptions, type ForwardOutcome, type UpstreamErrorListener } from './forward.js';
 import { Http2Forwarder } from './h2-upstream.js';
 
@@ -16,7 +17,7 @@ export class Forwarders {
   private readonly http2: Http2Forwarder;
   private readonly h2Names = new Set<string>();
 
-  constructor(upstreams: Record<string, UpstreamConfig>, log: Logger, onUpstreamError?: UpstreamErrorListener) {
+  constructor(upstreams: Record<string, UpstreamConfig>, log: Logger, onUpstreamError?: UpstreamErrorListener, clock: Clock = systemClock) {
     const h1: Record<string, UpstreamConfig> = {};
     const h2: Record<string, UpstreamConfig> = {};
     for (const [name, u] of Object.entries(upstreams)) {
@@ -27,7 +28,7 @@ export class Forwarders {
         h1[name] = u;
       }
     }
-    this.http1 = new Forwarder(h1, log, onUpstreamError);
+    this.http1 = new Forwarder(h1, log, onUpstreamError, clock);
     this.http2 = new Http2Forwarder(h2, log, onUpstreamError);
   }
 

@@ -1,4 +1,5 @@
 import type { Duplex } from 'node:stream';
+import type { Clock } from '../clock.js';
 import type { Principal } from '../core/principal.js';
 import { destroySoon } from '../core/problem-writer.js';
 import type { Logger } from '../log.js';
@@ -74,7 +75,11 @@ export class Tunnels {
   /** No new tunnels: the gateway is shutting down. */
   closing = false;
 
-  constructor(private readonly checks: TunnelChecks, private readonly log: Logger, private readonly access = true, recheckMs = 5000) {
+  /**
+   * `clock` is the gateway's: when a tunnel opened, an access token's expiry, how long a revocation is
+   * remembered and a refusal's warning are all read from it.
+   */
+  constructor(private readonly checks: TunnelChecks, private readonly log: Logger, private readonly clock: Clock, private readonly access = true, recheckMs = 5000) {
     this.unsubscribe = checks.onRevoked((sid) => {
       this.rememberRevoked(sid);
       for (const t of this.bySid.get(sid) ?? []) this.end(t, 'session revoked', true);
@@ -100,7 +105,7 @@ export class Tunnels {
   admit(upstream: string, max: number): boolean {
     const n = this.countOf(upstream);
     if (n.open + n.opening >= max) {
-      const now = Date.now();
+      const now = this.clock.now();
       if (now - n.warnedAt >= LIMIT_WARNING_EVERY_MS) {
         n.warnedAt = now;
         this.log.warn('websocket handshake refused: the upstream has as many tunnels as it may take', { upstream, maxTunnels: max, open: n.open, opening: n.opening });
@@ -125,12 +130,12 @@ export class Tunnels {
   }
 
   private forgetIdle(upstream: string, n: UpstreamCount | undefined): void {
-    if (n && n.open === 0 && n.opening === 0 && Date.now() - n.warnedAt >= LIMIT_WARNING_EVERY_MS) this.perUpstream.delete(upstream);
+    if (n && n.open === 0 && n.opening === 0 && this.clock.now() - n.warnedAt >= LIMIT_WARNING_EVERY_MS) this.perUpstream.delete(upstream);
   }
 
   /** Pipes client and upstream together until one of the ends above. */
   add(client: Duplex, upstream: Duplex, owner: Principal, info: { requestId: string; path: string; upstream: string }): void {
-    const t: Tunnel = { client, upstream, owner, requestId: info.requestId, path: info.path, upstreamName: info.upstream, openedAt: Date.now(), ended: false };
+    const t: Tunnel = { client, upstream, owner, requestId: info.requestId, path: info.path, upstreamName: info.upstream, openedAt: this.clock.now(), ended: false };
     this.open.add(t);
     this.countOf(t.upstreamName).open++;
     if (owner.sid !== undefined) {
@@ -162,7 +167,7 @@ export class Tunnels {
   }
 
   private rememberRevoked(sid: string): void {
-    const now = Date.now();
+    const now = this.clock.now();
     this.recentlyRevoked.delete(sid);
     this.recentlyRevoked.set(sid, now);
     for (const [old, at] of this.recentlyRevoked) {
@@ -204,7 +209,7 @@ export class Tunnels {
   }
 
   private armExpiry(t: Tunnel, exp: number): void {
-    const delay = exp * 1000 - Date.now();
+    const delay = exp * 1000 - this.clock.now();
     if (delay <= 0) {
       // Ends on the next turn: the caller finishes setting the tunnel up first.
       t.expiry = setTimeout(() => this.end(t, 'access token expired', true), 0);
@@ -258,7 +263,7 @@ export class Tunnels {
       }
     }
     // The access line of a tunnel, written when it ends (as a request's is after its response).
-    const line = { requestId: t.requestId, path: t.path, user: t.owner.user, via: t.owner.via, reason, ms: Date.now() - t.openedAt };
+    const line = { requestId: t.requestId, path: t.path, user: t.owner.user, via: t.owner.via, reason, ms: this.clock.now() - t.openedAt };
     if (this.access) this.log.info('websocket closed', line);
     else this.log.debug('websocket closed', line);
     if (this.open.size === 0) this.emptied?.();

@@ -1,5 +1,6 @@
 import { Duplex } from 'node:stream';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
 import type { Principal } from '../../src/core/principal.js';
 import { HttpProblem } from '../../src/core/problem.js';
 import { silentLogger } from '../../src/log.js';
@@ -26,18 +27,23 @@ function harness(recheckMs = 20) {
   const listeners = new Set<(sid: string) => void>();
   const state = { versions: new Map([['alice', 'v1']]), tokenError: undefined as Error | undefined };
   let verified = 0;
+  let rechecked = 0;
   // As the Basic and Bearer authenticators recheck: the credential version, or the token (a 401 ends it, a store error does not).
   const checks: TunnelChecks = {
     onRevoked: (l) => (listeners.add(l), () => listeners.delete(l)),
     recheck: async (owner) => {
+      rechecked++;
       if (owner.via === 'basic') return state.versions.get(owner.user) === owner.proof ? undefined : 'credentials changed';
       verified++;
       const err = state.tokenError;
       return err instanceof HttpProblem && err.status === 401 ? err.code : undefined;
     },
   };
-  const tunnels = new Tunnels(checks, silentLogger, false, recheckMs);
-  return { tunnels, state, revoke: (sid: string) => listeners.forEach((l) => l(sid)), listeners, verified: () => verified };
+  const clock = new ManualClock();
+  const tunnels = new Tunnels(checks, silentLogger, clock, false, recheckMs);
+  /** An access token's exp (seconds) `s` seconds from the harness's clock. */
+  const expIn = (s: number) => clock.now() / 1000 + s;
+  return { tunnels, clock, expIn, state, revoke: (sid: string) => listeners.forEach((l) => l(sid)), listeners, verified: () => verified, rechecked: () => rechecked };
 }
 
 let stop: (() => void) | undefined;
@@ -48,8 +54,8 @@ describe('Tunnels', () => {
     const h = harness(60_000);
     stop = () => h.tunnels.stop();
     const [a1, a2, b1, b2] = [socket(), socket(), socket(), socket()];
-    h.tunnels.add(a1, a2, bearer('s1', Date.now() / 1000 + 60), { requestId: 'r1', path: '/p', upstream: 'up' });
-    h.tunnels.add(b1, b2, bearer('s2', Date.now() / 1000 + 60), { requestId: 'r2', path: '/p', upstream: 'up' });
+    h.tunnels.add(a1, a2, bearer('s1', h.expIn(60)), { requestId: 'r1', path: '/p', upstream: 'up' });
+    h.tunnels.add(b1, b2, bearer('s2', h.expIn(60)), { requestId: 'r2', path: '/p', upstream: 'up' });
     h.revoke('s1');
     await Promise.all([closed(a1), closed(a2)]);
     expect(b1.destroyed || b2.destroyed).toBe(false);
@@ -61,32 +67,46 @@ describe('Tunnels', () => {
     stop = () => h.tunnels.stop();
     h.revoke('s-late');
     const [c, u] = [socket(), socket()];
-    h.tunnels.add(c, u, bearer('s-late', Date.now() / 1000 + 60), { requestId: 'r', path: '/p', upstream: 'up' });
+    h.tunnels.add(c, u, bearer('s-late', h.expIn(60)), { requestId: 'r', path: '/p', upstream: 'up' });
     await Promise.all([closed(c), closed(u)]);
     const [c2, u2] = [socket(), socket()];
-    h.tunnels.add(c2, u2, bearer('s-fine', Date.now() / 1000 + 60), { requestId: 'r2', path: '/p', upstream: 'up' });
-    await new Promise((r) => setTimeout(r, 20));
+    h.tunnels.add(c2, u2, bearer('s-fine', h.expIn(60)), { requestId: 'r2', path: '/p', upstream: 'up' });
+    // A revoked session's tunnel is ended within add() itself: this one was not.
     expect(c2.destroyed).toBe(false);
     expect(h.verified()).toBe(0);
   });
 
-  it('ends a bearer tunnel at its exp', async () => {
-    const h = harness(60_000);
-    stop = () => h.tunnels.stop();
-    const [c, u] = [socket(), socket()];
-    const started = Date.now();
-    h.tunnels.add(c, u, bearer('s', (Date.now() + 150) / 1000), { requestId: 'r', path: '/p', upstream: 'up' });
-    await closed(c);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(140);
+  it('ends a bearer tunnel at its exp, as the clock it is given reads it', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const h = harness(60_000);
+      stop = () => h.tunnels.stop();
+      const [c, u] = [socket(), socket()];
+      h.tunnels.add(c, u, bearer('s', h.expIn(600)), { requestId: 'r', path: '/p', upstream: 'up' });
+      vi.advanceTimersByTime(599_999);
+      expect(c.destroyed).toBe(false);
+      vi.advanceTimersByTime(1);
+      expect(c.destroyed && u.destroyed).toBe(true);
+      // One whose exp the clock has passed ends on the next turn.
+      const [c2, u2] = [socket(), socket()];
+      h.clock.advance(601_000);
+      h.tunnels.add(c2, u2, bearer('s2', h.expIn(-1)), { requestId: 'r2', path: '/p', upstream: 'up' });
+      expect(c2.destroyed).toBe(false);
+      vi.advanceTimersByTime(0);
+      expect(c2.destroyed).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('the recheck ends a tunnel whose token is now refused (401), not one whose store is down', async () => {
     const h = harness();
     stop = () => h.tunnels.stop();
     const [c, u] = [socket(), socket()];
-    h.tunnels.add(c, u, bearer('s', Date.now() / 1000 + 60), { requestId: 'r', path: '/p', upstream: 'up' });
+    h.tunnels.add(c, u, bearer('s', h.expIn(60)), { requestId: 'r', path: '/p', upstream: 'up' });
     h.state.tokenError = new StoreUnavailableError();
-    await new Promise((r) => setTimeout(r, 100));
+    const before = h.verified();
+    await vi.waitFor(() => expect(h.verified()).toBeGreaterThan(before + 1));
     expect(c.destroyed).toBe(false);
     h.state.tokenError = new HttpProblem(401, 'invalid_token', 'revoked');
     await closed(c);
@@ -97,7 +117,7 @@ describe('Tunnels', () => {
     stop = () => h.tunnels.stop();
     const [c, u] = [socket(), socket()];
     h.tunnels.add(c, u, basic('alice'), { requestId: 'r', path: '/p', upstream: 'up' });
-    await new Promise((r) => setTimeout(r, 60));
+    await vi.waitFor(() => expect(h.rechecked()).toBeGreaterThan(1));
     expect(c.destroyed).toBe(false);
     h.state.versions.delete('alice');
     await closed(c);
@@ -114,9 +134,17 @@ describe('Tunnels', () => {
 
     const [c2, u2] = [socket(), socket()];
     h.tunnels.add(c2, u2, basic('alice'), { requestId: 'r', path: '/p', upstream: 'up' });
-    const started = Date.now();
-    await h.tunnels.drain(100);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(95);
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    let drained = false;
+    try {
+      const draining = h.tunnels.drain(100).then(() => (drained = true));
+      await vi.advanceTimersByTimeAsync(99);
+      expect(drained || c2.destroyed).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      await draining;
+    } finally {
+      vi.useRealTimers();
+    }
     expect(c2.destroyed && u2.destroyed).toBe(true);
     h.tunnels.stop();
     expect(h.listeners.size).toBe(0);
