@@ -23,7 +23,10 @@ function forwardOptions(route: Route): ForwardOptions {
   return options;
 }
 
-/** forward: the request to the route's upstream, the answer back (node:http or node:http2 by its protocol, see Forwarders). */
+/**
+ * forward: the request to the route's upstream, with the header object the upstream headers step put on
+ * the exchange; the answer back (http-proxy for HTTP/1.1 upstreams, node:http2 for h2c and h2: Forwarders).
+ */
 export function forward(forwarder: Forwarders): Step {
   return function forwardRequest(ex) {
     return forwarder.forward(ex.req, ex.res, forwardOptions(ex.route!), ex);
