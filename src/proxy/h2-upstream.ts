@@ -471,7 +471,10 @@ function wantsTrailers(req: IncomingMessage): boolean {
 /** The stream's header list: the request's end-to-end headers (the header policy's), and the target's authority. */
 function requestHeaders(ex: Exchange): OutgoingHttpHeaders {
   const req = ex.req;
-  const h = req.headers;
+  // The header object the upstream headers step built on the exchange; the request's own headers are the
+  // client's, credentials and made-up identity headers included (only a caller without the pipeline, a
+  // unit test, forwards them).
+  const h = ex.outcome.upstreamHeaders ?? req.headers;
   const out: OutgoingHttpHeaders = {};
   for (const name of Object.keys(h)) {
     if (name.charCodeAt(0) === 0x3a || CONNECTION_SPECIFIC.has(name)) continue;

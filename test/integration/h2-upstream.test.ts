@@ -258,3 +258,24 @@ it('103 Early Hints of an h2 upstream reach an HTTP/1.1 client before its answer
   expect(raw).toMatch(/^HTTP\/1\.1 103 Early Hints\r\n[Ll]ink: <\/app\.js>; rel=preload\r\n\r\nHTTP\/1\.1 200/);
   expect(raw).toMatch(/after hints/);
 });
+
+it('an h2c upstream gets the header policy\'s headers: the identity, never the client\'s credentials or made-up identity headers', async () => {
+  onStream = (stream) => {
+    stream.respond({ ':status': 200 });
+    stream.end('ok');
+  };
+  let received: Record<string, string | string[] | undefined> = {};
+  bare.once('stream', (_stream, headers) => {
+    received = headers as Record<string, string | string[] | undefined>;
+  });
+  const res = await fetch(`${gw.base}/four/who`, {
+    headers: { authorization: BASIC, 'x-authenticated-user': 'mallory', 'remote-user': 'mallory', 'x-forwarded-user': 'mallory', 'x-original-url': '/admin' },
+  });
+  expect(res.status).toBe(200);
+  expect(received['x-authenticated-user']).toBe('alice');
+  expect(received['x-authenticated-via']).toBe('basic');
+  expect(received.authorization).toBeUndefined();
+  expect(received['remote-user']).toBeUndefined();
+  expect(received['x-forwarded-user']).toBeUndefined();
+  expect(received['x-original-url']).toBeUndefined();
+});
