@@ -35,8 +35,21 @@ export function grpcStatusOf(status: number): number {
   return GRPC_STATUS_OF_HTTP[status] ?? (status >= 500 ? GrpcStatus.INTERNAL : GrpcStatus.UNKNOWN);
 }
 
+/**
+ * Requests whose answer is read by a proxy, not by the gRPC client whose headers they carry: a forward-auth
+ * question (the proxy passes the client's `content-type` on to it). Its refusals must keep their HTTP status:
+ * a gRPC answer is an HTTP 200, which a proxy takes for "let it through".
+ */
+const ANSWERED_TO_A_PROXY = new WeakSet<IncomingMessage>();
+
+/** Marks a request whose refusals are never written in the gRPC form (see ANSWERED_TO_A_PROXY). */
+export function answeredToAProxy(req: IncomingMessage): void {
+  ANSWERED_TO_A_PROXY.add(req);
+}
+
 /** `application/grpc…` (gRPC, gRPC-Web and gRPC-Web-text alike): the request's content type, else undefined. */
 export function grpcContentType(req: IncomingMessage): string | undefined {
+  if (ANSWERED_TO_A_PROXY.has(req)) return undefined;
   const type = req.headers['content-type'];
   return typeof type === 'string' && /^application\/grpc(?:[+;-]|$)/i.test(type) ? type : undefined;
 }

@@ -69,6 +69,19 @@ describe('forward-auth', () => {
     expect((await ask('GET', '/v1/reports', { authorization: basic('alice', 'nope') })).status).toBe(401);
   });
 
+  it('a question about a gRPC call is refused with its HTTP status, never a gRPC answer (an HTTP 200 a proxy lets through)', async () => {
+    const grpc = { 'content-type': 'application/grpc', te: 'trailers' };
+    for (const [headers, status] of [[{}, 401], [{ authorization: carol }, 403], [{ authorization: alice, 'x-forwarded-uri': '/nowhere.Svc/Call' }, 404]] as const) {
+      const res = await ask('POST', '/v1/reports/pkg.Svc/Call', { ...grpc, ...headers });
+      expect(res.status).toBe(status);
+      expect(res.headers.get('content-type')).toBe('application/problem+json');
+      expect(res.headers.get('grpc-status')).toBeNull();
+    }
+    // Nor for a caller the trusted proxies leave out, nor for a relayed refusal's replay.
+    const replay = await fetch(`${gw.base}/auth/verify`, { headers: { ...grpc, 'x-gateway-refusal': 'forged' } });
+    expect(replay.status).toBe(400);
+  });
+
   it('the allow rules judge the described method and path: 403 forbidden', async () => {
     const wrongUser = await ask('GET', '/v1/reports', { authorization: carol });
     expect(wrongUser.status).toBe(403);

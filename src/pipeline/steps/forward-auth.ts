@@ -6,6 +6,7 @@ import { identityHeaders } from '../../identity/identity-headers.js';
 import { addressMatcher } from '../../core/addresses.js';
 import { describedPath, describedRequest, readDescription } from '../../authz/forward-auth-request.js';
 import type { ForwardAuthState } from '../../core/exchange.js';
+import { answeredToAProxy } from '../../core/grpc.js';
 import { withoutCookies } from '../../auth/seal.js';
 import type { OwnHandler } from '../../http/cors.js';
 import { REFUSAL_HEADER, RELAY_REQUEST_HEADER } from '../refusal-relay.js';
@@ -20,6 +21,8 @@ import { REFUSAL_HEADER, RELAY_REQUEST_HEADER } from '../refusal-relay.js';
 export function forwardAuthEntry(config: ForwardAuthConfig, replay: OwnHandler): (ex: GatewayExchange) => OwnHandler | undefined {
   const trusted = config.trustedProxies === undefined ? undefined : addressMatcher(config.trustedProxies);
   return function enterForwardAuth(ex) {
+    // Whatever content type the client's headers carry, the answer is for the proxy: never a gRPC form.
+    answeredToAProxy(ex.req);
     if (trusted && !trusted(ex.req.socket.remoteAddress)) {
       throw new HttpProblem(403, 'forbidden', 'this address may not ask the forward-auth endpoint (forwardAuth.trustedProxies)');
     }
