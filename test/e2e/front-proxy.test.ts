@@ -235,6 +235,16 @@ describe('refusals through each front are the gateway\'s own answers', () => {
     for (const front of ['nginx', 'Caddy'] as const) expect(await answer(front, path, headers()), front).toEqual(direct);
   });
 
+  it('a gRPC call without credentials is refused by every front, never let through as the gRPC answer\'s 200', async () => {
+    for (const front of ['nginx', 'Caddy'] as const) {
+      const before = echo.received.length;
+      const res = await fetch(`${base(front)}/api/pkg.Service/Call`, { method: 'POST', headers: { 'content-type': 'application/grpc', te: 'trailers' }, body: new Uint8Array(5) });
+      await res.arrayBuffer();
+      expect(res.status, front).toBe(401);
+      expect(echo.received.length, front).toBe(before);
+    }
+  });
+
   it('429 with Retry-After, each request counted once however the front asks', async () => {
     const seen: Record<string, number[]> = {};
     for (const front of FRONTS) {
