@@ -126,10 +126,10 @@ colour: blue
     const h2 = BASE.replace('conversations: { url: "http://127.0.0.1:9001" }', 'conversations: { url: "https://10.0.0.1:9001", protocol: h2, caFile: ca.pem }');
     expect(parseConfig(h2, '/x/gateway.yaml', { JWT_SECRET: SECRET }).upstreams.conversations).toMatchObject({ protocol: 'h2', caFile: '/x/ca.pem' });
     const wrong = (protocol: string, url: string) => BASE.replace('conversations: { url: "http://127.0.0.1:9001" }', `conversations: { url: "${url}", protocol: ${protocol} }`);
-    expect(problems(wrong('h2c', 'https://a:1'))).toEqual(['upstreams.conversations.protocol h2c needs http:// targets (https://a:1 is not)']);
-    expect(problems(wrong('h2', 'http://a:1'))).toEqual(['upstreams.conversations.protocol h2 needs https:// targets (http://a:1 is not)']);
-    expect(problems(wrong('http3', 'http://a:1'))).toEqual(['upstreams.conversations.protocol must be one of http1, h2c, h2']);
-    expect(problems(BASE + 'server: { h2c: true, tls: { certFile: c.pem, keyFile: k.pem } }\n')).toContain('server.h2c is for the plain listener: with server.tls, HTTP/2 is server.tls.http2');
+    expect(problems(wrong('h2c', 'https://a:1'))).toEqual(['upstreams.conversations.protocol (line 6, column 40) h2c needs http:// targets (https://a:1 is not)']);
+    expect(problems(wrong('h2', 'http://a:1'))).toEqual(['upstreams.conversations.protocol (line 6, column 39) h2 needs https:// targets (http://a:1 is not)']);
+    expect(problems(wrong('http3', 'http://a:1'))).toEqual(['upstreams.conversations.protocol (line 6, column 39) must be one of http1, h2c, h2; found "http3"']);
+    expect(problems(BASE + 'server: { h2c: true, tls: { certFile: c.pem, keyFile: k.pem } }\n').join('\n')).toMatch(/^server\.h2c \(line \d+, column \d+\) is for the plain listener: with server\.tls, HTTP\/2 is server\.tls\.http2$/m);
   });
 
   it('reads server.workers as a number or auto (the cores)', () => {
