@@ -70,6 +70,8 @@ export function caddyRecipe(site: Site, source: string): string {
       `\t\t\t\theader_up -${UPSTREAM_HEADER}`,
       ...(u.preserveHost ? [] : ['\t\t\t\theader_up Host {upstream_hostport}']),
       `\t\t\t\ttransport http {`,
+      // An HTTP/2 upstream (gRPC): cleartext with prior knowledge, or over TLS.
+      ...(u.protocol === 'h2c' ? ['\t\t\t\t\tversions h2c 2'] : u.protocol === 'h2' ? ['\t\t\t\t\tversions 2'] : []),
       `\t\t\t\t\tdial_timeout ${Math.ceil(site.connectTimeoutMs / 1000)}s`,
       `\t\t\t\t\tresponse_header_timeout ${Math.ceil(site.readTimeoutMs / 1000)}s`,
       ...(u.scheme === 'https' ? ['\t\t\t\t\ttls'] : []),

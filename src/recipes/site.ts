@@ -46,6 +46,8 @@ export interface SiteUpstream {
   /** A base path of the upstream URL other than `/` (the gateway joins it; proxies need it said). */
   basePath: string;
   preserveHost: boolean;
+  /** How the proxy speaks to it: HTTP/1.1, or HTTP/2 (cleartext with prior knowledge, or TLS) for gRPC. */
+  protocol: 'http1' | 'h2c' | 'h2';
 }
 
 export interface SiteOptions {
@@ -76,10 +78,6 @@ export function siteOf(config: Config, options: SiteOptions = {}): Site {
       throw new RecipeError(`routes: ${route.path} strips its prefix (stripPrefix), which a proxy asking forward-auth cannot do the way the gateway does; serve it through the gateway itself, or without stripPrefix`);
     }
     if (route.forwardAuthorization) warnings.push(`routes: ${route.path} forwards Authorization when the gateway proxies it; through the recipe the upstream never receives it`);
-    const protocol = config.upstreams[route.upstream]?.protocol;
-    if (protocol === 'h2c' || protocol === 'h2') {
-      warnings.push(`routes: ${route.path} goes to upstreams.${route.upstream}, which speaks HTTP/2 (protocol: ${protocol}); the recipe passes HTTP/1.1 to it, which carries no gRPC: serve gRPC routes through the gateway itself (docs/grpc.md)`);
-    }
   }
   if (forwardAuth.trustedProxies === undefined) warnings.push(`forwardAuth: ${forwardAuth.path} answers any client that reaches the gateway; set forwardAuth.trustedProxies to the proxy's address`);
   if (config.server.trustProxy < 1) warnings.push('server.trustProxy is 0: the gateway keys lockouts and rate limits on the proxy\'s address, not the client\'s; set it to 1 behind this proxy');
@@ -117,7 +115,7 @@ export function siteOf(config: Config, options: SiteOptions = {}): Site {
     ownPaths,
     // The sign-in page and its stylesheet (under it): the confirmation page of sign-out uses it too.
     ownPrefixes: config.login ? ['/v1/tokens', config.login.signInPath] : ['/v1/tokens'],
-    upstreams: Object.entries(config.upstreams).map(([name, u]) => upstreamOf(name, u.targets, u.preserveHost)),
+    upstreams: Object.entries(config.upstreams).map(([name, u]) => upstreamOf(name, u.targets, u.preserveHost, u.protocol ?? 'http1')),
     answerHeaders,
     cleanCookie: config.login !== undefined,
     login: config.login !== undefined,
@@ -129,7 +127,7 @@ export function siteOf(config: Config, options: SiteOptions = {}): Site {
   };
 }
 
-function upstreamOf(name: string, targets: readonly string[], preserveHost: boolean): SiteUpstream {
+function upstreamOf(name: string, targets: readonly string[], preserveHost: boolean, protocol: SiteUpstream['protocol']): SiteUpstream {
   if (!/^[A-Za-z0-9_-]+$/.test(name)) throw new RecipeError(`upstreams: the name ${JSON.stringify(name)} cannot name a proxy's upstream; use letters, digits, - and _`);
   const urls = targets.map((t) => new URL(t));
   const scheme = urls[0]!.protocol === 'https:' ? 'https' : 'http';
@@ -143,6 +141,7 @@ function upstreamOf(name: string, targets: readonly string[], preserveHost: bool
     targets: urls.map((u) => `${u.hostname.includes(':') && !u.hostname.startsWith('[') ? `[${u.hostname}]` : u.hostname}:${u.port || (scheme === 'https' ? '443' : '80')}`),
     basePath,
     preserveHost,
+    protocol,
   };
 }
 

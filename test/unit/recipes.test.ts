@@ -69,9 +69,14 @@ describe('a recipe is refused where it could not be safe', () => {
     expect(recipe('nginx', config()).warnings).toEqual([]);
   });
 
-  it('warns that a route to an HTTP/2 (gRPC) upstream is better served by the gateway itself', () => {
-    const { warnings } = recipe('caddy', config({ upstreams: { app: { url: 'http://127.0.0.1:9001', protocol: 'h2c' } } }));
-    expect(warnings.join('\n')).toMatch(/upstreams\.app, which speaks HTTP\/2 \(protocol: h2c\)/);
+  it('a route to an HTTP/2 (gRPC) upstream: Caddy speaks HTTP/2 to it and says what its clients need; the others warn they cannot carry gRPC', () => {
+    const h2 = config({ upstreams: { app: { url: 'http://127.0.0.1:9001', protocol: 'h2c' } } });
+    const caddy = recipe('caddy', h2);
+    expect(caddy.text).toMatch(/reverse_proxy @upstream_app 127\.0\.0\.1:9001 \{[\s\S]*?versions h2c 2/);
+    expect(caddy.warnings.join('\n')).toMatch(/gRPC clients must reach Caddy over HTTP\/2 too/);
+    for (const kind of ['nginx', 'traefik', 'ingress-nginx'] as const) {
+      expect(recipe(kind, h2).warnings.join('\n'), kind).toMatch(/upstreams\.app, which speaks HTTP\/2 \(protocol: h2c\); the .* recipe passes HTTP\/1\.1/);
+    }
   });
 
   it('refuses a listen or gateway address it cannot write', () => {

@@ -14,11 +14,12 @@ export interface Caddy {
 }
 
 /**
- * A real Caddy of the test's own, from a Caddyfile: `sites(port)` gives the site blocks. No admin
+ * A real Caddy of the test's own, from a Caddyfile: `sites(port)` gives the site blocks, `globals` more global
+ * options (lines inside the global block). No admin
  * endpoint, no automatic HTTPS, and its data and config directories in a temp directory (Caddy writes
  * its autosave there), on a free loopback port. Stopped (and its directory removed) by stop().
  */
-export async function startCaddy(sites: (port: number) => string): Promise<Caddy> {
+export async function startCaddy(sites: (port: number) => string, globals = ''): Promise<Caddy> {
   const caddy = requireTool('caddy');
   const dir = mkdtempSync(join(tmpdir(), 'gw-e2e-caddy-'));
   let lastOutput = '';
@@ -27,7 +28,7 @@ export async function startCaddy(sites: (port: number) => string): Promise<Caddy
     // start (another process took it) another one.
     const port = await candidatePort();
     const file = join(dir, 'Caddyfile');
-    writeFileSync(file, `{\n\tadmin off\n\tauto_https off\n\tstorage file_system ${join(dir, 'data')}\n}\n\n${sites(port)}\n`);
+    writeFileSync(file, `{\n\tadmin off\n\tauto_https off\n\tstorage file_system ${join(dir, 'data')}\n${globals}}\n\n${sites(port)}\n`);
     const child = spawn(caddy, ['run', '--config', file, '--adapter', 'caddyfile', '--pidfile', join(dir, 'caddy.pid')], {
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, XDG_DATA_HOME: join(dir, 'xdg-data'), XDG_CONFIG_HOME: join(dir, 'xdg-config') },
       stdio: ['ignore', 'pipe', 'pipe'],
