@@ -1,4 +1,4 @@
-import type { ClientRequest, IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { ClientRequest, IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { Stream } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
@@ -10,8 +10,10 @@ import { writeProblem } from '../core/problem-writer.js';
 import type { Cut, ExchangeTrace } from '../core/exchange.js';
 import type { Logger } from '../log.js';
 import { endToEndHeaders } from '../core/headers.js';
+import { recordGrpcStatus } from '../core/grpc.js';
 import { rewriteLocation, type LocationMap } from './location.js';
 import { UpstreamPool, type Target } from './pool.js';
+import { announcedTrailers, asksForTrailers, passedTrailers } from './trailers.js';
 
 /** Methods a request may be sent again for, once it may have reached an upstream (RFC 9110 section 9.2.2). */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
@@ -183,6 +185,21 @@ class HandOver extends Stream {
   }
 }
 
+/**
+ * Adds the trailers that pass (see trailers.ts) to an outgoing message. Node validates them again: a
+ * field it will not write (a character its own parser let through) is not sent, and neither are those
+ * after it; it must not throw out of an 'end' listener (the body itself is complete without them).
+ */
+function addTrailers(out: { addTrailers(headers: OutgoingHttpHeaders): void }, trailers: IncomingHttpHeaders): void {
+  const passed = passedTrailers(trailers);
+  if (!passed) return;
+  try {
+    out.addTrailers(passed);
+  } catch {
+    // See above: the message ends without them.
+  }
+}
+
 /** Why an exchange with an upstream failed, for the metrics: every failed attempt, retried ones included. */
 export type UpstreamErrorKind = 'refused' | 'reset' | 'timeout';
 export type UpstreamErrorListener = (upstream: string, kind: UpstreamErrorKind) => void;
@@ -315,14 +332,17 @@ export class Forwarder {
   private outgoingHeaders(f: Forwarding): IncomingHttpHeaders {
     const headers = f.headers;
     if (!f.upstream.preserveHost) headers.host = f.target.request.host;
+    // The client asked for trailers: the upstream may send them (the header policy removed TE, hop-by-hop).
+    const te = f.req.headers.te;
+    if (te !== undefined && asksForTrailers(te)) headers.te = 'trailers';
     return headers;
   }
 
   /**
    * One attempt on f.target, handed to the target's http-proxy. What the pipeline left goes out as it
    * is: the method, req.url (after the target's base path) and the header object (outgoingHeaders).
-   * The body is streamed as Node's parser framed it: chunked stays chunked, a length stays that length,
-   * none means no body (takeOver). Nothing else rewrites the request.
+   * The body is streamed as Node's parser framed it: chunked stays chunked (its trailers after it), a
+   * length stays that length, none means no body (takeOver). Nothing else rewrites the request.
    */
   private send(f: Forwarding): void {
     const view = f.view;
@@ -369,9 +389,28 @@ export class Forwarder {
     proxyReq.once('socket', () => this.onRequest(proxyReq, f));
     // An HTTP/1 request without a body has nothing to stream: its head goes out as soon as the request
     // has its socket, without a pipe's listeners on both streams (Node's server drains the request
-    // itself once the response is done). A body, or an HTTP/2 stream, is piped.
+    // itself once the response is done). A body of a length is piped; a chunked body, or an HTTP/2
+    // stream, is piped and followed by its trailers (sendBody).
     if (f.req.httpVersionMajor === 1 && !f.withBody) proxyReq.end();
-    else f.req.pipe(proxyReq);
+    else if (f.req.httpVersionMajor === 1 && f.req.headers['transfer-encoding'] === undefined) f.req.pipe(proxyReq);
+    else this.sendBody(f.req, proxyReq);
+  }
+
+  /**
+   * A body that may end in trailers (a chunked HTTP/1.1 body, any HTTP/2 stream): streamed, then its
+   * trailers (those that pass, see trailers.ts) added before the upstream request ends. Node sends them
+   * only on a chunked upstream request (an HTTP/2 body of a known length goes without them).
+   */
+  private sendBody(req: IncomingMessage, proxyReq: ClientRequest): void {
+    const end = () => {
+      if (proxyReq.destroyed) return;
+      addTrailers(proxyReq, req.trailers);
+      proxyReq.end();
+    };
+    // A request sent again (a retry: never one with a body) was read to its end by the first attempt.
+    if (req.readableEnded) return end();
+    req.pipe(proxyReq, { end: false });
+    req.once('end', end);
   }
 
   /** An attempt failed (http-proxy's 'error': the upstream request's, or the client request's, once). */
@@ -433,6 +472,7 @@ export class Forwarder {
     proxyReq.on('timeout', () => this.onTimeout(f));
     // With a listener Node hands a 101 over instead of dropping the connection without a word.
     proxyReq.on('upgrade', (proxyRes: IncomingMessage, upstream: Socket, head: Buffer) => this.onSwitch(f, proxyRes, upstream, head));
+    proxyReq.on('information', (info: { statusCode: number; headers: IncomingHttpHeaders }) => this.onInformation(f, info.statusCode, info.headers));
     if (bodiless) return;
     proxyReq.once('finish', () => {
       // The whole request body is sent: now the upstream's own time to answer runs.
@@ -481,7 +521,7 @@ export class Forwarder {
    * Writes the upstream's response (http-proxy's 'proxyRes', with selfHandleResponse): its end-to-end
    * headers in one writeHead (Node frames the client's response by the client's protocol: chunked, a
    * length, or for HTTP/1.0 the connection's end), the request id, and Location headers that point at
-   * the upstream made to point at the gateway.
+   * the upstream made to point at the gateway; a chunked body's trailers after it (sendChunked).
    */
   private onResponse(proxyRes: IncomingMessage, f: Forwarding): void {
     const res = f.res;
@@ -503,6 +543,9 @@ export class Forwarder {
     const headers = endToEndHeaders(proxyRes.headers);
     if (headers.location !== undefined || headers['content-location'] !== undefined) this.rewriteLocations(headers, f);
     headers['x-request-id'] = f.outcome.requestId;
+    // A chunked body may end in trailers (a content length cannot): only such a response pays for them.
+    const chunked = proxyRes.headers['transfer-encoding'] !== undefined;
+    if (chunked) this.announceTrailers(headers, proxyRes, f, status);
     try {
       res.writeHead(status, proxyRes.statusMessage, headers);
     } catch {
@@ -513,7 +556,8 @@ export class Forwarder {
       this.onUpstreamError(f.upstream.name, 'reset');
       return;
     }
-    proxyRes.pipe(res);
+    if (chunked) this.sendChunked(proxyRes, res);
+    else proxyRes.pipe(res);
     // The upstream answered before the body was all sent (a 413, an early 200): the rest of the body may
     // still come, but Node stops timing the upstream request once its response ends. From the end of the
     // answer the client's socket carries the idle limit (after Node's own finish handler, which sets the
@@ -534,6 +578,54 @@ export class Forwarder {
       f.outcome.cut ??= 'upstream_closed';
       res.destroy();
     });
+  }
+
+  /**
+   * The upstream's `Trailer` announcement (hop-by-hop, so endToEndHeaders dropped it), without the names
+   * that will not pass, on a response that will be chunked: Node refuses the header on any other (an
+   * HTTP/1.0 client's, a HEAD's, a 204's or 304's), and there no trailer can go anyway.
+   */
+  private announceTrailers(headers: IncomingHttpHeaders, proxyRes: IncomingMessage, f: Forwarding, status: number): void {
+    const announced = proxyRes.headers.trailer;
+    if (announced === undefined) return;
+    const req = f.req;
+    if (req.method === 'HEAD' || status === 204 || status === 304 || (req.httpVersionMajor === 1 && req.httpVersionMinor === 0)) return;
+    const names = announcedTrailers(announced);
+    if (names !== undefined) headers.trailer = names;
+  }
+
+  /**
+   * The response body, then its trailers (those that pass, see trailers.ts): an HTTP/1.1 client gets them
+   * on its chunked body, an HTTP/2 client as the stream's trailers. A gRPC status among them is noted for
+   * the access line.
+   */
+  private sendChunked(proxyRes: IncomingMessage, res: ServerResponse): void {
+    proxyRes.pipe(res, { end: false });
+    proxyRes.once('end', () => {
+      if (res.destroyed) return;
+      const grpcStatus = proxyRes.trailers['grpc-status'];
+      if (grpcStatus !== undefined) recordGrpcStatus(res, grpcStatus);
+      addTrailers(res, proxyRes.trailers);
+      res.end();
+    });
+  }
+
+  /**
+   * An informational response of the upstream: `103 Early Hints` (with a Link) passes on to an HTTP/1.1
+   * or HTTP/2 client before the answer; any other 1xx is the hop's own (a 100 above all: the gateway
+   * answered the client's Expect itself, after authentication).
+   */
+  private onInformation(f: Forwarding, status: number, fields: IncomingHttpHeaders): void {
+    const res = f.res;
+    if (status !== 103 || res.headersSent || res.destroyed) return;
+    if (f.req.httpVersionMajor === 1 && f.req.httpVersionMinor === 0) return;
+    const hints = passedTrailers(fields);
+    if (hints?.link === undefined) return;
+    try {
+      res.writeEarlyHints(hints as Record<string, string | string[]>);
+    } catch {
+      // A Link Node will not write: the hints are only hints.
+    }
   }
 
   /**
