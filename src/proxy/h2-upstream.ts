@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { constants, type ClientHttp2Stream, type IncomingHttpHeaders as Http2Headers } from 'node:http2';
 import type { UpstreamConfig } from '../config/types.js';
 import { encodeGrpcMessage, recordGrpcStatus } from '../core/grpc.js';
@@ -11,6 +11,7 @@ import { Base64Decoder, Base64Encoder, grpcWebOf, trailerFrame, type GrpcWeb } f
 import { CONNECT_TIMEOUT, TargetSessions, type PooledSession } from './h2-sessions.js';
 import { rewriteLocation } from './location.js';
 import { UpstreamPool, type Target } from './pool.js';
+import { isPassedField, passedTrailers } from './trailers.js';
 
 /**
  * Header names HTTP/2 forbids (RFC 9113 section 8.2.2; Node throws on them, `HTTP2-Settings` included),
@@ -19,8 +20,6 @@ import { UpstreamPool, type Target } from './pool.js';
 const CONNECTION_SPECIFIC = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'http2-settings', 'host', 'te']);
 /** What session.request throws when the session can take no new stream (GOAWAY, closed): nothing was sent. */
 const SESSION_GONE = new Set(['ERR_HTTP2_GOAWAY_SESSION', 'ERR_HTTP2_INVALID_SESSION', 'ERR_HTTP2_OUT_OF_STREAMS']);
-/** Trailer fields never passed on either way: connection-specific ones, and framing. */
-const NOT_TRAILERS = new Set([...CONNECTION_SPECIFIC, 'content-length', 'trailer', 'proxy-authorization', 'proxy-authenticate']);
 /** Methods a request may be sent again for, once it may have reached an upstream (RFC 9110 section 9.2.2). */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
 /** Errors that mean the target did not take the connection. */
@@ -310,7 +309,7 @@ export class Http2Forwarder {
     const hints: Record<string, string | string[]> = {};
     for (const name of Object.keys(headers)) {
       const value = headers[name];
-      if (name.charCodeAt(0) !== 0x3a && value !== undefined && !NOT_TRAILERS.has(name)) hints[name] = value as string | string[];
+      if (value !== undefined && isPassedField(name)) hints[name] = value as string | string[];
     }
     if (hints.link !== undefined) ex.res.writeEarlyHints(hints);
   }
@@ -514,19 +513,6 @@ function responseHeaders(ex: Exchange, headers: Http2Headers): OutgoingHttpHeade
   for (const name of ['location', 'content-location'] as const) {
     const value = out[name];
     if (typeof value === 'string') out[name] = rewriteLocation(value, map);
-  }
-  return out;
-}
-
-/** Trailer fields passed on (either way): all but connection-specific and framing ones; undefined when none is left. */
-function passedTrailers(trailers: IncomingHttpHeaders | Http2Headers | undefined): OutgoingHttpHeaders | undefined {
-  if (!trailers) return undefined;
-  let out: OutgoingHttpHeaders | undefined;
-  for (const name of Object.keys(trailers)) {
-    if (name.charCodeAt(0) === 0x3a || NOT_TRAILERS.has(name.toLowerCase())) continue;
-    const value = trailers[name];
-    if (value === undefined) continue;
-    (out ??= {})[name] = value;
   }
   return out;
 }

@@ -139,6 +139,37 @@ it('response trailers of an h2 upstream reach an HTTP/2 client (h2c listener), a
   expect(trailers['x-got']).toBe('yes');
 });
 
+it('names of the removed-headers table are dropped from trailers both ways and from early hints, as from heads', async () => {
+  let got: Record<string, unknown> = {};
+  onStream = (stream) => {
+    stream.additionalHeaders({ ':status': 103, link: '</x.css>; rel=preload', 'x-authenticated-user': 'mallory' });
+    stream.on('trailers', (t) => {
+      got = { ...t };
+      stream.respond({ ':status': 200 }, { waitForTrailers: true });
+      stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0', 'x-authenticated-user': 'mallory', authorization: 'Bearer leaked', 'x-pomerium-claim-email': 'forged' }));
+      stream.end('ok');
+    });
+    stream.resume();
+  };
+  const session = h2connect(`http://127.0.0.1:${gw.port}`);
+  const stream = session.request({ ':method': 'POST', ':path': '/one/removed', authorization: BASIC, te: 'trailers' }, { waitForTrailers: true });
+  stream.on('wantTrailers', () => stream.sendTrailers({ 'x-sent': 'yes', 'x-authenticated-user': 'mallory', 'x-forwarded-user': 'mallory', authorization: BASIC }));
+  const hints = new Promise<Record<string, unknown>>((resolve) => stream.once('headers', resolve));
+  stream.end('payload');
+  const trailers = new Promise<Record<string, unknown>>((resolve) => stream.on('trailers', resolve));
+  stream.resume();
+  await new Promise((resolve) => stream.on('close', resolve));
+  session.close();
+  expect(got['x-sent']).toBe('yes');
+  for (const name of ['x-authenticated-user', 'x-forwarded-user', 'authorization']) expect(got[name], name).toBeUndefined();
+  const back = await trailers;
+  expect(back['grpc-status']).toBe('0');
+  for (const name of ['x-authenticated-user', 'authorization', 'x-pomerium-claim-email']) expect(back[name], name).toBeUndefined();
+  const early = await hints;
+  expect(early.link).toBe('</x.css>; rel=preload');
+  expect(early['x-authenticated-user']).toBeUndefined();
+});
+
 it('103 Early Hints of an h2 upstream reach an HTTP/2 client', async () => {
   onStream = (stream) => {
     stream.additionalHeaders({ ':status': 103, link: '</style.css>; rel=preload' });
