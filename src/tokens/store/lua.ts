@@ -251,3 +251,18 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[3])
 if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[4]) then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
 return 1
 `;
+
+/**
+ * A session's device note: KEYS[1] the user's hash of notes, ARGV[1] the session id, ARGV[2] the note
+ * (JSON with \`e\`, when it lapses, ms), ARGV[3] now (ms), ARGV[4] its lifetime (ms). Notes lapsed are
+ * dropped here (a user's hash holds a few), and the hash lives as long as its longest note.
+ */
+export const DEVICE_NOTE = `
+for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
+  local ok, note = pcall(cjson.decode, redis.call('HGET', KEYS[1], field))
+  if not ok or type(note) ~= 'table' or type(note.e) ~= 'number' or note.e <= tonumber(ARGV[3]) then redis.call('HDEL', KEYS[1], field) end
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[4]) then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
+return 1
+`;

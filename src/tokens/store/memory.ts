@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Clock } from '../../clock.js';
 import { sessionIdFor } from './user-index.js';
 import { RevocationFeed } from './revocations.js';
-import type { NewSession, RotateOutcome, Rotation, SessionInfo, SessionStore } from './types.js';
+import type { NewSession, RotateOutcome, Rotation, SessionDevice, SessionInfo, SessionStore } from './types.js';
 
 interface Session {
   sub: string;
@@ -30,6 +30,8 @@ export class MemorySessionStore implements SessionStore {
   private readonly tagged = new Map<string, Map<string, number>>();
   /** marker -> when it is forgotten (ms). */
   private readonly markers = new Map<string, number>();
+  /** user -> session id -> its device note and when the note lapses (ms). */
+  private readonly devices = new Map<string, Map<string, { device: SessionDevice; until: number }>>();
 
   constructor(private readonly clock: Clock) {
     this.sweeper = setInterval(() => this.sweep(), SWEEP_INTERVAL_MS);
@@ -129,6 +131,19 @@ export class MemorySessionStore implements SessionStore {
     return true;
   }
 
+  async noteSessionDevice(sid: string, user: string, device: SessionDevice, ttlSeconds: number): Promise<void> {
+    let notes = this.devices.get(user);
+    if (!notes) this.devices.set(user, (notes = new Map()));
+    notes.set(sid, { device: { ...device }, until: this.clock.now() + ttlSeconds * 1000 });
+  }
+
+  async sessionDevices(user: string): Promise<Map<string, SessionDevice>> {
+    const now = this.clock.now();
+    const found = new Map<string, SessionDevice>();
+    for (const [sid, note] of this.devices.get(user) ?? []) if (note.until > now) found.set(sid, { ...note.device });
+    return found;
+  }
+
   onRevoked(listener: (sid: string) => void): () => void {
     return this.revocations.subscribe(listener);
   }
@@ -165,6 +180,10 @@ export class MemorySessionStore implements SessionStore {
       if (ids.size === 0) this.byUser.delete(user);
     }
     for (const [marker, until] of this.markers) if (until <= now) this.markers.delete(marker);
+    for (const [user, notes] of this.devices) {
+      for (const [sid, note] of notes) if (note.until <= now) notes.delete(sid);
+      if (notes.size === 0) this.devices.delete(user);
+    }
     for (const [tag, sids] of this.tagged) {
       for (const [sid, until] of sids) if (until <= now) sids.delete(sid);
       if (sids.size === 0) this.tagged.delete(tag);

@@ -4,7 +4,7 @@ import type { RedisStoreConfig } from '../../config/types.js';
 import type { Logger } from '../../log.js';
 import { enforceDeadlines, withDeadline } from './deadline.js';
 import { LivenessCache } from './liveness-cache.js';
-import { ACTIVATE5, CREATE5, INDEX_ADD, LEGACY_REVOKE, LEGACY_ROTATE, LIST5, LIVE5, PENDING_TTL_SECONDS, REVOKE5, REVOKE_USER5, ROTATE5, TAG_ADD } from './lua.js';
+import { ACTIVATE5, CREATE5, DEVICE_NOTE, INDEX_ADD, LEGACY_REVOKE, LEGACY_ROTATE, LIST5, LIVE5, PENDING_TTL_SECONDS, REVOKE5, REVOKE_USER5, ROTATE5, TAG_ADD } from './lua.js';
 import { OutageLog } from './outage-log.js';
 import { ReplicaWaits } from './replication.js';
 import { RevocationChannel } from './revocation-channel.js';
@@ -14,7 +14,7 @@ import { closeClient } from './clients.js';
 import { connect } from './topology.js';
 import { sessionIdFor, sessionPlace, userIndexKeys, userSessionKey, userTag } from './user-index.js';
 import {
-  StoreUnavailableError, type NewSession, type ReplicationStats, type RotateOutcome, type Rotation, type SessionInfo, type SessionStore,
+  StoreUnavailableError, type NewSession, type ReplicationStats, type RotateOutcome, type Rotation, type SessionDevice, type SessionInfo, type SessionStore,
 } from './types.js';
 
 export type RedisStoreOptions = Omit<RedisStoreConfig, 'kind'>;
@@ -37,6 +37,7 @@ interface Scripts {
   legacyRevoke(s: string, channel: string, sid: string): Promise<string | null>;
   indexAdd(index: string, sid: string, createdAtMs: number, ttl: number): Promise<number>;
   tagAdd(key: string, sid: string, untilMs: number, nowMs: number, ttlMs: number): Promise<number>;
+  deviceNote(key: string, sid: string, note: string, nowMs: number, ttlMs: number): Promise<number>;
 }
 
 type Scripted = (Redis | Cluster) & Scripts;
@@ -64,6 +65,7 @@ const SCRIPTS: Array<[string, number, string]> = [
   ['legacyRevoke', 1, LEGACY_REVOKE],
   ['indexAdd', 1, INDEX_ADD],
   ['tagAdd', 1, TAG_ADD],
+  ['deviceNote', 1, DEVICE_NOTE],
 ];
 
 function withScripts<T extends Redis | Cluster>(client: T): T & Scripts {
@@ -313,6 +315,23 @@ export class RedisSessionStore implements SessionStore {
     return this.guard(async () => (await this.client.set(markerKey(marker), '1', 'EX', Math.max(1, Math.ceil(ttlSeconds)), 'NX')) === 'OK');
   }
 
+  /**
+   * In the user's hash of notes, `sd:{<user tag>}` (the slot of copy 0 of their sessions), a field per
+   * session: JSON `{a, u, e}` (address, user agent, when it lapses, ms). Earlier releases never read it.
+   */
+  noteSessionDevice(sid: string, user: string, device: SessionDevice, ttlSeconds: number): Promise<void> {
+    return this.guard(async () => {
+      const now = Date.now();
+      const note = JSON.stringify({ a: device.address, u: device.userAgent, e: now + ttlSeconds * 1000 });
+      await this.client.deviceNote(deviceKey(user), sid, note, now, ttlSeconds * 1000);
+    });
+  }
+
+  /** The user's notes not lapsed (see noteSessionDevice); a field that does not read as one is skipped. */
+  sessionDevices(user: string): Promise<Map<string, SessionDevice>> {
+    return this.guard(async () => readDeviceNotes(await this.client.hgetall(deviceKey(user)), Date.now()));
+  }
+
   /** Each revoked session id, from this instance at once and from others through the channel. */
   onRevoked(listener: (sid: string) => void): () => void {
     return this.revocations.subscribe(listener);
@@ -454,6 +473,28 @@ function tagKey(tag: string): string {
 
 function markerKey(marker: string): string {
   return `o:{${createHash('sha256').update(marker).digest('base64url').slice(0, 22)}}`;
+}
+
+/** The hash of a user's device notes: the hash tag of their sessions (copy 0), so one slot in a Cluster. */
+function deviceKey(user: string): string {
+  return `sd:{${userTag(user)}}`;
+}
+
+/** The notes of a device hash (field: session id, value: JSON `{a, u, e}`) that still hold at `nowMs`. */
+function readDeviceNotes(fields: Record<string, string>, nowMs: number): Map<string, SessionDevice> {
+  const notes = new Map<string, SessionDevice>();
+  for (const [sid, value] of Object.entries(fields)) {
+    let note: unknown;
+    try {
+      note = JSON.parse(value);
+    } catch {
+      continue;
+    }
+    if (typeof note !== 'object' || note === null) continue;
+    const { a, u, e } = note as Record<string, unknown>;
+    if (typeof a === 'string' && typeof u === 'string' && typeof e === 'number' && e > nowMs) notes.set(sid, { address: a, userAgent: u });
+  }
+  return notes;
 }
 
 /** A format-4 session (see lua.ts). */

@@ -48,6 +48,14 @@ export interface Sessions {
    * instance, in one atomic step: true when it was not remembered already, false when it was (a replay).
    */
   firstSighting(marker: string, ttlSeconds: number): Promise<boolean>;
+  /**
+   * Remembers where the session was made from (its client's address and user agent), for `ttlSeconds`
+   * (its lifetime), in a record of its own beside the user's sessions: the session's format stays what
+   * earlier releases read, and they never read this. Overwrites an earlier note of the same session.
+   */
+  noteSessionDevice(sid: string, user: string, device: SessionDevice, ttlSeconds: number): Promise<void>;
+  /** The notes of the user's sessions (noteSessionDevice) not lapsed, by session id; a session without one is absent. */
+  sessionDevices(user: string): Promise<Map<string, SessionDevice>>;
 }
 
 export interface RevocationFeed {
@@ -128,6 +136,17 @@ export class StoreUnavailableError extends DomainError {
     this.name = 'StoreUnavailableError';
   }
 }
+
+/** Where a session was made from: shown to its user (never trusted as HTML). */
+export interface SessionDevice {
+  /** The client's address as the gateway saw it (its trusted proxies' forwarded address). */
+  address: string;
+  /** The User-Agent header, cut to MAX_NOTED_USER_AGENT characters; '' without one. */
+  userAgent: string;
+}
+
+/** The longest User-Agent a device note keeps. */
+export const MAX_NOTED_USER_AGENT = 512;
 
 /** What an operator may know about a session: never a token. */
 export interface SessionInfo {
