@@ -11,7 +11,7 @@ import { InvalidLogoutToken, verifyLogoutToken } from '../identity/logout-token.
 import { fetchFailure, providerCa, providerFetch } from '../identity/provider-fetch.js';
 import { claimAt } from '../identity/provider-jwt.js';
 import type { Logger } from '../log.js';
-import type { Sessions } from '../tokens/store/types.js';
+import { MAX_NOTED_USER_AGENT, type SessionDevice, type SessionInfo, type Sessions } from '../tokens/store/types.js';
 import { openSession, SESSION_PURPOSE, type BrowserSession } from './cookie-session.js';
 import { groupsOf } from './oidc.js';
 import { Sealer } from './seal.js';
@@ -29,6 +29,17 @@ export const LOGIN_SESSION_UV = 'oidc';
 /** Browsers keep cookies up to 4096 bytes (name, value and attributes). */
 const MAX_COOKIE_VALUE = 3800;
 const MAX_RETURN_PATH = 2048;
+
+/** Where a browser signs in from: the client's address and its User-Agent header (absent: none). */
+export interface SigningInClient {
+  address: string;
+  userAgent: string | undefined;
+}
+
+/** A session as its user sees it: where it was made from, when a sign-in of this release noted it. */
+export interface ListedSession extends SessionInfo {
+  device: SessionDevice | undefined;
+}
 
 interface LoginState {
   /** PKCE code verifier, state, nonce. */
@@ -153,9 +164,10 @@ export class LoginFlow {
    * `uv` is the user's credential version, as a token session keeps it. The session's groups are not
    * in the cookie: they are the user's groups at each request (users file, store, directory), as for Basic.
    */
-  async signInLocal(user: string, uv: string): Promise<string> {
+  async signInLocal(user: string, uv: string, client: SigningInClient): Promise<string> {
     const ttl = this.config.sessionTtlSeconds;
     const sid = await this.store.createSession({ sub: user, uv }, ttl);
+    await this.noteDevice(sid, user, client, ttl);
     const session: BrowserSession = { sid, user, groups: [], exp: Math.floor(this.clock.now() / 1000) + ttl, local: true };
     this.log.info('browser signed in', { user, by: 'password', sid });
     return this.sealer.seal(SESSION_PURPOSE, session);
@@ -193,9 +205,32 @@ export class LoginFlow {
     return (await this.store.isLive(session.sid)) ? session : undefined;
   }
 
-  /** The user's live sessions (browser and token sessions alike), oldest first. */
-  sessionsOf(user: string): ReturnType<Sessions['listSessions']> {
-    return this.store.listSessions(user);
+  /**
+   * The user's live sessions (browser and token sessions alike), oldest first, each with where it was
+   * made from when a browser sign-in noted it. Notes that cannot be read now leave every device unknown.
+   */
+  async sessionsOf(user: string): Promise<ListedSession[]> {
+    const [sessions, devices] = await Promise.all([
+      this.store.listSessions(user),
+      this.store.sessionDevices(user).catch((err: unknown) => {
+        this.log.debug('the devices of the sessions were not read; they show as unknown', { user, error: String(err) });
+        return new Map<string, SessionDevice>();
+      }),
+    ]);
+    return sessions.map((s) => ({ ...s, device: devices.get(s.sid) }));
+  }
+
+  /**
+   * Notes where a new browser session was made from (see Sessions.noteSessionDevice), best effort: a
+   * store that fails here fails no sign-in; the session's device then shows as unknown.
+   */
+  private async noteDevice(sid: string, user: string, client: SigningInClient, ttlSeconds: number): Promise<void> {
+    const device: SessionDevice = { address: client.address, userAgent: (client.userAgent ?? '').slice(0, MAX_NOTED_USER_AGENT) };
+    try {
+      await this.store.noteSessionDevice(sid, user, device, ttlSeconds);
+    } catch (err) {
+      this.log.debug('the device of a new session was not noted; it shows as unknown', { user, sid, error: String(err) });
+    }
   }
 
   /**
@@ -239,7 +274,7 @@ export class LoginFlow {
    * exchanged by openid-client (state, PKCE, the ID token's signature, issuer, audience, nonce, expiry).
    * Answers the sealed session handle for the cookie and where to send the browser.
    */
-  async complete(query: string, stateCookie: string | undefined): Promise<{ cookie: string; returnTo: string }> {
+  async complete(query: string, stateCookie: string | undefined, client: SigningInClient): Promise<{ cookie: string; returnTo: string }> {
     const opened = stateCookie === undefined ? undefined : this.sealer.open(STATE_PURPOSE, stateCookie) as LoginState | undefined;
     if (!opened || typeof opened.s !== 'string' || typeof opened.e !== 'number' || opened.e <= this.clock.now()) {
       throw new HttpProblem(400, 'invalid_request', 'no sign-in is in progress in this browser (its state cookie is missing or expired): open the page again');
@@ -301,6 +336,7 @@ export class LoginFlow {
       await this.store.revoke(sid).catch(() => {});
       throw err;
     }
+    await this.noteDevice(sid, user, client, ttl);
     const session: BrowserSession = { sid, user, groups, exp: Math.floor(this.clock.now() / 1000) + ttl, idToken: tokens.id_token, p: provider.name };
     let cookie = this.sealer.seal(SESSION_PURPOSE, session);
     if (cookie.length > MAX_COOKIE_VALUE) cookie = this.sealer.seal(SESSION_PURPOSE, { ...session, idToken: undefined });

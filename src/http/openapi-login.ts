@@ -80,10 +80,10 @@ export function loginPaths(config: Config): Json {
   };
   const meGet = {
     operationId: 'me',
-    summary: 'The signed-in person: user, groups, how they signed in, and their sessions (created, last refreshed). A page, or JSON with Accept: application/json; a bearer token of the gateway gets the JSON of its own session.',
+    summary: 'The signed-in person: user, groups, how they signed in, and their sessions (created, last refreshed, the address and device signed in from). A page, or JSON with Accept: application/json; a bearer token of the gateway gets the JSON of its own session.',
     security: [],
     responses: {
-      200: { description: 'the page, or the JSON', content: { 'text/html': { schema: { type: 'string' } }, 'application/json': { schema: { type: 'object', required: ['user', 'groups', 'signedInWith', 'sessions'], properties: { user: { type: 'string' }, groups: { type: 'array', items: { type: 'string' } }, signedInWith: { type: 'string' }, sessions: { type: 'array', items: { type: 'object', required: ['id', 'createdAt', 'lastRefreshedAt', 'current'], properties: { id: { type: 'string' }, createdAt: { type: 'string', format: 'date-time' }, lastRefreshedAt: { type: 'string', format: 'date-time' }, current: { type: 'boolean' } } } } } } } } },
+      200: { description: 'the page, or the JSON', content: { 'text/html': { schema: { type: 'string' } }, 'application/json': { schema: { type: 'object', required: ['user', 'groups', 'signedInWith', 'sessions'], properties: { user: { type: 'string' }, groups: { type: 'array', items: { type: 'string' } }, signedInWith: { type: 'string' }, sessions: { type: 'array', items: { type: 'object', required: ['id', 'createdAt', 'lastRefreshedAt', 'address', 'device', 'current'], properties: { id: { type: 'string' }, createdAt: { type: 'string', format: 'date-time' }, lastRefreshedAt: { type: 'string', format: 'date-time' }, address: { type: 'string', description: 'the client address it was signed in from, or unknown' }, device: { type: 'string', description: 'a short label of the browser it was signed in from (read from its User-Agent), or unknown' }, current: { type: 'boolean' } } } } } } } } },
       302: redirect('a browser without a session: to sign in'),
       401: problem('missing_credentials or invalid_token (not a browser)'),
     },

@@ -1,4 +1,5 @@
-import { FORM_TOKEN_TTL_S, LOGIN_STATE_TTL_S, safeReturnPath, type LoginFlow } from '../auth/login.js';
+import { deviceLabel } from '../auth/device-label.js';
+import { FORM_TOKEN_TTL_S, LOGIN_STATE_TTL_S, safeReturnPath, type LoginFlow, type SigningInClient } from '../auth/login.js';
 import { openSession } from '../auth/cookie-session.js';
 import { cookieValue } from '../auth/seal.js';
 import { DomainError } from '../core/domain-error.js';
@@ -124,7 +125,7 @@ function callback(flow: LoginFlow, trustForwarded: boolean): OwnHandler {
       return;
     }
     const stateCookie = flow.stateCookieName(query.get('state') ?? '');
-    const { cookie: session, returnTo } = await flow.complete(ctx.state.query, cookieValue(ctx.req.headers.cookie, stateCookie));
+    const { cookie: session, returnTo } = await flow.complete(ctx.state.query, cookieValue(ctx.req.headers.cookie, stateCookie), signingInClient(ctx));
     ctx.set('Set-Cookie', [cookie(flow.cookieName, session, flow.config.sessionTtlSeconds), cookie(stateCookie, '', 0)]);
     noStoreRedirect(ctx, returnTo);
   };
@@ -192,10 +193,15 @@ function signInPage(site: Site, local: LocalUsers): OwnHandler {
     const uv = local.credentialVersion(user);
     // Removed between the check and now: as if the password were wrong.
     if (uv === undefined) return refuse(ctx, site, { returnTo, user, failure: 'wrong' }, new DomainError('invalid_credentials', 'the user name or password is wrong'));
-    const session = await flow.signInLocal(user, uv);
+    const session = await flow.signInLocal(user, uv, signingInClient(ctx));
     ctx.set('Set-Cookie', [cookie(flow.cookieName, session, flow.config.sessionTtlSeconds)]);
     seeOther(ctx, returnTo);
   };
+}
+
+/** The client signing in: its address (as the exchange knows it) and User-Agent. */
+function signingInClient(ctx: GatewayContext): SigningInClient {
+  return { address: ctx.state.address, userAgent: ctx.req.headers['user-agent'] };
 }
 
 /** Who asks for the `me` page: a browser session, or the gateway's own bearer token (JSON only). */
@@ -209,7 +215,8 @@ interface Asker {
 
 /**
  * mePath. GET: who the signed-in person is (user, groups, how they signed in) and their sessions
- * (browser and token sessions: created, last refreshed), as a page or, with Accept naming
+ * (browser and token sessions: created, last refreshed, the address and device a browser signed in
+ * from, else unknown), as a page or, with Accept naming
  * application/json, as JSON; a bearer token of the gateway gets the JSON of its own session. POST
  * (the page's forms: Origin and the form token), `end` = a session id or `others`: ends that session
  * of the user's (or all but this one) on every instance, then 303 back to the page. Without a session:
@@ -237,7 +244,15 @@ function me(site: Site, local: LocalUsers): OwnHandler {
     }
     const all = await flow.sessionsOf(asker.user);
     const listed = asker.bearer ? all.filter((s) => s.sid === asker.sid) : all;
-    const sessions = listed.map((s) => ({ id: s.sid, createdAt: new Date(s.createdAtMs).toISOString(), lastRefreshedAt: new Date(s.refreshedAtMs).toISOString(), current: s.sid === asker.sid }));
+    const sessions = listed.map((s) => ({
+      id: s.sid,
+      createdAt: new Date(s.createdAtMs).toISOString(),
+      lastRefreshedAt: new Date(s.refreshedAtMs).toISOString(),
+      // Noted at a browser sign-in of this release; a token session or an older one: unknown.
+      address: s.device?.address ?? 'unknown',
+      device: s.device === undefined ? 'unknown' : deviceLabel(s.device.userAgent),
+      current: s.sid === asker.sid,
+    }));
     if (json) {
       ctx.set('Cache-Control', 'no-store');
       ctx.status = 200;

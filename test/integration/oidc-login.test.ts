@@ -202,6 +202,10 @@ describe('browser sign-in (authorization code + PKCE) at a real provider, in a r
     // The other instance takes the same cookie (one Redis).
     const other = await get(b.base, '/app/again', { cookie: `__Host-gateway=${cookie}` });
     expect(other.status).toBe(200);
+    // Its page of sessions says where the session was signed in from (noted at the callback).
+    const me = await get(b.base, '/auth/me', { cookie: `__Host-gateway=${cookie}`, accept: 'application/json' });
+    expect(me.status, me.body).toBe(200);
+    expect(JSON.parse(me.body)).toMatchObject({ sessions: [{ current: true, address: '127.0.0.1', device: expect.stringMatching(/Chrom(e|ium) on Linux$/) }] });
     await page.close();
   }, 120_000);
 

@@ -274,6 +274,12 @@ describe('the sign-in page of the gateway\'s own users (login.local)', () => {
     }
     await one.reload({ timeout: STEP_MS });
     expect(await one.$$eval('tbody tr', (rows) => rows.length)).toBe(2);
+    // Each session shows the address and the browser it was signed in from (noted beside the session).
+    const cells = await one.$$eval('tbody tr', (rows) => rows.map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent ?? '')));
+    for (const row of cells) {
+      expect(row[2]).toBe('127.0.0.1');
+      expect(row[3]).toMatch(/^(Headless )?Chrom(e|ium) on Linux$/);
+    }
     const text = await bodyText(one);
     expect(text).toContain('frank');
     expect(text).toContain('your password');
@@ -293,14 +299,15 @@ describe('the sign-in page of the gateway\'s own users (login.local)', () => {
     const oneCookie = (await one.browserContext().cookies()).find((c) => c.name === '__Host-gateway')!.value;
     const asJson = await get(b.base, '/auth/me', { cookie: `__Host-gateway=${oneCookie}`, accept: 'application/json' });
     expect(asJson.status).toBe(200);
-    expect(JSON.parse(asJson.body)).toMatchObject({ user: 'frank', signedInWith: 'password', sessions: [{ current: true }] });
+    expect(JSON.parse(asJson.body)).toMatchObject({ user: 'frank', signedInWith: 'password', sessions: [{ current: true, address: '127.0.0.1', device: expect.stringMatching(/Chrom(e|ium) on Linux$/) }] });
     const created = await httpsCall(`${a.base}/v1/tokens/create`, ca.caFile, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ appKey: 'frank', appSecret: 'frank-password' }) });
     expect(created.status, created.body).toBe(200);
     const bearer = await get(a.base, '/auth/me', { authorization: `Bearer ${(JSON.parse(created.body) as { accessToken: string }).accessToken}`, accept: 'application/json' });
     expect(bearer.status, bearer.body).toBe(200);
     const own = JSON.parse(bearer.body) as { signedInWith: string; sessions: Array<{ current: boolean }> };
     expect(own.signedInWith).toBe('token');
-    expect(own.sessions).toEqual([expect.objectContaining({ current: true })]);
+    // A token session was made by no browser sign-in: nothing noted.
+    expect(own.sessions).toEqual([expect.objectContaining({ current: true, address: 'unknown', device: 'unknown' })]);
     expect(await a.gateway.store.listSessions('frank')).toHaveLength(2);
     // Without a session: a browser goes to sign in, an API client gets 401.
     expect((await get(a.base, '/auth/me', { accept: 'application/json' })).status).toBe(401);
