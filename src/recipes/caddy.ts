@@ -14,7 +14,7 @@ import { proxyProblem, titleCase, UPSTREAM_HEADER, type Site } from './site.js';
  * removed after copying.
  */
 export function caddyRecipe(site: Site, source: string): string {
-  const copied = [...site.answerHeaders, UPSTREAM_HEADER, ...(site.cleanCookie ? ['Cookie'] : [])];
+  const copied = [...site.answerHeaders, UPSTREAM_HEADER, ...(site.login ? ['Cookie'] : [])];
   const address = `http://${site.listen.host ?? ''}:${site.listen.port}`;
   const gateway = `${site.gateway.scheme === 'https' ? 'https://' : ''}${site.gateway.hostPort}`;
   const own = [...site.ownPaths, ...site.ownPrefixes.flatMap((p) => [p, `${p}/*`])];

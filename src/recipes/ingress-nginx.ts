@@ -17,7 +17,7 @@ import { titleCase, type Site } from './site.js';
  */
 export function ingressNginxRecipe(site: Site, source: string, routes: ReadonlyArray<{ path: string; upstream: string }>, namespace = 'default'): string {
   const gatewayUrl = `${site.gateway.scheme}://${site.gateway.hostPort}`;
-  const copied = [...site.answerHeaders, ...(site.cleanCookie ? ['Cookie'] : [])];
+  const copied = [...site.answerHeaders, ...(site.login ? ['Cookie'] : [])];
   const clearing = [
     ...site.cleared.filter((name) => !copied.some((h) => h.toLowerCase() === name)).map((n) => `proxy_set_header ${titleCase(n)} "";`),
     ...site.families.flatMap((f) => f.members.map((m) => `proxy_set_header ${titleCase(m)} "";`)),

@@ -23,9 +23,10 @@ export interface Site {
   upstreams: SiteUpstream[];
   /** Headers the forward-auth answer sets for the upstream, as written (`X-Authenticated-User`, …). */
   answerHeaders: string[];
-  /** The cookie the answer hands on, cleaned of the gateway's own (`login` configured); else the client's passes. */
-  cleanCookie: boolean;
-  /** Browser sign-in is configured: browsers without a session are sent to sign in. */
+  /**
+   * Browser sign-in is configured: browsers without a session are sent to sign in, and the proxy sends on
+   * the answer's `Cookie` (the client's without the gateway's own); without it the client's cookies pass.
+   */
   login: boolean;
   /** Headers the proxy clears on the request it sends on (lower case): the table's and the API key header. */
   cleared: string[];
@@ -117,7 +118,6 @@ export function siteOf(config: Config, options: SiteOptions = {}): Site {
     ownPrefixes: config.login ? ['/v1/tokens', config.login.signInPath] : ['/v1/tokens'],
     upstreams: Object.entries(config.upstreams).map(([name, u]) => upstreamOf(name, u.targets, u.preserveHost, u.protocol ?? 'http1')),
     answerHeaders,
-    cleanCookie: config.login !== undefined,
     login: config.login !== undefined,
     cleared: [...cleared],
     families: REMOVED_HEADERS.filter((h) => h.family).map((h) => ({ prefix: h.name, members: h.members ?? [] })),

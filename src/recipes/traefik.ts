@@ -14,7 +14,7 @@ import { titleCase, underscoreSpellings, type Site } from './site.js';
  */
 export function traefikRecipe(site: Site, source: string, routes: ReadonlyArray<{ path: string; upstream: string }>): string {
   const gatewayUrl = `${site.gateway.scheme}://${site.gateway.hostPort}`;
-  const responseHeaders = [...site.answerHeaders, ...(site.cleanCookie ? ['Cookie'] : [])];
+  const responseHeaders = [...site.answerHeaders, ...(site.login ? ['Cookie'] : [])];
   const clear = new Set<string>();
   for (const name of site.cleared) {
     if (!responseHeaders.some((h) => h.toLowerCase() === name)) clear.add(titleCase(name));
