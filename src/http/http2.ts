@@ -159,20 +159,27 @@ export function createHttp2Listener(tlsOptions: SecureServerOptions, options: Ht
   const server = createSecureServer({
     ...tlsOptions,
     allowHTTP1: true,
+    ...http2ServerOptions(options.limits),
+  });
+  // What http.Server has and Node's HTTP/2 server does not set for its HTTP/1.1 connections.
+  (server as unknown as { keepAliveTimeout: number }).keepAliveTimeout = 5000;
+  const sessions = new Http2Sessions(server, options);
+  return { server, sessions };
+}
+
+/** What both HTTP/2 listeners (TLS and h2c) take: the settings they announce, the frame limits, the gateway's request and response classes. */
+function http2ServerOptions(limits: Http2ListenerOptions['limits']) {
+  return {
     settings: {
-      maxConcurrentStreams: options.limits.maxConcurrentStreams,
-      maxHeaderListSize: HEADER_LIST_TAKEN * options.limits.maxHeaderListBytes,
+      maxConcurrentStreams: limits.maxConcurrentStreams,
+      maxHeaderListSize: HEADER_LIST_TAKEN * limits.maxHeaderListBytes,
       enablePush: false,
     },
     maxSessionInvalidFrames: MAX_INVALID_FRAMES,
     maxSessionRejectedStreams: MAX_REJECTED_STREAMS,
     Http2ServerRequest: GatewayHttp2Request as typeof Http2ServerRequest,
     Http2ServerResponse: GatewayHttp2Response as unknown as typeof Http2ServerResponse,
-  });
-  // What http.Server has and Node's HTTP/2 server does not set for its HTTP/1.1 connections.
-  (server as unknown as { keepAliveTimeout: number }).keepAliveTimeout = 5000;
-  const sessions = new Http2Sessions(server, options);
-  return { server, sessions };
+  };
 }
 
 /** What every HTTP/2 connection starts with (RFC 9113 section 3.4). */
@@ -186,17 +193,7 @@ const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
  * headers timeout starts only once it has it). Add the request listener with `entry`.
  */
 export function createH2cListener(server: Server, options: Http2ListenerOptions & { firstBytesMs: number }): { h2c: Http2Server; sessions: Http2Sessions } {
-  const h2c = createPlainHttp2Server({
-    settings: {
-      maxConcurrentStreams: options.limits.maxConcurrentStreams,
-      maxHeaderListSize: HEADER_LIST_TAKEN * options.limits.maxHeaderListBytes,
-      enablePush: false,
-    },
-    maxSessionInvalidFrames: MAX_INVALID_FRAMES,
-    maxSessionRejectedStreams: MAX_REJECTED_STREAMS,
-    Http2ServerRequest: GatewayHttp2Request as typeof Http2ServerRequest,
-    Http2ServerResponse: GatewayHttp2Response as unknown as typeof Http2ServerResponse,
-  });
+  const h2c = createPlainHttp2Server(http2ServerOptions(options.limits));
   const sessions = new Http2Sessions(h2c, options);
   // Node's HTTP/1.1 connection handling, called for the connections that are not HTTP/2.
   const http1 = server.listeners('connection') as ((socket: Socket) => void)[];
