@@ -2,7 +2,7 @@
 // The same seed and record count always produce the same records, so tests
 // and demos can rely on exact values.
 
-export type ConversationStatus = 'open' | 'closed' | 'pending';
+type ConversationStatus = 'open' | 'closed' | 'pending';
 
 export interface Conversation {
   id: string;
@@ -29,10 +29,10 @@ export const DEFAULT_SEED = 42;
 export const DEFAULT_RECORDS = 1000;
 
 /** A generator of uniformly distributed numbers in [0, 1). */
-export type Random = () => number;
+type Random = () => number;
 
 /** mulberry32: a tiny, fast 32-bit PRNG; good enough for example data. */
-export function mulberry32(seed: number): Random {
+function mulberry32(seed: number): Random {
   let state = seed >>> 0;
   return () => {
     state = (state + 0x6d2b79f5) >>> 0;
@@ -123,12 +123,12 @@ function makeContact(random: Random, index: number, total: number): Contact {
   };
 }
 
-export function generateConversations(count: number, seed: number): Conversation[] {
+function generateConversations(count: number, seed: number): Conversation[] {
   const random = mulberry32(seed);
   return Array.from({ length: count }, (_, index) => makeConversation(random, index, count));
 }
 
-export function generateContacts(count: number, seed: number): Contact[] {
+function generateContacts(count: number, seed: number): Contact[] {
   // A separate stream, so the contacts do not depend on the conversations.
   const random = mulberry32((seed ^ 0x9e3779b9) >>> 0);
   return Array.from({ length: count }, (_, index) => makeContact(random, index, count));

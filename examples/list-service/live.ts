@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 
-export const LIVE_PATH = '/v1/conversations/live';
+const LIVE_PATH = '/v1/conversations/live';
 const GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
 /** Larger client frames are refused: the example only echoes short messages. */
 const MAX_FRAME_BYTES = 64 * 1024;

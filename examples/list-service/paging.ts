@@ -1,7 +1,7 @@
 // Paging for the list service: parsing `page`, `size` and `sort` from a
 // query string, sorting records and building the page envelope.
 
-export type SortDirection = 'asc' | 'desc';
+type SortDirection = 'asc' | 'desc';
 
 export interface SortOrder<K extends string> {
   property: K;
@@ -17,7 +17,7 @@ export interface PageRequest<K extends string> {
   sort: SortOrder<K>[];
 }
 
-export interface Pageable {
+interface Pageable {
   pageNumber: number;
   pageSize: number;
   offset: number;
@@ -34,7 +34,7 @@ export interface Page<T> {
   first: boolean;
 }
 
-export interface ParseError {
+interface ParseError {
   ok: false;
   code: string;
   detail: string;
@@ -42,10 +42,10 @@ export interface ParseError {
 
 export type ParseResult<T> = { ok: true; value: T } | ParseError;
 
-export const DEFAULT_PAGE_SIZE = 20;
-export const MAX_PAGE_SIZE = 200;
-export const DEFAULT_PAGE = 0;
-export const INVALID_PAGING = 'invalid_paging';
+const DEFAULT_PAGE_SIZE = 20;
+const MAX_PAGE_SIZE = 200;
+const DEFAULT_PAGE = 0;
+const INVALID_PAGING = 'invalid_paging';
 
 const DIGITS = /^[0-9]+$/;
 
@@ -154,7 +154,7 @@ export function sortRecords<K extends string, T extends Record<K, string>>(
 }
 
 /** Cuts one page out of already sorted records and wraps it in the envelope. */
-export function toPage<T>(records: readonly T[], page: number, size: number): Page<T> {
+function toPage<T>(records: readonly T[], page: number, size: number): Page<T> {
   const offset = page * size;
   const content = records.slice(offset, offset + size);
   const totalElements = records.length;

@@ -9,10 +9,9 @@ import { upgradeLive } from './live.js';
 import { paginate, parsePageRequest, sortRecords } from './paging.js';
 import type { Page } from './paging.js';
 
-export type { Contact, Conversation, ConversationStatus, Dataset } from './data.js';
-export type { Page, Pageable, PageRequest, SortDirection, SortOrder } from './paging.js';
-export { DEFAULT_RECORDS, DEFAULT_SEED, generateDataset, mulberry32 } from './data.js';
-export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from './paging.js';
+export type { Contact, Conversation } from './data.js';
+export type { Page } from './paging.js';
+export { DEFAULT_RECORDS, DEFAULT_SEED } from './data.js';
 
 export interface ListServiceOptions {
   /** Number of conversations and of contacts (each). Default 1000. */
@@ -29,9 +28,9 @@ export interface Problem {
   code: string;
 }
 
-export const CONVERSATION_SORT_PROPERTIES = ['campaignId', 'createdAt', 'id', 'status'] as const;
-export const CONTACT_SORT_PROPERTIES = ['name', 'createdAt', 'id'] as const;
-export const PHONE_LOOKUP_SORT_PROPERTIES = ['name', 'createdAt', 'id', 'phoneNumber'] as const;
+const CONVERSATION_SORT_PROPERTIES = ['campaignId', 'createdAt', 'id', 'status'] as const;
+const CONTACT_SORT_PROPERTIES = ['name', 'createdAt', 'id'] as const;
+const PHONE_LOOKUP_SORT_PROPERTIES = ['name', 'createdAt', 'id', 'phoneNumber'] as const;
 
 type Outcome = { status: 200; body: unknown } | { status: number; problem: Problem };
 type RouteHandler = (params: URLSearchParams) => Outcome;
