@@ -55,7 +55,7 @@ export function runH2load(spec: H2loadSpec): Promise<LoadOutput> {
 }
 
 /** Reads h2load's summary: `finished in 3.00s, …`, `requests: N total, … S succeeded, F failed, E errored, T timeout`, `status codes: …`, `time for request: min max mean sd`. */
-export function parseH2load(text: string): LoadOutput | undefined {
+function parseH2load(text: string): LoadOutput | undefined {
   const finished = /finished in ([\d.]+)(ms|s)/.exec(text);
   const requests = /requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout/.exec(text);
   const codes = /status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx/.exec(text);
