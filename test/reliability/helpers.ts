@@ -9,9 +9,9 @@ import { request, type RawResult } from '../support/raw-client.js';
 export { refused } from '../support/raw-client.js';
 
 /** The built CLI: `npm test` (pretest) or `npm run -s build` makes it. RELIABILITY_CLI points at another build (to try a fix). */
-export const ROOT = join(import.meta.dirname, '../..');
-export const CLI = process.env.RELIABILITY_CLI ?? join(ROOT, 'dist/src/main.js');
-export const JWT_SECRET = 'reliability-secret-reliability-secret-0123456789';
+const ROOT = join(import.meta.dirname, '../..');
+const CLI = process.env.RELIABILITY_CLI ?? join(ROOT, 'dist/src/main.js');
+const JWT_SECRET = 'reliability-secret-reliability-secret-0123456789';
 
 export function requireBuiltCli(): void {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run -s build (npm test does it first)`);

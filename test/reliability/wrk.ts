@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { requireTool } from '../e2e/support/tools.js';
 
 /** What wrk reports: requests answered, and each kind of failure it counts. */
-export interface WrkResult {
+interface WrkResult {
   requests: number;
   /** Answers other than 2xx/3xx. */
   non2xx: number;

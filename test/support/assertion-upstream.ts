@@ -1,7 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
 
-export interface Verified {
+interface Verified {
   ok: boolean;
   /** The claims, when the assertion verified. */
   claims?: JWTPayload & { groups?: string[]; via?: string };

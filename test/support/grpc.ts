@@ -7,14 +7,14 @@ import type { TestPki } from './tls-pki.js';
 /** The test services (see echo.proto), loaded with grpc-js's own loader. */
 const definition = protoLoader.loadSync(fileURLToPath(new URL('./echo.proto', import.meta.url)), { keepCase: true, defaults: true });
 const loaded = grpc.loadPackageDefinition(definition) as unknown as { test: Record<'Plain' | 'Tls', grpc.ServiceClientConstructor> };
-export const services = loaded.test;
+const services = loaded.test;
 const health = (grpc.loadPackageDefinition(protoLoader.loadSync(fileURLToPath(new URL('./health.proto', import.meta.url)), { keepCase: true, defaults: true })) as unknown as {
   grpc: { health: { v1: { Health: grpc.ServiceClientConstructor } } };
 }).grpc.health.v1.Health;
 export type ServiceName = 'Plain' | 'Tls';
 
 export interface Msg { text: string }
-export interface Count { n: number }
+interface Count { n: number }
 
 /** A real gRPC server (grpc-js) with both test services: h2c, or h2 with the test CA's certificate. */
 export interface GrpcUpstream {
@@ -104,9 +104,6 @@ export function grpcClient(service: ServiceName, port: number, ca?: Buffer): grp
   const credentials = ca ? grpc.credentials.createSsl(ca) : grpc.credentials.createInsecure();
   return new services[service](`127.0.0.1:${port}`, credentials);
 }
-
-/** The status error a call ended with, or undefined when it succeeded. */
-export type CallError = grpc.ServiceError;
 
 /** A unary call as a promise: its answer, or the status error. */
 export function unary<T>(client: grpc.Client, method: string, request: unknown, metadata = new grpc.Metadata(), options: grpc.CallOptions = {}): Promise<T> {

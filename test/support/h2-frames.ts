@@ -7,7 +7,7 @@ import { connect, type TLSSocket } from 'node:tls';
  * socket takes them. The frames the server sends back are parsed, so a test can wait for its GOAWAY.
  */
 
-export const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
+const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 
 export const FrameType = {
   DATA: 0, HEADERS: 1, PRIORITY: 2, RST_STREAM: 3, SETTINGS: 4, PUSH_PROMISE: 5, PING: 6, GOAWAY: 7, WINDOW_UPDATE: 8, CONTINUATION: 9,

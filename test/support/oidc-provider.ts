@@ -32,7 +32,7 @@ export class TestCa {
   }
 }
 
-export type SigningAlg = 'RS256' | 'PS256' | 'ES256' | 'EdDSA';
+type SigningAlg = 'RS256' | 'PS256' | 'ES256' | 'EdDSA';
 
 /** A provider signing key: the private JWK the provider gets, and the key objects the tests forge with. */
 export interface SigningKey {

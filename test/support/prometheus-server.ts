@@ -5,12 +5,12 @@ import { join } from 'node:path';
 import { candidatePort } from './process.js';
 
 /** One series of an instant query's answer. */
-export interface PromSeries {
+interface PromSeries {
   metric: Record<string, string>;
   value: [number, string];
 }
 
-export interface PromAlert {
+interface PromAlert {
   labels: Record<string, string>;
   annotations: Record<string, string>;
   state: 'pending' | 'firing';

@@ -204,7 +204,7 @@ export function headerOf(head: string, name: string): string | undefined {
 }
 
 /** One response as read off the wire: lower-case header names, every value as sent. */
-export interface ParsedResponse {
+interface ParsedResponse {
   status: number;
   headers: Record<string, string[]>;
   body: string;
@@ -225,7 +225,7 @@ export function headerMap(rawHeaders: string[]): Record<string, string[]> {
 }
 
 /** A response head at `off` in buf: status, [name, value, …] and where the body starts; undefined while incomplete. */
-export function parseHead(buf: Buffer, off = 0): { status: number; rawHeaders: string[]; bodyStart: number } | undefined {
+function parseHead(buf: Buffer, off = 0): { status: number; rawHeaders: string[]; bodyStart: number } | undefined {
   const end = buf.indexOf('\r\n\r\n', off);
   if (end < 0) return undefined;
   const lines = buf.subarray(off, end).toString('latin1').split('\r\n');
@@ -242,7 +242,7 @@ export function parseHead(buf: Buffer, off = 0): { status: number; rawHeaders: s
  * trailers skipped), none (204, 304, an answer to HEAD), or until the connection closes. `onBytes` gets the
  * body's bytes without the chunk framing. A length or chunk size that is no number never completes.
  */
-export class BodyReader {
+class BodyReader {
   done = false;
   /** Body bytes read so far. */
   bytes = 0;
@@ -318,7 +318,7 @@ export class BodyReader {
 }
 
 /** Every complete response in buf (Content-Length or chunked framing; unframed only once closed). */
-export function parseResponses(buf: Buffer, closed: boolean): ParsedResponse[] {
+function parseResponses(buf: Buffer, closed: boolean): ParsedResponse[] {
   const out: ParsedResponse[] = [];
   let off = 0;
   for (;;) {
@@ -358,7 +358,7 @@ export interface RawResult {
 }
 
 /** Header values as node:http's IncomingMessage.headers keeps them. */
-export function incomingHeaders(rawHeaders: string[]): IncomingHttpHeaders {
+function incomingHeaders(rawHeaders: string[]): IncomingHttpHeaders {
   const out: Record<string, string | string[]> = {};
   for (const [name, values] of Object.entries(headerMap(rawHeaders))) {
     out[name] = name === 'set-cookie' ? values : values.join(', ');

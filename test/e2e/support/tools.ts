@@ -4,7 +4,7 @@ import { spawn, spawnSync } from 'node:child_process';
  * The third-party programs the e2e suite drives, each with the Debian package that ships it. A missing
  * one fails the test naming the package: CI installs them (.ci/run), so a skip would only hide a gap.
  */
-export const PACKAGES = {
+const PACKAGES = {
   git: 'git',
   curl: 'curl',
   nginx: 'nginx',
