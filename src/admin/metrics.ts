@@ -7,13 +7,13 @@ import { TallyCounter, TallyHistogram } from './tally.js';
 export const METRIC_PREFIX = 'auth_gateway_';
 
 /** Why a request to an upstream failed (counted by the Forwarder, each failed attempt). */
-export type UpstreamErrorKind = 'refused' | 'reset' | 'timeout';
+type UpstreamErrorKind = 'refused' | 'reset' | 'timeout';
 export type TokenOperation = 'create' | 'refresh' | 'revoke';
 /** Where a lockout refusal was answered: POST /v1/tokens/create or a Basic request. */
 export type LockoutEndpoint = 'create' | 'basic';
 
 /** What the gauges read at scrape time; each defaults to "nothing to report". */
-export interface MetricSources {
+interface MetricSources {
   /** Resolves when the token store answers (the /readyz check). */
   storePing?: () => Promise<void>;
   /** bcrypt checks waiting for or running on the thread pool. */
