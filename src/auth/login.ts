@@ -25,7 +25,7 @@ const FORM_PURPOSE = 'sign-in form v1';
 /** How long a page's form token is good for (a person reading the page, typing, coming back from a break). */
 export const FORM_TOKEN_TTL_S = 3600;
 /** The credential version of browser sessions (they are proved by the provider, not the htpasswd file). */
-export const LOGIN_SESSION_UV = 'oidc';
+const LOGIN_SESSION_UV = 'oidc';
 /** Browsers keep cookies up to 4096 bytes (name, value and attributes). */
 const MAX_COOKIE_VALUE = 3800;
 const MAX_RETURN_PATH = 2048;

@@ -105,7 +105,7 @@ export function oidcAuthenticator(issuers: readonly IssuerKeys[]): Authenticator
 }
 
 /** Verifies a provider token: the principal at once when a cached key verifies it (not EdDSA's: jose is async), else after one refetch. */
-export function verifyProviderToken(decoded: DecodedToken, issuer: IssuerKeys): Principal | Promise<Principal> {
+function verifyProviderToken(decoded: DecodedToken, issuer: IssuerKeys): Principal | Promise<Principal> {
   const { header } = decoded;
   const alg = header.alg;
   if (typeof alg !== 'string' || !issuer.config.algorithms.includes(alg as IssuerAlg)) {
