@@ -7,7 +7,7 @@ import type { Groups } from './groups.js';
  * store's entry is refused at load, see Credentials.follow): it gets the file's groups, never the
  * store's. Without `inFile` no name is taken for the file's: pass it (see allowGroupsFor).
  */
-export function withStoreGroups(groups: Groups, users: StoreUsers, inFile: (user: string) => boolean = () => false): Groups {
+function withStoreGroups(groups: Groups, users: StoreUsers, inFile: (user: string) => boolean = () => false): Groups {
   return {
     of: (user) => (inFile(user) ? undefined : users.groupsOf(user)) ?? groups.of(user),
     onChange: (listener) => {
