@@ -58,7 +58,7 @@ function noSuchKey(id: string): InputError {
 }
 
 /** Runs `work` on the keys of the shared store (store.kind redis: the memory store lives inside one gateway). */
-export async function withKeys<T>(config: Config, work: (keys: ApiKeys) => Promise<T>): Promise<T> {
+async function withKeys<T>(config: Config, work: (keys: ApiKeys) => Promise<T>): Promise<T> {
   if (config.store.kind === 'memory') {
     throw new ConfigError([`${config.file || 'the configuration'}: store.kind is memory, which lives inside the gateway process; this command needs the shared store (store.kind: redis), or the admin API (admin.apiToken)`]);
   }
@@ -74,7 +74,7 @@ export async function withKeys<T>(config: Config, work: (keys: ApiKeys) => Promi
 }
 
 /** One line a key; never a secret or a hash. */
-export function describeKeys(keys: ApiKeyInfo[]): string {
+function describeKeys(keys: ApiKeyInfo[]): string {
   if (keys.length === 0) return 'no API keys';
   const now = Date.now();
   const rows = keys.map((k) => [
