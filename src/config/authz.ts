@@ -13,7 +13,7 @@ import type { AllowConfig, AssertionConfig, ForwardAuthConfig, IdentityConfig, R
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const PLAIN_PATH = /^\/(?:[A-Za-z0-9._~-]+\/)*[A-Za-z0-9._~-]+$/;
 /** The gateway's own endpoints, answered before authentication whatever the routes say. */
-export const OWN_PATHS = ['/healthz', '/readyz', '/openapi.json'];
+const OWN_PATHS = ['/healthz', '/readyz', '/openapi.json'];
 /** Headers the assertion header must not be: the gateway sets or strips these for other reasons. */
 const RESERVED_HEADERS = new Set([
   'authorization', 'proxy-authorization', 'cookie', 'host', 'connection', 'upgrade', 'content-length', 'transfer-encoding',

@@ -21,7 +21,7 @@ export interface FileCheck {
 }
 
 /** Names a file defines, for the allow rules' warnings. */
-export interface KnownNames {
+interface KnownNames {
   users?: ReadonlySet<string>;
   groups?: ReadonlyMap<string, readonly string[]>;
 }

@@ -15,7 +15,7 @@ type Settings = typeof SETTINGS;
 type StringKind = 'string' | 'path' | 'secret' | 'header name';
 
 /** What a scalar setting reads as; `never` for what a reader reads by hand (lists, mappings, URLs, mixed types). */
-export type ValueOf<S> =
+type ValueOf<S> =
   S extends { readonly values: readonly (infer V)[] } ? V
     : S extends { readonly type: 'integer' } ? number
       : S extends { readonly type: 'boolean' } ? boolean

@@ -194,7 +194,7 @@ export type VerificationKeyConfig =
 export type LockoutConfig = Scalars<'lockout'>;
 
 /** How the gateway speaks to an upstream's targets (upstreams.<name>.protocol). */
-export type UpstreamProtocol = Scalars<'upstreams.<name>'>['protocol'];
+type UpstreamProtocol = Scalars<'upstreams.<name>'>['protocol'];
 
 export type UpstreamConfig = Omit<Scalars<'upstreams.<name>'>, 'timeoutMs' | 'protocol'> & {
   /** Always set by the validation; left out (HTTP/1.1) only by code that builds a configuration by hand. */
