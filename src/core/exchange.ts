@@ -187,7 +187,7 @@ export class Exchange<R extends RouteRef = RouteRef> {
  * with the legacy URL parser for targets holding whitespace or `#` (which it reads as a fragment).
  * A target that is not origin-form has no path (the request form refuses it).
  */
-export function splitTarget(url: string): { path: string; query: string } {
+function splitTarget(url: string): { path: string; query: string } {
   if (url.charCodeAt(0) !== 0x2f) return { path: '', query: '' };
   let q = -1;
   for (let i = 1; i < url.length; i++) {

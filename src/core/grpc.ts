@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { HttpProblem } from './problem.js';
 
 /** gRPC status codes the gateway answers with itself (grpc/doc/statuscodes.md). */
-export const GrpcStatus = {
+const GrpcStatus = {
   OK: 0, UNKNOWN: 2, INVALID_ARGUMENT: 3, DEADLINE_EXCEEDED: 4, PERMISSION_DENIED: 7, RESOURCE_EXHAUSTED: 8,
   UNIMPLEMENTED: 12, INTERNAL: 13, UNAVAILABLE: 14, UNAUTHENTICATED: 16,
 } as const;
@@ -11,7 +11,7 @@ export const GrpcStatus = {
  * The one table from a refusal's HTTP status to the gRPC status a gRPC (or gRPC-Web) client is given
  * instead of a problem body. A status not listed is UNKNOWN (4xx) or INTERNAL (5xx).
  */
-export const GRPC_STATUS_OF_HTTP: Readonly<Record<number, number>> = {
+const GRPC_STATUS_OF_HTTP: Readonly<Record<number, number>> = {
   400: GrpcStatus.INVALID_ARGUMENT,
   401: GrpcStatus.UNAUTHENTICATED,
   403: GrpcStatus.PERMISSION_DENIED,
@@ -31,7 +31,7 @@ export const GRPC_STATUS_OF_HTTP: Readonly<Record<number, number>> = {
 };
 
 /** The gRPC status a refusal with this HTTP status is given. */
-export function grpcStatusOf(status: number): number {
+function grpcStatusOf(status: number): number {
   return GRPC_STATUS_OF_HTTP[status] ?? (status >= 500 ? GrpcStatus.INTERNAL : GrpcStatus.UNKNOWN);
 }
 

@@ -17,8 +17,8 @@ export const OVERRIDE_HEADERS = removedNames('override');
  * upstreamHeaderObject). IDENTITY_PREFIXES name whole families. Both come from REMOVED_HEADERS, the one
  * table the front-proxy recipes clear too.
  */
-export const IDENTITY_HEADERS = REMOVED_HEADERS.filter((h) => (h.kind === 'identity' || h.kind === 'gateway-identity') && !h.family).map((h) => h.name);
-export const IDENTITY_PREFIXES = REMOVED_HEADERS.filter((h) => h.family).map((h) => h.name);
+const IDENTITY_HEADERS = REMOVED_HEADERS.filter((h) => (h.kind === 'identity' || h.kind === 'gateway-identity') && !h.family).map((h) => h.name);
+const IDENTITY_PREFIXES = REMOVED_HEADERS.filter((h) => h.family).map((h) => h.name);
 /** Headers a client may never send on: identity, forwarding, and (unless a route allows one) overrides. */
 const REMOVED = new Set([...IDENTITY_HEADERS, ...removedNames('forwarding'), ...OVERRIDE_HEADERS]);
 /** `host[:port]`: a DNS name or IPv4 address, or an IPv6 literal in brackets. Nothing a list or URL could be built from. */
@@ -98,7 +98,7 @@ function connectionNamed(connection: string | undefined): Set<string> | undefine
 }
 
 /** A header of one of the identity families (IDENTITY_PREFIXES); `name` is lower case with `-`. */
-export function isIdentityFamily(name: string): boolean {
+function isIdentityFamily(name: string): boolean {
   return IDENTITY_FAMILY.test(name);
 }
 const IDENTITY_FAMILY = new RegExp(`^(?:${IDENTITY_PREFIXES.join('|')})`);

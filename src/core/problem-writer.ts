@@ -58,7 +58,7 @@ export function writeRawProblem(socket: Duplex, problem: HttpProblem, extra: Out
 }
 
 /** A raw HTTP/1.1 response head. Values with CR or LF, and names that are not tokens, are dropped. */
-export function headerBlock(status: number, headers: OutgoingHttpHeaders): string {
+function headerBlock(status: number, headers: OutgoingHttpHeaders): string {
   return `${statusLine(status)}${headerLines(headers)}\r\n`;
 }
 
