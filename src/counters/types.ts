@@ -3,7 +3,7 @@
  * Each method answers or throws StoreUnavailableError; callers fail OPEN on it (an outage of the
  * counters must not become an outage of sign-in or of the API), and the store logs that once per outage.
  */
-export interface WindowCounters {
+interface WindowCounters {
   /** Adds one to a counter that lives `windowSeconds` from its first hit. */
   hit(key: CounterKey, windowSeconds: number): Promise<Counter>;
   /** Reads a counter without changing it. */
