@@ -11,7 +11,7 @@ import { VerifiedPasswords } from './verified-passwords.js';
 import { traced } from '../tracing/inner.js';
 
 /** A directory password may be longer than bcrypt's 72 bytes, not without end. */
-export const MAX_DIRECTORY_PASSWORD_BYTES = 1024;
+const MAX_DIRECTORY_PASSWORD_BYTES = 1024;
 /** A user name longer than this is never looked up. */
 const MAX_NAME_LENGTH = 256;
 const MAX_GROUP_ENTRIES = 10_000;
@@ -152,7 +152,7 @@ export class DirectoryUsers implements PasswordSource {
   }
 }
 
-export function directoryUnavailable(): DomainError {
+function directoryUnavailable(): DomainError {
   return new DomainError('directory_unavailable', 'the user directory cannot answer now; retry shortly', { retryAfterSeconds: 5 });
 }
 

@@ -10,8 +10,8 @@ import type { Logger } from '../log.js';
 import { escapeDnValue, escapeFilterValue, fill } from './ldap-escape.js';
 
 /** How long a connection may take to open, and any one operation (bind, search, StartTLS) to answer. */
-export const DIRECTORY_CONNECT_TIMEOUT_MS = 3000;
-export const DIRECTORY_TIMEOUT_MS = 5000;
+const DIRECTORY_CONNECT_TIMEOUT_MS = 3000;
+const DIRECTORY_TIMEOUT_MS = 5000;
 
 /** The directory could not answer (down, unreachable, too slow, TLS refused, the service bind refused). */
 export class DirectoryUnavailable extends Error {}

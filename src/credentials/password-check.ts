@@ -141,6 +141,6 @@ export class PasswordCheck {
 /** What a token issued now must still match to stay valid (see PasswordVerifier.credentialVersion). */
 export type CredentialVersions = (user: string) => string | undefined;
 
-export function invalidCredentials(): DomainError {
+function invalidCredentials(): DomainError {
   return new DomainError('invalid_credentials', 'the user name or password is wrong');
 }

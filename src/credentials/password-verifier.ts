@@ -4,7 +4,7 @@ import { costOf as hashCost, hashSync, verify } from './bcrypt.js';
 import { VerifiedPasswords } from './verified-passwords.js';
 
 /** bcrypt reads only the first 72 bytes: a longer password is refused, never silently truncated. */
-export const MAX_PASSWORD_BYTES = 72;
+const MAX_PASSWORD_BYTES = 72;
 export const DEFAULT_MAX_PENDING = 64;
 
 /**
