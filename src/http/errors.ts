@@ -58,7 +58,7 @@ export const DOMAIN_ANSWERS: { readonly [C in DomainCode]: DomainAnswer } = {
 };
 
 /** The problem a domain refusal is answered with. */
-export function domainProblem(err: DomainError): HttpProblem {
+function domainProblem(err: DomainError): HttpProblem {
   const answer = DOMAIN_ANSWERS[err.code];
   const headers: Record<string, string> = {};
   const challenge = answer.challenge?.(err);

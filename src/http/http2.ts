@@ -69,7 +69,7 @@ export type FloodReason = 'rapid_reset' | 'continuation' | 'settings_flood' | 'p
  * object the upstream gets, as on an HTTP/1.1 request); Node's own reads (method, path) stay on the
  * headers the stream arrived with.
  */
-export class GatewayHttp2Request extends Http2ServerRequest {
+class GatewayHttp2Request extends Http2ServerRequest {
   [REPLACED]: IncomingHttpHeaders | undefined = undefined;
 }
 const REPLACED_DESCRIPTOR = Object.getOwnPropertyDescriptor(Http2ServerRequest.prototype, 'headers')!;
@@ -89,7 +89,7 @@ Object.defineProperty(GatewayHttp2Request.prototype, 'headers', {
  * message (HTTP/2 has none) is left out. It counts the body bytes written on its stream (`end` writes
  * through `write`), for the access line: the connection's byte count is shared by its streams.
  */
-export class GatewayHttp2Response extends Http2ServerResponse {
+class GatewayHttp2Response extends Http2ServerResponse {
   /** Response body bytes handed to the stream (none for HEAD, none after the end). */
   bodyBytes = 0;
 

@@ -8,7 +8,7 @@ import { answerError } from './errors.js';
  * request"): no status was sent, and the one set on the response (Koa's default 404, or an answer
  * written into a closed connection or a reset HTTP/2 stream) is not what the client got.
  */
-export const CLIENT_CLOSED = 499;
+const CLIENT_CLOSED = 499;
 
 export interface Observers {
   /** Counts a finished request in the metrics. */

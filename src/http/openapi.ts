@@ -27,7 +27,7 @@ const nonEmpty = { type: 'string', minLength: 1 };
  * for each configured route with paging its `size`/`page`/`sort` parameters (from that route's rules)
  * and the page envelope. Built from the configuration, so it names exactly the routes being served.
  */
-export function openApiDocument(config: Config, schemes: readonly SecurityScheme[] = DEFAULT_SCHEMES): Json {
+function openApiDocument(config: Config, schemes: readonly SecurityScheme[] = DEFAULT_SCHEMES): Json {
   const paths: Json = {
     '/v1/tokens/create': tokenOperation('create', 'Signs in with an htpasswd user and password: a new session and its token pair.', 'CreateRequest', true),
     '/v1/tokens/refresh': tokenOperation('refresh', 'Rotates a refresh token: a new pair; the presented refresh token stops working (reuse revokes the session).', 'RefreshRequest', true),

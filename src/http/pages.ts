@@ -6,7 +6,7 @@ import type { LoginPageConfig } from '../config/types.js';
 /** The built-in templates, beside this module (the build copies the folder into dist). */
 const BUILT_IN = fileURLToPath(new URL('./pages/', import.meta.url));
 /** The files of a template set; a templatesDir may replace any of them. */
-export const PAGE_FILES = ['layout.html', 'sign-in.html', 'sign-out.html', 'me.html', 'style.css'] as const;
+const PAGE_FILES = ['layout.html', 'sign-in.html', 'sign-out.html', 'me.html', 'style.css'] as const;
 export type PageFile = typeof PAGE_FILES[number];
 export type PageName = Exclude<PageFile, 'layout.html' | 'style.css'> extends `${infer N}.html` ? N : never;
 
@@ -15,7 +15,7 @@ export type View = { [key: string]: string | number | boolean | undefined | View
 
 const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', '\'': '&#39;', '`': '&#96;', '=': '&#61;' };
 
-export function escapeHtml(text: string): string {
+function escapeHtml(text: string): string {
   return text.replace(/[&<>"'`=]/g, (ch) => HTML_ESCAPES[ch]!);
 }
 

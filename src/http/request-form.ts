@@ -72,7 +72,7 @@ function upgradeForm(req: IncomingMessage): 'tunnel' | 'forward' {
   return 'tunnel';
 }
 
-export function isWebSocket(req: IncomingMessage): boolean {
+function isWebSocket(req: IncomingMessage): boolean {
   const upgrade = req.headers.upgrade;
   return typeof upgrade === 'string' && upgrade.split(',').some((p) => p.trim().toLowerCase() === 'websocket');
 }

@@ -17,7 +17,7 @@ const MIN_TLS_VERSION = 'TLSv1.2';
  * for ECDSA and RSA certificates alike; Node's default list also offers CBC suites with SHA-1 and
  * SHA-2 MACs and finite-field DHE. TLS 1.3: Node's own suites (all AEAD), as Node orders them.
  */
-export const TLS_CIPHERS = [
+const TLS_CIPHERS = [
   ...DEFAULT_CIPHERS.split(':').filter((c) => c.startsWith('TLS_')),
   'ECDHE-ECDSA-AES128-GCM-SHA256', 'ECDHE-RSA-AES128-GCM-SHA256',
   'ECDHE-ECDSA-AES256-GCM-SHA384', 'ECDHE-RSA-AES256-GCM-SHA384',
@@ -93,7 +93,7 @@ export function keepClientCertificates(server: HttpsServer): void {
 }
 
 /** When the certificate expires (for the log), or undefined when it cannot be read. */
-export function certificateExpiry(cert: TlsOptions['cert']): string | undefined {
+function certificateExpiry(cert: TlsOptions['cert']): string | undefined {
   try {
     return new X509Certificate(cert as Buffer).validTo;
   } catch {

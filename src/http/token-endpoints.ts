@@ -4,7 +4,7 @@ import { jsonBody, requireStrings } from './json-body.js';
 import type { GatewayContext, GatewayMiddleware, GatewayState } from './state.js';
 import type { TokenService, TokenType } from '../tokens/service.js';
 
-export const TOKEN_BODY_LIMIT_BYTES = 16 * 1024;
+const TOKEN_BODY_LIMIT_BYTES = 16 * 1024;
 const TOKEN_TYPES: readonly TokenType[] = ['ACCESS_TOKEN', 'REFRESH_TOKEN'];
 
 /** POST /v1/tokens/create | refresh | revoke, each a short list of named steps. */
