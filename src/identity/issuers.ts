@@ -17,13 +17,13 @@ export interface ProviderKey {
 export type KeyFetchListener = (issuer: string, result: 'ok' | 'error') => void;
 
 /** Bounds of a JWK Set's max-age, and the freshness without one. */
-export const MIN_MAX_AGE_S = 60;
-export const MAX_MAX_AGE_S = 86_400;
-export const DEFAULT_MAX_AGE_S = 300;
+const MIN_MAX_AGE_S = 60;
+const MAX_MAX_AGE_S = 86_400;
+const DEFAULT_MAX_AGE_S = 300;
 /** An unknown kid (or no keys) fetches the keys again at most this often per issuer. */
-export const REFETCH_INTERVAL_MS = 10_000;
+const REFETCH_INTERVAL_MS = 10_000;
 /** A key set the provider could not replace stays usable this long after it was fetched, then none is known. */
-export const STALE_LIMIT_MS = 24 * 3600 * 1000;
+const STALE_LIMIT_MS = 24 * 3600 * 1000;
 
 /** No valid key of the issuer is known, and fetching them failed (or may not be tried yet). */
 export class KeysUnavailable extends Error {

@@ -6,7 +6,7 @@ import type { FileCheck } from '../config/inspect.js';
 export type AssertionAlg = 'ES256' | 'RS256' | 'EdDSA';
 
 /** A public key as published in the JWK Set. */
-export interface PublishedKey {
+interface PublishedKey {
   kid: string;
   jwk: JsonWebKey & { kid: string; alg: AssertionAlg; use: 'sig' };
 }

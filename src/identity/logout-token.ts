@@ -3,7 +3,7 @@ import type { IssuerKeys, ProviderKey } from './issuers.js';
 import { decodeToken, signedByOneOf } from './provider-jwt.js';
 
 /** The event a back-channel logout token carries (OpenID Connect Back-Channel Logout 1.0, section 2.4). */
-export const BACKCHANNEL_LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
+const BACKCHANNEL_LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
 
 /** Whom a valid logout token logs out: the provider's session, or else every session of its user. */
 export interface LogoutSubject {

@@ -12,7 +12,7 @@ export interface ProviderAnswer {
 }
 
 /** Longest a provider may take to answer one GET. */
-export const PROVIDER_TIMEOUT_MS = 5000;
+const PROVIDER_TIMEOUT_MS = 5000;
 /** Largest discovery document or JWK Set read (they are a few KiB). */
 const MAX_BYTES = 512 * 1024;
 
