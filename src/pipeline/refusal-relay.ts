@@ -23,7 +23,7 @@ export const RELAY_REQUEST_HEADER = 'x-gateway-relay';
 export const REFUSAL_HEADER = 'x-gateway-refusal';
 const PURPOSE = 'forward-auth refusal';
 /** A relayed refusal is replayed at once by the proxy that asked; a minute covers any queue in between. */
-export const RELAY_TTL_MS = 60_000;
+const RELAY_TTL_MS = 60_000;
 
 interface SealedAnswer {
   /** status */

@@ -60,7 +60,7 @@ interface Site {
 }
 
 /** The one stylesheet of the pages, under the sign-in page's path. */
-export function stylesheetPath(flow: LoginFlow): string {
+function stylesheetPath(flow: LoginFlow): string {
   return `${flow.config.signInPath}/style.css`;
 }
 

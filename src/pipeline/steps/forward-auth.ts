@@ -40,7 +40,7 @@ export function forwardAuthEntry(config: ForwardAuthConfig, replay: OwnHandler):
  * the gateway itself; credentials and the client address are the forward-auth request's own. The
  * access line names the described method and path as written, also when the description is refused.
  */
-export function asForwardAuthCall(ex: GatewayExchange): void {
+function asForwardAuthCall(ex: GatewayExchange): void {
   ex.handOff = 'answer';
   const relay = ex.req.headers[RELAY_REQUEST_HEADER]?.toString().trim().toLowerCase() === 'refusals';
   const state: ForwardAuthState = { path: ex.path, host: undefined, proto: undefined, described: undefined, relay, relayed: undefined };
