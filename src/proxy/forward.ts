@@ -62,7 +62,7 @@ export interface ForwardOutcome {
  * answers 502 and closes), or undefined once it owns both sockets (the exchange is over for the
  * Forwarder). Only a request forwarded with one may be switched; any other 101 is a 502.
  */
-export type SwitchHandler = (proxyRes: IncomingMessage, upstream: Socket, upstreamHead: Buffer) => string | undefined;
+type SwitchHandler = (proxyRes: IncomingMessage, upstream: Socket, upstreamHead: Buffer) => string | undefined;
 
 /** What one forwarded request needs beyond the request itself (all from its route). */
 export interface ForwardOptions {

@@ -5,7 +5,7 @@ import type { HealthProbe } from './pool.js';
 import { upstreamCa } from './trust.js';
 
 /** The health check path that asks the gRPC health protocol (grpc.health.v1) instead of `GET path`. */
-export const GRPC_HEALTH_PATH = '/grpc.health.v1.Health/Check';
+const GRPC_HEALTH_PATH = '/grpc.health.v1.Health/Check';
 /** A HealthCheckRequest for the whole server (service ""): an empty message in its 5-byte frame. */
 const WHOLE_SERVER = Buffer.from([0, 0, 0, 0, 0]);
 

@@ -453,7 +453,7 @@ function hasBody(req: IncomingMessage): boolean {
 }
 
 /** A gRPC call (any `application/grpc…` content type, gRPC-Web's included). */
-export function isGrpc(req: IncomingMessage): boolean {
+function isGrpc(req: IncomingMessage): boolean {
   const type = req.headers['content-type'];
   return typeof type === 'string' && type.startsWith('application/grpc');
 }

@@ -10,7 +10,7 @@ import { upstreamCa } from './trust.js';
 const AGENT_IDLE_MS = 4000;
 
 /** What each request to a target is sent with, worked out once per target. */
-export interface TargetRequest {
+interface TargetRequest {
   /** `http:` or `https:`. */
   readonly protocol: string;
   /** The name or address to connect to (an IPv6 address without brackets). */
