@@ -39,7 +39,7 @@ export interface Site {
   warnings: string[];
 }
 
-export interface SiteUpstream {
+interface SiteUpstream {
   name: string;
   scheme: 'http' | 'https';
   /** host:port of each target (the port always written). */
