@@ -72,6 +72,6 @@ export class RouteTable {
 const UPPER = /[A-Z]/;
 
 /** ASCII letters in lower case, nothing else changed (so the length stays). */
-export function foldCase(path: string): string {
+function foldCase(path: string): string {
   return UPPER.test(path) ? path.replace(/[A-Z]+/g, (s) => s.toLowerCase()) : path;
 }
