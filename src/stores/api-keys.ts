@@ -43,7 +43,7 @@ export interface PresentedKey {
 }
 
 /** A key's last use is written at most this often per key (per instance). */
-export const LAST_USED_EVERY_MS = 60_000;
+const LAST_USED_EVERY_MS = 60_000;
 const ID = /^[0-9a-f]{16}$/;
 const SECRET = /^[A-Za-z0-9_-]{43}$/;
 /** What is compared with when there is no key of the presented id: unknown keys take the same steps. */
@@ -156,7 +156,7 @@ export class ApiKeys {
   }
 }
 
-export function formatKey(prefix: string, id: string, secret: string): string {
+function formatKey(prefix: string, id: string, secret: string): string {
   return `${prefix}_${id}_${secret}`;
 }
 

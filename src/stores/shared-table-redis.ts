@@ -12,7 +12,7 @@ import { StoreUnavailableError } from '../tokens/store/types.js';
 import { deepFreeze, type SharedTable } from './shared-table.js';
 
 /** How long an entry read from Redis is answered from memory (the change channel keeps it true meanwhile). */
-export const TABLE_CACHE_MS = 60_000;
+const TABLE_CACHE_MS = 60_000;
 
 // KEYS[1] = the entries' hash, KEYS[2] = the notes' hash (one hash tag: one Cluster slot). ARGV[1] = id.
 const CREATE = `

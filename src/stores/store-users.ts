@@ -10,7 +10,7 @@ export interface StoreUser {
 }
 
 /** How often the whole table is read again: the backstop for changes missed while the change channel was down. */
-export const RESYNC_MS = 5000;
+const RESYNC_MS = 5000;
 /** How long the first read waits for the store's connection before it is tried anyway. */
 const FIRST_READ_WAIT_MS = 10_000;
 /** How soon a first read that failed is tried again (the resync pace after it answered). */
