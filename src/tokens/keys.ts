@@ -4,15 +4,15 @@ import { ConfigError } from '../config/errors.js';
 import type { FileCheck } from '../config/inspect.js';
 import type { SigningKeyConfig, TokensConfig, VerificationKeyConfig } from '../config/types.js';
 
-export type Alg = 'HS256' | 'RS256' | 'ES256';
+type Alg = 'HS256' | 'RS256' | 'ES256';
 
-export interface VerificationKey {
+interface VerificationKey {
   kid: string;
   alg: Alg;
   key: KeyObject;
 }
 
-export interface SigningKey extends VerificationKey {}
+interface SigningKey extends VerificationKey {}
 
 export interface KeySet {
   signing: SigningKey;
@@ -92,7 +92,7 @@ export function derivedKey(refreshSecret: string | undefined, signingKey: KeyObj
 }
 
 /** The user's credential version as tokens and sessions carry it (undefined: the user is gone). */
-export function keyedCredentialVersion(key: Buffer, version: string | undefined): string | undefined {
+function keyedCredentialVersion(key: Buffer, version: string | undefined): string | undefined {
   return version === undefined ? undefined : createHmac('sha256', key).update(version).digest('base64url').slice(0, 16);
 }
 
