@@ -26,7 +26,7 @@
  */
 
 export const LIVE = 5;
-export const PENDING = 6;
+const PENDING = 6;
 export const PENDING_TTL_SECONDS = 60;
 
 /** Big-endian integers (exact in Lua's doubles for any ms timestamp), for both layouts. */

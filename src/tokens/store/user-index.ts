@@ -35,7 +35,7 @@ function otherTag(tag: string): string {
  * (copy 1, on another master of a Cluster: a create whose copy-0 slot is down is made there). A session
  * id names its place: `<user tag, 22><copy, 0|1><random, 22 = 128 bits>`; the random part is the field.
  */
-export const SESSION_ID = /^([A-Za-z0-9_-]{22})([01])([A-Za-z0-9_-]{22})$/;
+const SESSION_ID = /^([A-Za-z0-9_-]{22})([01])([A-Za-z0-9_-]{22})$/;
 
 export function userSessionKey(tag: string, copy: 0 | 1): string {
   return copy === 0 ? `ss:{${tag}}` : `ss:{${otherTag(tag)}}`;
