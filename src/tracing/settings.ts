@@ -1,10 +1,10 @@
 import type { TracingConfig } from '../config/types.js';
 
 /** OTLP over HTTP, as `OTEL_EXPORTER_OTLP_PROTOCOL` names the two the gateway sends. */
-export type OtlpProtocol = 'http/protobuf' | 'http/json';
+type OtlpProtocol = 'http/protobuf' | 'http/json';
 
 /** How new traces are sampled (the `OTEL_TRACES_SAMPLER` values). */
-export type SamplerName = 'always_on' | 'always_off' | 'traceidratio' | 'parentbased_always_on' | 'parentbased_always_off' | 'parentbased_traceidratio';
+type SamplerName = 'always_on' | 'always_off' | 'traceidratio' | 'parentbased_always_on' | 'parentbased_always_off' | 'parentbased_traceidratio';
 
 /** Tracing as it is on: where spans go, how, and which. */
 export interface TracingSettings {
@@ -22,7 +22,7 @@ export interface TracingSettings {
   batch: BatchSettings;
 }
 
-export interface BatchSettings {
+interface BatchSettings {
   scheduledDelayMillis: number;
   maxQueueSize: number;
   maxExportBatchSize: number;
