@@ -8,7 +8,7 @@ import { tokenKeysCheck } from './tokens/keys.js';
 export type { Inspection };
 
 /** Every file a configuration may name, each checked by the part that reads it. */
-export const FILE_CHECKS: readonly FileCheck[] = [htpasswdCheck, htgroupCheck, tokenKeysCheck, assertionKeysCheck, tlsCheck];
+const FILE_CHECKS: readonly FileCheck[] = [htpasswdCheck, htgroupCheck, tokenKeysCheck, assertionKeysCheck, tlsCheck];
 
 /** Everything a start would refuse, in one pass (see config/inspect.ts), with every part's file check. */
 export function inspectConfig(file: string, env: NodeJS.ProcessEnv = process.env): Inspection {

@@ -24,7 +24,7 @@ export interface RunOptions {
  * Serves a configuration until SIGTERM/SIGINT, then shuts down gracefully and exits 0. SIGHUP (and with
  * `watch` a changed file) reloads the configuration file without a restart.
  */
-export async function runGateway(config: Config, log: Logger = createLogger(config.log.level), options: RunOptions = {}): Promise<Gateway> {
+async function runGateway(config: Config, log: Logger = createLogger(config.log.level), options: RunOptions = {}): Promise<Gateway> {
   const gateway = createGateway(config, { log });
   // Signals first, before anything is awaited: a SIGHUP during start-up (a primary passes one on to a
   // worker still starting) must reload, not kill, and a SIGTERM must drain what little there is.
@@ -82,7 +82,7 @@ export async function runGateway(config: Config, log: Logger = createLogger(conf
  * Reads the configuration file again, checked as a start would check it (the files it names
  * included); a broken one is logged, every problem, and the configuration in force stays.
  */
-export function reloadFrom(gateway: Gateway, file: string, why: string, log: Logger): boolean {
+function reloadFrom(gateway: Gateway, file: string, why: string, log: Logger): boolean {
   const { config, problems, warnings } = inspectConfig(file);
   if (!config || problems.length > 0) {
     log.error('configuration not reloaded; the one in force stays', { why, file, problems });
