@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { requireNormalPath } from '../core/path.js';
-import { HttpProblem } from '../core/problem.js';
+import { DomainError } from '../core/domain-error.js';
 import { isValidHost } from '../core/headers.js';
 
 /** The request a forward-auth call asks about, as the proxy in front described it. */
@@ -37,7 +37,7 @@ const MAX_TARGET = 8192;
  * does not set. When both pairs are present they must describe the same request, or the call is
  * refused: otherwise a client could have `/public` judged while its proxy serves `/admin`. A method
  * is required (nginx's subrequest is always GET, so its own method says nothing); every header at
- * most once. Refusals are 400 problems (`invalid_request`, or `invalid_path` for a path the gateway
+ * most once. Refusals are domain errors, answered 400 (`invalid_request`, or `invalid_path` for a path the gateway
  * would refuse itself).
  */
 export function readDescription(req: IncomingMessage): Description {
@@ -45,14 +45,14 @@ export function readDescription(req: IncomingMessage): Description {
   const method = agreed(raw, 'x-forwarded-method', 'x-original-method');
   const target = agreed(raw, 'x-forwarded-uri', 'x-original-uri');
   if (target === undefined) {
-    throw new HttpProblem(400, 'invalid_request', 'a forward-auth request must say which request it asks about: X-Forwarded-Uri or X-Original-URI');
+    throw new DomainError('invalid_request', 'a forward-auth request must say which request it asks about: X-Forwarded-Uri or X-Original-URI');
   }
   if (method === undefined) {
-    throw new HttpProblem(400, 'invalid_request', 'a forward-auth request must name the original method: X-Forwarded-Method or X-Original-Method');
+    throw new DomainError('invalid_request', 'a forward-auth request must name the original method: X-Forwarded-Method or X-Original-Method');
   }
-  if (!METHOD.test(method)) throw new HttpProblem(400, 'invalid_request', 'the original method is not a method name');
+  if (!METHOD.test(method)) throw new DomainError('invalid_request', 'the original method is not a method name');
   if (target.length > MAX_TARGET || !TARGET.test(target)) {
-    throw new HttpProblem(400, 'invalid_path', 'the original URI must be a path (and query) starting with /');
+    throw new DomainError('invalid_path', 'the original URI must be a path (and query) starting with /');
   }
   return { method: method.toUpperCase(), target };
 }
@@ -74,7 +74,7 @@ export function describedPath(target: string): string {
  */
 export function describedRequest(req: IncomingMessage, read: Description = readDescription(req)): DescribedRequest {
   const { method, target } = read;
-  if (target.includes('#')) throw new HttpProblem(400, 'invalid_path', 'the original URI contains # (a fragment is never part of a request)');
+  if (target.includes('#')) throw new DomainError('invalid_path', 'the original URI contains # (a fragment is never part of a request)');
   const path = requireNormalPath(describedPath(target));
   const q = target.indexOf('?');
   const raw = req.rawHeaders;
@@ -93,7 +93,7 @@ export function describedRequest(req: IncomingMessage, read: Description = readD
 function schemeOf(value: string | undefined): 'http' | 'https' | undefined {
   const scheme = value?.toLowerCase();
   if (scheme === undefined || scheme === 'http' || scheme === 'https') return scheme;
-  throw new HttpProblem(400, 'invalid_request', 'X-Forwarded-Proto must be http or https');
+  throw new DomainError('invalid_request', 'X-Forwarded-Proto must be http or https');
 }
 
 /** The value of whichever of the two headers is present; both present must agree. */
@@ -101,7 +101,7 @@ function agreed(raw: string[], a: string, b: string): string | undefined {
   const first = single(raw, a);
   const second = single(raw, b);
   if (first !== undefined && second !== undefined && first !== second) {
-    throw new HttpProblem(400, 'invalid_request', `${a} and ${b} describe different requests`);
+    throw new DomainError('invalid_request', `${a} and ${b} describe different requests`);
   }
   return first ?? second;
 }
@@ -111,7 +111,7 @@ function single(raw: string[], name: string): string | undefined {
   let value: string | undefined;
   for (let i = 0; i < raw.length; i += 2) {
     if (raw[i]!.length !== name.length || raw[i]!.toLowerCase() !== name) continue;
-    if (value !== undefined) throw new HttpProblem(400, 'invalid_request', `the request carries more than one ${name} header`);
+    if (value !== undefined) throw new DomainError('invalid_request', `the request carries more than one ${name} header`);
     value = raw[i + 1]!.trim();
   }
   return value === '' ? undefined : value;

@@ -1,4 +1,4 @@
-import { HttpProblem } from './problem.js';
+import { DomainError } from './domain-error.js';
 
 const UNRESERVED = /[A-Za-z0-9\-._~]/;
 const HEX = /^[0-9A-Fa-f]{2}$/;
@@ -103,8 +103,8 @@ function decodeUnreserved(raw: string): string {
   return out;
 }
 
-function invalidPath(detail: string): HttpProblem {
-  return new HttpProblem(400, 'invalid_path', detail);
+function invalidPath(detail: string): DomainError {
+  return new DomainError('invalid_path', detail);
 }
 
 const ESCAPE = /%([0-9A-Fa-f]{2})/g;

@@ -31,7 +31,7 @@ interface DomainAnswer {
   status: number;
   code: ProblemCode;
   /** The WWW-Authenticate of the answer; undefined: none. */
-  challenge?: (err: DomainError) => string | undefined;
+  challenge?: (err: DomainError) => string | readonly string[] | undefined;
   /** The detail the client reads, when not the error's own message. */
   detail?: string;
 }
@@ -39,18 +39,39 @@ interface DomainAnswer {
 /** A 401 for a credential: the challenge of the identity source that refused it (none on the token endpoints). */
 const sourceChallenge = (err: DomainError) => err.challenge;
 const bearerError = (description: string) => `Bearer realm="${REALM}", error="invalid_token", error_description="${description}"`;
+/** A provider's token refused (RFC 6750 §3.1), without the detail: the detail names the provider's rules. */
+const providerTokenError = `Bearer realm="${REALM}", error="invalid_token"`;
 
 /**
  * The one table from a domain refusal to what the client sees: status, problem code, challenge and
- * detail. `Retry-After` comes from the error itself (a lockout knows how long it holds).
+ * detail. `Retry-After` comes from the error itself (a lockout knows how long it holds), and the
+ * error's details become members of the problem body.
  */
 export const DOMAIN_ANSWERS: { readonly [C in DomainCode]: DomainAnswer } = {
+  // No credentials: every source's challenge (the authenticate step names them).
+  missing_credentials: { status: 401, code: 'missing_credentials', challenge: sourceChallenge },
   invalid_credentials: { status: 401, code: 'invalid_credentials', challenge: sourceChallenge },
+  credentials_not_accepted: { status: 401, code: 'invalid_credentials', challenge: sourceChallenge },
   // RFC 6750 §3.1: a bearer token refused says why in its challenge.
   invalid_token: { status: 401, code: 'invalid_token', challenge: (err) => bearerError(err.message) },
   token_expired: { status: 401, code: 'token_expired', challenge: () => bearerError('the access token has expired') },
+  malformed_bearer: { status: 401, code: 'invalid_token', challenge: () => `Bearer realm="${REALM}", error="invalid_request"` },
+  invalid_provider_token: { status: 401, code: 'invalid_token', challenge: () => providerTokenError },
+  provider_token_expired: { status: 401, code: 'token_expired', challenge: () => `${providerTokenError}, error_description="expired"` },
+  // A browser session: the browser sent its cookie by itself, a challenge would only open a password prompt.
+  session_ended: { status: 401, code: 'invalid_token' },
+  session_expired: { status: 401, code: 'token_expired' },
   invalid_refresh_token: { status: 401, code: 'invalid_refresh_token' },
   too_many_attempts: { status: 429, code: 'too_many_attempts' },
+  invalid_request: { status: 400, code: 'invalid_request' },
+  invalid_path: { status: 400, code: 'invalid_path' },
+  invalid_page_size: { status: 400, code: 'invalid_page_size' },
+  invalid_page: { status: 400, code: 'invalid_page' },
+  invalid_sort: { status: 400, code: 'invalid_sort' },
+  not_found: { status: 404, code: 'not_found' },
+  forbidden: { status: 403, code: 'forbidden' },
+  identity_provider_unavailable: { status: 503, code: 'identity_provider_unavailable' },
+  provider_answer_unusable: { status: 502, code: 'bad_gateway' },
   verifications_busy: { status: 503, code: 'service_unavailable' },
   upstream_busy: { status: 503, code: 'service_unavailable' },
   store_unavailable: { status: 503, code: 'store_unavailable', detail: 'the token store is unavailable; retry shortly' },
@@ -60,11 +81,11 @@ export const DOMAIN_ANSWERS: { readonly [C in DomainCode]: DomainAnswer } = {
 /** The problem a domain refusal is answered with. */
 function domainProblem(err: DomainError): HttpProblem {
   const answer = DOMAIN_ANSWERS[err.code];
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string | string[]> = {};
   const challenge = answer.challenge?.(err);
-  if (challenge !== undefined) headers['WWW-Authenticate'] = challenge;
+  if (challenge !== undefined) headers['WWW-Authenticate'] = challenge as string | string[];
   if (err.retryAfterSeconds !== undefined) headers['Retry-After'] = String(err.retryAfterSeconds);
-  return new HttpProblem(answer.status, answer.code, answer.detail ?? err.message, { headers });
+  return new HttpProblem(answer.status, answer.code, answer.detail ?? err.message, { headers, extensions: err.details });
 }
 
 /** Maps any error to the HttpProblem the client sees. */

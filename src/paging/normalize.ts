@@ -1,5 +1,5 @@
 import type { PagingRules } from '../config/types.js';
-import { HttpProblem } from '../core/problem.js';
+import { DomainError } from '../core/domain-error.js';
 
 const NON_NEGATIVE = /^(?:0|[1-9]\d{0,8})$/;
 const SORT = /^([A-Za-z_][A-Za-z0-9_.]*)(?:,([A-Za-z]+))?$/;
@@ -8,7 +8,8 @@ const SORT = /^([A-Za-z_][A-Za-z0-9_.]*)(?:,([A-Za-z]+))?$/;
  * The paging rules of spec section 4 as a pure function: `size` from the allowed sizes (default when
  * absent), `page` a 0-based non-negative integer (0 when absent), each `sort` as `prop,asc|desc` with
  * a known property. Other parameters keep their order; the paging ones follow them in one canonical
- * order. Throws 400 naming the parameter and what is allowed.
+ * order. Refuses (a DomainError: invalid_page_size, invalid_page, invalid_sort) naming the parameter and
+ * what is allowed.
  */
 export function normalizePaging(query: URLSearchParams, rules: PagingRules): URLSearchParams {
   const out = new URLSearchParams();
@@ -38,7 +39,7 @@ function take(given: Given, name: PagingName | undefined, value: string): boolea
   return true;
 }
 
-/** The rules applied: the size, the page, each sort as `prop,asc|desc`; throws 400 naming what is allowed. */
+/** The rules applied: the size, the page, each sort as `prop,asc|desc`; refuses naming what is allowed. */
 function pagingOf(given: Given, rules: PagingRules): { size: number; page: number; sorts: string[] } {
   const seen = new Set<string>();
   return {
@@ -62,7 +63,7 @@ const VARIANT = /^[[\].\p{Cc}\p{Cf}\s\uFFFD]*(size|page|sort)(?:[[\].\p{Cc}\p{Cf
 
 /**
  * A decoded parameter name: `size`, `page` or `sort` when it is exactly one of them; undefined for any
- * other parameter; 400 for another spelling of a paging name (`SIZE`, `size[]`, `size%5B%5D`, `Page.x`, `size%00`),
+ * other parameter; refused for another spelling of a paging name (`SIZE`, `size[]`, `size%5B%5D`, `Page.x`, `size%00`),
  * which Express (qs) or ASP.NET would read as the paging parameter next to the canonical one the
  * gateway writes.
  */
@@ -71,7 +72,7 @@ function pagingName(name: string): PagingName | undefined {
   const m = VARIANT.exec(name);
   if (!m) return undefined;
   const canonical = m[1]!.toLowerCase() as PagingName;
-  throw new HttpProblem(400, CODES[canonical], `the paging parameter is spelt ${canonical} exactly (lower case, no brackets, dots, spaces or control characters); ${JSON.stringify(name.slice(0, 64))} is refused on this paged list`);
+  throw new DomainError(CODES[canonical], `the paging parameter is spelt ${canonical} exactly (lower case, no brackets, dots, spaces or control characters); ${JSON.stringify(name.slice(0, 64))} is refused on this paged list`);
 }
 
 /**
@@ -94,7 +95,7 @@ function lenientDecode(raw: string): string {
 
 /**
  * On a paged list that another proxy forwards (a forward-auth answer): the values are not checked, but
- * another spelling of a paging name is refused (400) as it is on a forwarded request.
+ * another spelling of a paging name is refused as it is on a forwarded request.
  */
 export function refusePagingVariants(search: string): void {
   for (const part of search === '' ? [] : search.split('&')) {
@@ -140,32 +141,32 @@ function pageSize(values: string[], rules: PagingRules): number {
   // The refusals' wording is made only when one is thrown.
   const allowed = () => `size must be one of ${rules.sizes.join(', ')}`;
   if (values.length === 0) return rules.defaultSize;
-  if (values.length > 1) throw new HttpProblem(400, 'invalid_page_size', `size may be given only once; ${allowed()}`);
+  if (values.length > 1) throw new DomainError('invalid_page_size', `size may be given only once; ${allowed()}`);
   const size = NON_NEGATIVE.test(values[0]!) ? Number(values[0]) : NaN;
-  if (!rules.sizes.includes(size)) throw new HttpProblem(400, 'invalid_page_size', allowed(), { extensions: { allowed: rules.sizes } });
+  if (!rules.sizes.includes(size)) throw new DomainError('invalid_page_size', allowed(), { details: { allowed: rules.sizes } });
   return size;
 }
 
 function pageNumber(values: string[]): number {
   const rule = 'page must be a non-negative integer below 1000000000 (0 is the first page)';
   if (values.length === 0) return 0;
-  if (values.length > 1) throw new HttpProblem(400, 'invalid_page', `page may be given only once; ${rule}`);
-  if (!NON_NEGATIVE.test(values[0]!)) throw new HttpProblem(400, 'invalid_page', rule);
+  if (values.length > 1) throw new DomainError('invalid_page', `page may be given only once; ${rule}`);
+  if (!NON_NEGATIVE.test(values[0]!)) throw new DomainError('invalid_page', rule);
   return Number(values[0]);
 }
 
 function sortOrder(value: string, rules: PagingRules, seen: Set<string>): string {
-  if (rules.sortable.length === 0) throw new HttpProblem(400, 'invalid_sort', 'sort is not allowed: this list cannot be sorted');
+  if (rules.sortable.length === 0) throw new DomainError('invalid_sort', 'sort is not allowed: this list cannot be sorted');
   const allowed = () => `sort must be <property>[,asc|desc] with a property among ${rules.sortable.join(', ')}`;
   const m = SORT.exec(value);
-  if (!m) throw new HttpProblem(400, 'invalid_sort', allowed(), { extensions: { allowed: rules.sortable } });
+  if (!m) throw new DomainError('invalid_sort', allowed(), { details: { allowed: rules.sortable } });
   const [, property, direction = 'asc'] = m as unknown as [string, string, string | undefined];
   if (!rules.sortable.includes(property)) {
-    throw new HttpProblem(400, 'invalid_sort', `cannot sort by ${property}; ${allowed()}`, { extensions: { allowed: rules.sortable } });
+    throw new DomainError('invalid_sort', `cannot sort by ${property}; ${allowed()}`, { details: { allowed: rules.sortable } });
   }
   const dir = direction.toLowerCase();
-  if (dir !== 'asc' && dir !== 'desc') throw new HttpProblem(400, 'invalid_sort', `sort direction must be asc or desc, not ${direction}`);
-  if (seen.has(property)) throw new HttpProblem(400, 'invalid_sort', `sort names ${property} more than once`);
+  if (dir !== 'asc' && dir !== 'desc') throw new DomainError('invalid_sort', `sort direction must be asc or desc, not ${direction}`);
+  if (seen.has(property)) throw new DomainError('invalid_sort', `sort names ${property} more than once`);
   seen.add(property);
   return `${property},${dir}`;
 }

@@ -3,7 +3,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { parseAuthorization } from '../../src/auth/authorization-header.js';
 import { DEFAULT_PAGE_SIZES } from '../../src/config/validate.js';
 import { normalizePath } from '../../src/core/path.js';
-import { HttpProblem } from '../../src/core/problem.js';
+import { DomainError } from '../../src/core/domain-error.js';
+import { toProblem } from '../../src/http/errors.js';
 import type { PagingRules } from '../../src/config/types.js';
 import { normalizePaging } from '../../src/paging/normalize.js';
 import { basic, createTokens, gatewayFixture } from '../support/fixtures.js';
@@ -84,7 +85,7 @@ describe('fuzz: parseAuthorization', () => {
 });
 
 // -----------------------------------------------------------------------------------------------
-// normalizePaging: only HttpProblem 400; output canonical and a fixed point.
+// normalizePaging: only a domain refusal answered 400; output canonical and a fixed point.
 // -----------------------------------------------------------------------------------------------
 
 const RULES: PagingRules[] = [
@@ -118,9 +119,10 @@ function checkPaging(q: URLSearchParams, rules: PagingRules): void {
   try {
     out = normalizePaging(q, rules);
   } catch (err) {
-    expect(err).toBeInstanceOf(HttpProblem);
-    expect((err as HttpProblem).status).toBe(400);
-    expect(PAGING_CODES).toContain((err as HttpProblem).code);
+    expect(err).toBeInstanceOf(DomainError);
+    const problem = toProblem(err);
+    expect(problem.status).toBe(400);
+    expect(PAGING_CODES).toContain(problem.code);
     return;
   }
   const sizes = out.getAll('size');
@@ -142,7 +144,7 @@ function checkPaging(q: URLSearchParams, rules: PagingRules): void {
 }
 
 describe('fuzz: normalizePaging', () => {
-  it('throws nothing but HttpProblem 400; output canonical (size allowed, page /^(0|[1-9]\\d*)$/, sort prop,asc|desc) and idempotent', () => {
+  it('throws nothing but a domain refusal answered 400; output canonical (size allowed, page /^(0|[1-9]\\d*)$/, sort prop,asc|desc) and idempotent', () => {
     fc.assert(fc.property(query, fc.constantFrom(...RULES), (q, rules) => checkPaging(q, rules)), { numRuns: PURE_RUNS * 2 });
   });
 
@@ -156,7 +158,7 @@ describe('fuzz: normalizePaging', () => {
 });
 
 // -----------------------------------------------------------------------------------------------
-// normalizePath: only HttpProblem 400 invalid_path; output canonical and a fixed point.
+// normalizePath: only a domain refusal answered 400 invalid_path; output canonical and a fixed point.
 // -----------------------------------------------------------------------------------------------
 
 const pathPiece = fc.oneof(
@@ -185,15 +187,16 @@ function normalizedOrRefused(raw: string): string | undefined {
   try {
     return normalizePath(raw);
   } catch (err) {
-    expect(err).toBeInstanceOf(HttpProblem);
-    expect((err as HttpProblem).status).toBe(400);
-    expect((err as HttpProblem).code).toBe('invalid_path');
+    expect(err).toBeInstanceOf(DomainError);
+    const problem = toProblem(err);
+    expect(problem.status).toBe(400);
+    expect(problem.code).toBe('invalid_path');
     return undefined;
   }
 }
 
 describe('fuzz: normalizePath', () => {
-  it('throws nothing but HttpProblem 400 invalid_path', () => {
+  it('throws nothing but a domain refusal answered 400 invalid_path', () => {
     fc.assert(fc.property(rawPath, (raw) => {
       normalizedOrRefused(raw);
     }), { numRuns: PURE_RUNS * 2 });

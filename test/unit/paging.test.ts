@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { PagingRules } from '../../src/config/types.js';
 import { HttpProblem } from '../../src/core/problem.js';
+import { refusalOf } from '../support/refusal.js';
 import { canonicalQuery, normalizePaging, refusePagingVariants } from '../../src/paging/normalize.js';
 
 /** The conversations list of the spec: sizes of section 4/8, sortable by campaignId (and createdAt). */
@@ -106,14 +107,9 @@ const cases: Case[] = [
 ];
 
 function expectProblem(fn: () => unknown, code: ErrorCode): HttpProblem {
-  let thrown: unknown;
-  try {
-    fn();
-  } catch (err) {
-    thrown = err;
-  }
+  const thrown = refusalOf(fn);
   expect(thrown, 'expected a 400 problem').toBeInstanceOf(HttpProblem);
-  const problem = thrown as HttpProblem;
+  const problem = thrown!;
   expect(problem.status).toBe(400);
   expect(problem.code).toBe(code);
   expect(problem.message, `detail "${problem.message}" should name the parameter`).toMatch(PARAMETER[code]);
@@ -220,7 +216,7 @@ describe('canonicalQuery: other spellings of the paging names, on the raw query'
     ['page%09=2', 'invalid_page'],
     ['sort%00=x', 'invalid_sort'],
   ])('refuses %j with %s', (search, code) => {
-    expect(() => canonicalQuery(search, RULES)).toThrow(expect.objectContaining({ status: 400, code }));
+    expect(refusalOf(() => canonicalQuery(search, RULES))).toMatchObject({ status: 400, code });
   });
 
   it('other parameters are left as written', () => {
@@ -235,6 +231,6 @@ describe('refusePagingVariants (a forward-auth answer: values unchecked, other s
   });
   it.each([['size[]=100000', 'invalid_page_size'], ['SIZE=1', 'invalid_page_size'], ['size%5B%5D=1', 'invalid_page_size'], ['Page=1', 'invalid_page'], ['sort.x=1', 'invalid_sort']])(
     'refuses %j with %s', (search, code) => {
-      expect(() => refusePagingVariants(search)).toThrow(expect.objectContaining({ status: 400, code }));
+      expect(refusalOf(() => refusePagingVariants(search))).toMatchObject({ status: 400, code });
     });
 });

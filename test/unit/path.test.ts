@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { hasTrailingDotsOrSpaces, normalizePath, requireNormalPath, withoutPathParameters, withoutTrailingDotsAndSpaces } from '../../src/core/path.js';
 import { HttpProblem } from '../../src/core/problem.js';
+import { refusalOf } from '../support/refusal.js';
 import { isTokenPath } from '../../src/http/request-form.js';
 
 /** [description, raw path, normalized path]. */
@@ -80,17 +81,12 @@ describe('normalizePath (DESIGN "Forwarding": one spelling per path)', () => {
   });
 
   it.each(refused)('refuses %s: %j → 400 invalid_path', (_description, raw) => {
-    let thrown: unknown;
     let result: string | undefined;
-    try {
-      result = normalizePath(raw);
-    } catch (err) {
-      thrown = err;
-    }
+    const thrown = refusalOf(() => (result = normalizePath(raw)));
     expect(thrown, `expected a refusal, got ${JSON.stringify(result)}`).toBeInstanceOf(HttpProblem);
-    expect((thrown as HttpProblem).status).toBe(400);
-    expect((thrown as HttpProblem).code).toBe('invalid_path');
-    expect((thrown as HttpProblem).message.length).toBeGreaterThan(0);
+    expect(thrown!.status).toBe(400);
+    expect(thrown!.code).toBe('invalid_path');
+    expect(thrown!.message.length).toBeGreaterThan(0);
   });
 });
 
@@ -126,7 +122,7 @@ describe('requireNormalPath (a forward-auth description: judged only when alread
     ['a dot segment with parameters', '/api/admin/..;/items'],
     ['a climb above the root', '/../api'],
   ])('refuses %s: %j → 400 invalid_path', (_description, path) => {
-    expect(() => requireNormalPath(path)).toThrow(expect.objectContaining({ status: 400, code: 'invalid_path' }));
+    expect(refusalOf(() => requireNormalPath(path))).toMatchObject({ status: 400, code: 'invalid_path' });
   });
 });
 

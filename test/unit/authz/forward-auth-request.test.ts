@@ -1,7 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { describedRequest } from '../../../src/authz/forward-auth-request.js';
-import { HttpProblem } from '../../../src/core/problem.js';
+import { DomainError } from '../../../src/core/domain-error.js';
+import { toProblem } from '../../../src/http/errors.js';
 
 function req(headers: Array<[string, string]>): IncomingMessage {
   return { rawHeaders: headers.flat() } as unknown as IncomingMessage;
@@ -11,7 +12,10 @@ function refusal(headers: Array<[string, string]>): { status: number; code: stri
   try {
     describedRequest(req(headers));
   } catch (err) {
-    if (err instanceof HttpProblem) return { status: err.status, code: err.code };
+    if (err instanceof DomainError) {
+      const problem = toProblem(err);
+      return { status: problem.status, code: problem.code };
+    }
     throw err;
   }
   throw new Error('not refused');
