@@ -1,5 +1,5 @@
 import type { ApiKeysConfig } from '../config/types.js';
-import { HttpProblem } from '../core/problem.js';
+import { DomainError } from '../core/domain-error.js';
 import type { Principal } from '../core/principal.js';
 import { parseKey, type ApiKeyRecord, type ApiKeys, type PresentedKey } from '../stores/api-keys.js';
 import type { Authenticator } from './authenticator.js';
@@ -19,7 +19,7 @@ const isBearer = schemeMatcher('bearer');
 export function apiKeyAuthenticator(keys: ApiKeys, config: ApiKeysConfig): Authenticator<PresentedKey> {
   const header = config.header.toLowerCase();
   const bearerPrefix = `${config.prefix}_`;
-  const refuse = () => new HttpProblem(401, 'invalid_credentials', 'the API key is unknown, revoked or expired');
+  const refuse = () => new DomainError('credentials_not_accepted', 'the API key is unknown, revoked or expired');
   return {
     via: 'api_key',
     // Its credentials come in a header of their own (or as a bearer credential the token check leaves).
@@ -32,7 +32,7 @@ export function apiKeyAuthenticator(keys: ApiKeys, config: ApiKeysConfig): Authe
         // One credential per request: an Authorization header beside the key would reach a route that
         // forwards Authorization without the gateway having judged it.
         if (req.headers.authorization !== undefined) {
-          throw new HttpProblem(400, 'invalid_request', `the request carries an API key (${config.header}) and an Authorization header: send one credential`);
+          throw new DomainError('invalid_request', `the request carries an API key (${config.header}) and an Authorization header: send one credential`);
         }
         return parsed(typeof value === 'string' ? value : undefined);
       }
@@ -71,11 +71,11 @@ export function apiKeyAuthenticator(keys: ApiKeys, config: ApiKeysConfig): Authe
     },
   };
 
-  /** The key in the header (one, of this prefix); anything else there is a malformed key: 401. */
+  /** The key in the header (one, of this prefix); anything else there is a malformed key, not accepted. */
   function parsed(text: string | undefined): PresentedKey {
     const key = text === undefined ? undefined : parseKey(text.trim(), config.prefix);
     if (key) return key;
-    throw new HttpProblem(401, 'invalid_credentials', `the API key is malformed (one key of the form ${config.prefix}_<id>_<secret>)`);
+    throw new DomainError('credentials_not_accepted', `the API key is malformed (one key of the form ${config.prefix}_<id>_<secret>)`);
   }
 
   /** The principal of a key judged usable. */

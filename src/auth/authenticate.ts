@@ -1,14 +1,13 @@
 import { DomainError } from '../core/domain-error.js';
 import type { Exchange } from '../core/exchange.js';
 import type { Principal } from '../core/principal.js';
-import { HttpProblem } from '../core/problem.js';
 import type { Authenticator } from './authenticator.js';
 
 /**
  * The authenticate step: the first of the enabled authenticators that recognises the request's
  * credentials proves them once and sets `ex.principal`. Synchronous when the authenticator answers
- * synchronously (cache hits). A request without credentials gets 401 `missing_credentials` with every
- * challenge; an Authorization scheme none of them answers to, 401 `invalid_credentials`.
+ * synchronously (cache hits). A request without credentials is refused `missing_credentials` with every
+ * challenge; an Authorization scheme none of them answers to, `credentials_not_accepted` (with every challenge too).
  */
 export function authenticate(authenticators: readonly Authenticator[]): (ex: Exchange) => void | Promise<void> {
   // Two sources may share a scheme (provider bearer tokens beside the gateway's own): each is named once.
@@ -16,7 +15,7 @@ export function authenticate(authenticators: readonly Authenticator[]): (ex: Exc
   const schemes = [...new Set(authenticators.flatMap((a) => (a.scheme === undefined ? [] : [a.scheme[0]!.toUpperCase() + a.scheme.slice(1)])))];
   return function authenticateRequest(ex) {
     const req = ex.req;
-    if (ex.repeatedAuthorization) throw new HttpProblem(400, 'invalid_request', 'the request carries more than one Authorization header');
+    if (ex.repeatedAuthorization) throw new DomainError('invalid_request', 'the request carries more than one Authorization header');
     for (const authenticator of authenticators) {
       if (authenticator.fromConnection && ex.forwardAuth !== undefined) continue;
       const credentials = authenticator.parse(req);
@@ -38,24 +37,14 @@ export function authenticate(authenticators: readonly Authenticator[]): (ex: Exc
       });
     }
     if (req.headers.authorization === undefined) {
-      throw challenge('missing_credentials', `credentials are required: Authorization: ${schemes.join(' or ')}`, challenges);
+      throw new DomainError('missing_credentials', `credentials are required: Authorization: ${schemes.join(' or ')}`, { challenge: challenges });
     }
-    throw challenge('invalid_credentials', `the Authorization scheme must be ${schemes.join(' or ')}`, challenges);
+    throw new DomainError('credentials_not_accepted', `the Authorization scheme must be ${schemes.join(' or ')}`, { challenge: challenges });
   };
 }
 
-/** A 401 from an authenticator carries its challenge. */
+/** A refusal from an authenticator carries its challenge (the table decides whether the answer shows it). */
 function challenged(err: unknown, authenticator: Authenticator): unknown {
-  if (err instanceof DomainError) {
-    err.challenge ??= authenticator.challenge;
-    return err;
-  }
-  if (err instanceof HttpProblem && err.status === 401 && authenticator.challenge !== undefined && err.headers['WWW-Authenticate'] === undefined) {
-    err.headers['WWW-Authenticate'] = authenticator.challenge;
-  }
+  if (err instanceof DomainError) err.challenge ??= authenticator.challenge;
   return err;
-}
-
-function challenge(code: 'missing_credentials' | 'invalid_credentials', detail: string, challenges: string[]): HttpProblem {
-  return new HttpProblem(401, code, detail, { headers: { 'WWW-Authenticate': challenges } });
 }

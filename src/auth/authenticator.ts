@@ -30,12 +30,14 @@ export interface Authenticator<C = unknown> {
   readonly securityScheme: SecurityScheme;
   /**
    * Its credentials on the request, or undefined when the request carries none of its kind. Throws a
-   * 401 HttpProblem (with its challenge) for credentials of its kind that are malformed.
+   * DomainError (`credentials_not_accepted`, `malformed_bearer`, …) for credentials of its kind that are
+   * malformed.
    */
   parse(req: IncomingMessage): C | undefined;
   /**
    * Proves them: the principal, synchronously when nothing must be waited for (a cache hit), else a
-   * promise of it. Throws (or rejects with) a 401 or 429 HttpProblem, or a store error (503).
+   * promise of it. Throws (or rejects with) a DomainError saying why (the HTTP layer's DOMAIN_ANSWERS
+   * gives it its status and challenge), a store outage included.
    */
   verify(credentials: C, ex: Exchange): Principal | Promise<Principal>;
   /**

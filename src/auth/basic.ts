@@ -1,7 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { Http2ServerRequest } from 'node:http2';
 import type { AttemptMemo, CredentialVersions, PasswordCheck } from '../credentials/password-check.js';
-import { HttpProblem, REALM } from '../core/problem.js';
+import { DomainError } from '../core/domain-error.js';
+import { REALM } from '../core/problem.js';
 import type { Principal } from '../core/principal.js';
 import type { Authenticator } from './authenticator.js';
 import { schemeMatcher } from './authenticator.js';
@@ -49,9 +50,7 @@ export function basicAuthenticator(passwords: PasswordCheck, credentialVersion: 
         lastRead.set(connection, read);
         return read;
       }
-      throw new HttpProblem(401, 'invalid_credentials', parsed.ok ? 'the Authorization header is malformed' : parsed.reason, {
-        headers: { 'WWW-Authenticate': BASIC_CHALLENGE },
-      });
+      throw new DomainError('credentials_not_accepted', parsed.ok ? 'the Authorization header is malformed' : parsed.reason, { challenge: BASIC_CHALLENGE });
     },
     verify(credentials, ex) {
       const user = credentials.user;

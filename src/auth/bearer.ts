@@ -1,5 +1,5 @@
 import { DomainError } from '../core/domain-error.js';
-import { HttpProblem, REALM } from '../core/problem.js';
+import { REALM } from '../core/problem.js';
 import type { Principal } from '../core/principal.js';
 import type { TokenService } from '../tokens/service.js';
 import { invalidToken, type AccessClaims } from '../tokens/access-token.js';
@@ -38,9 +38,7 @@ export function bearerAuthenticator(tokens: TokenService): Authenticator<string>
       }
       const m = HEADER.exec(header);
       if (m) return m[1]!;
-      throw new HttpProblem(401, 'invalid_token', 'the Authorization header is malformed', {
-        headers: { 'WWW-Authenticate': `${BEARER_CHALLENGE}, error="invalid_request"` },
-      });
+      throw new DomainError('malformed_bearer', 'the Authorization header is malformed');
     },
     verify(token, ex) {
       const claims = tokens.verifyAccessTokenNow(token);

@@ -4,7 +4,7 @@ import type { PeerCertificate as NodePeerCertificate } from 'node:tls';
 import type { ClientUserFrom } from '../config/types.js';
 import type { Exchange } from '../core/exchange.js';
 import { isGroupName } from '../core/headers.js';
-import { HttpProblem } from '../core/problem.js';
+import { DomainError } from '../core/domain-error.js';
 
 /**
  * The client certificate of a request's connection, read once per connection (keep-alive requests, the
@@ -114,9 +114,9 @@ export class ClientCertificates {
   }
 }
 
-/** The 401 of a certificate that is not (or no longer) verified. */
-export function refused(cert: ClientCertificate): HttpProblem {
-  return new HttpProblem(401, 'invalid_credentials', `the client certificate was not accepted (${cert.reason ?? 'not verified'})`);
+/** The refusal of a certificate that is not (or no longer) verified. */
+export function refused(cert: ClientCertificate): DomainError {
+  return new DomainError('credentials_not_accepted', `the client certificate was not accepted (${cert.reason ?? 'not verified'})`);
 }
 
 /**

@@ -1,5 +1,5 @@
+import { DomainError } from '../core/domain-error.js';
 import type { Principal } from '../core/principal.js';
-import { HttpProblem } from '../core/problem.js';
 import type { Sessions } from '../tokens/store/types.js';
 import type { Authenticator } from './authenticator.js';
 import { cookieValue, type Sealer } from './seal.js';
@@ -72,8 +72,8 @@ export function cookieSessionAuthenticator(cookieName: string, sealer: Sealer, s
     },
     verify(value) {
       const session = open(value);
-      if (!session) throw new HttpProblem(401, 'invalid_credentials', 'the session cookie is not one this gateway made: sign in again');
-      if (session.exp <= now() / 1000) throw new HttpProblem(401, 'token_expired', 'the browser session has expired: sign in again');
+      if (!session) throw new DomainError('credentials_not_accepted', 'the session cookie is not one this gateway made: sign in again');
+      if (session.exp <= now() / 1000) throw new DomainError('session_expired', 'the browser session has expired: sign in again');
       const live = store.isLiveNow(session.sid);
       if (live === true) return principal(session, value);
       if (live === false) throw ended();
@@ -101,6 +101,6 @@ function principal(session: BrowserSession, value: string): Principal {
   return { user: session.user, via: 'oidc-session', groups: session.groups, ownGroups: true, sid: session.sid, expiresAt: session.exp, ambient: true, proof: value, credential: undefined };
 }
 
-function ended(): HttpProblem {
-  return new HttpProblem(401, 'invalid_token', 'the browser session has ended (signed out or revoked): sign in again');
+function ended(): DomainError {
+  return new DomainError('session_ended', 'the browser session has ended (signed out or revoked): sign in again');
 }

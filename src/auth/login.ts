@@ -3,8 +3,8 @@ import * as oidc from 'openid-client';
 import type { Clock } from '../clock.js';
 import type { LoginConfig, LoginProviderConfig } from '../config/types.js';
 import { isLoopback } from '../config/issuers.js';
+import { DomainError } from '../core/domain-error.js';
 import { isUsableName } from '../core/headers.js';
-import { HttpProblem } from '../core/problem.js';
 import type { IssuerKeys } from '../identity/issuers.js';
 import { KeysUnavailable } from '../identity/issuers.js';
 import { InvalidLogoutToken, verifyLogoutToken } from '../identity/logout-token.js';
@@ -98,17 +98,17 @@ export class LoginFlow {
   }
 
   /**
-   * The provider of that name, or without a name the only one; 400 for a name that is none of them, or
-   * no name among several (the sign-in page offers each); 404 without any provider.
+   * The provider of that name, or without a name the only one; `invalid_request` for a name that is none
+   * of them, or no name among several (the sign-in page offers each); `not_found` without any provider.
    */
   provider(name?: string): LoginProvider {
-    if (this.providers.length === 0) throw new HttpProblem(404, 'not_found', 'this gateway signs in its own users only (no OpenID provider in login)');
+    if (this.providers.length === 0) throw new DomainError('not_found', 'this gateway signs in its own users only (no OpenID provider in login)');
     if (name === undefined) {
       if (this.providers.length === 1) return this.providers[0]!;
-      throw new HttpProblem(400, 'invalid_request', 'name the provider to sign in at (the sign-in page offers each)');
+      throw new DomainError('invalid_request', 'name the provider to sign in at (the sign-in page offers each)');
     }
     const found = this.providers.find((p) => p.name === name);
-    if (!found) throw new HttpProblem(400, 'invalid_request', `no provider of sign-in is named ${JSON.stringify(name)}`);
+    if (!found) throw new DomainError('invalid_request', `no provider of sign-in is named ${JSON.stringify(name)}`);
     return found;
   }
 
@@ -270,14 +270,14 @@ export class LoginFlow {
   }
 
   /**
-   * The callback: the state cookie must match (else 400), the provider's answer is checked and the code
+   * The callback: the state cookie must match (else `invalid_request`), the provider's answer is checked and the code
    * exchanged by openid-client (state, PKCE, the ID token's signature, issuer, audience, nonce, expiry).
    * Answers the sealed session handle for the cookie and where to send the browser.
    */
   async complete(query: string, stateCookie: string | undefined, client: SigningInClient): Promise<{ cookie: string; returnTo: string }> {
     const opened = stateCookie === undefined ? undefined : this.sealer.open(STATE_PURPOSE, stateCookie) as LoginState | undefined;
     if (!opened || typeof opened.s !== 'string' || typeof opened.e !== 'number' || opened.e <= this.clock.now()) {
-      throw new HttpProblem(400, 'invalid_request', 'no sign-in is in progress in this browser (its state cookie is missing or expired): open the page again');
+      throw new DomainError('invalid_request', 'no sign-in is in progress in this browser (its state cookie is missing or expired): open the page again');
     }
     // The provider is the one this sign-in began at (its state names it; a state of the last release, none:
     // its one provider). A response that does not fit it is refused before any token request.
@@ -288,7 +288,7 @@ export class LoginFlow {
     if (iss !== null && iss !== provider.issuer) {
       // RFC 9207: the authorization response names its issuer; another one than the sign-in's is a mix-up.
       this.log.warn('sign-in refused: the authorization response is from another issuer than the sign-in began at', { issuer: provider.name, iss });
-      throw new HttpProblem(400, 'invalid_request', `the authorization response is from ${iss}, not from ${provider.issuer} where this sign-in began (a mix-up): open the page again`);
+      throw new DomainError('invalid_request', `the authorization response is from ${iss}, not from ${provider.issuer} where this sign-in began (a mix-up): open the page again`);
     }
     let tokens: Awaited<ReturnType<typeof oidc.authorizationCodeGrant>>;
     try {
@@ -316,13 +316,13 @@ export class LoginFlow {
     }
     const user = claimAt(claims, userClaim);
     if (typeof user !== 'string' || user === '') {
-      throw new HttpProblem(403, 'forbidden', `the provider did not tell the user's ${userClaim}: ask for a scope that includes it (login.scopes)`);
+      throw new DomainError('forbidden', `the provider did not tell the user's ${userClaim}: ask for a scope that includes it (login.scopes)`);
     }
     // The bearer path's rule (src/auth/oidc.ts): a name with a control character or a lone surrogate,
     // or over 256 characters, names no one a header, a log or an allow rule can carry.
     if (!isUsableName(user)) {
       this.log.info('sign-in refused: the provider\'s user name is not usable', { issuer: provider.name, claim: userClaim, sub: idClaims.sub, length: user.length });
-      throw new HttpProblem(403, 'forbidden', `the provider's ${userClaim} is not a usable user name (at most 256 characters, no control character or lone surrogate): the user cannot sign in here`);
+      throw new DomainError('forbidden', `the provider's ${userClaim} is not a usable user name (at most 256 characters, no control character or lone surrogate): the user cannot sign in here`);
     }
     const groups = groupsOf(claims, groupsClaim);
     const ttl = this.config.sessionTtlSeconds;
@@ -342,7 +342,7 @@ export class LoginFlow {
     if (cookie.length > MAX_COOKIE_VALUE) cookie = this.sealer.seal(SESSION_PURPOSE, { ...session, idToken: undefined });
     if (cookie.length > MAX_COOKIE_VALUE) {
       await this.store.revoke(sid).catch(() => {});
-      throw new HttpProblem(502, 'bad_gateway', 'the provider\'s groups do not fit in a session cookie: narrow the groups claim');
+      throw new DomainError('provider_answer_unusable', 'the provider\'s groups do not fit in a session cookie: narrow the groups claim');
     }
     this.log.info('browser signed in', { user, issuer: provider.name, sid });
     return { cookie, returnTo: typeof opened.r === 'string' ? safeReturnPath(opened.r) : '/' };
@@ -383,7 +383,8 @@ export class LoginFlow {
    * provider session it names (`sid`), else of its user (`sub`), and answers how many were live.
    * Its `jti` is remembered in the store for as long as its `iat` is acceptable, so the same token a
    * second time (on any instance) is refused: a captured token cannot end the user's later sessions.
-   * Invalid or replayed: 400 invalid_request with the spec's `error`; no key of the issuer known: 503.
+   * Invalid or replayed: `invalid_request` with the spec's `error`; no key of the issuer known:
+   * `identity_provider_unavailable`.
    */
   async backchannel(logoutToken: string | undefined): Promise<number> {
     if (logoutToken === undefined || logoutToken === '') throw invalidLogout('logout_token is required');
@@ -428,13 +429,13 @@ export class LoginFlow {
   }
 
   private grantFailure(err: unknown, provider: LoginProvider): unknown {
-    if (err instanceof HttpProblem) return err;
+    if (err instanceof DomainError) return err;
     if (err instanceof oidc.AuthorizationResponseError) {
-      return new HttpProblem(403, 'forbidden', `the provider did not sign the user in: ${err.error}${err.error_description ? ` (${err.error_description})` : ''}`);
+      return new DomainError('forbidden', `the provider did not sign the user in: ${err.error}${err.error_description ? ` (${err.error_description})` : ''}`);
     }
     if (err instanceof oidc.ResponseBodyError || err instanceof oidc.ClientError) {
       this.log.info('sign-in refused at the callback', { issuer: provider.name, error: (err as Error).message });
-      return new HttpProblem(400, 'invalid_request', `the sign-in could not be completed: ${(err as Error).message}`);
+      return new DomainError('invalid_request', `the sign-in could not be completed: ${(err as Error).message}`);
     }
     this.log.warn('sign-in callback could not reach the provider', { issuer: provider.name, error: fetchFailure(err) });
     return unavailable(provider.name, fetchFailure(err));
@@ -547,11 +548,11 @@ function plainPath(path: string): boolean {
   return !/[\\\x00-\x20\x7f]/.test(path);
 }
 
-function invalidLogout(reason: string): HttpProblem {
+function invalidLogout(reason: string): DomainError {
   // The spec's error body (section 2.8) inside the problem body.
-  return new HttpProblem(400, 'invalid_request', reason, { extensions: { error: 'invalid_request', error_description: reason } });
+  return new DomainError('invalid_request', reason, { details: { error: 'invalid_request', error_description: reason } });
 }
 
-function unavailable(name: string, reason: string): HttpProblem {
-  return new HttpProblem(503, 'identity_provider_unavailable', `the OpenID provider ${name} cannot be reached: ${reason}`, { headers: { 'Retry-After': '10' } });
+function unavailable(name: string, reason: string): DomainError {
+  return new DomainError('identity_provider_unavailable', `the OpenID provider ${name} cannot be reached: ${reason}`, { retryAfterSeconds: 10 });
 }

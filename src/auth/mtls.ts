@@ -1,5 +1,5 @@
 import type { ClientUserFrom } from '../config/types.js';
-import { HttpProblem } from '../core/problem.js';
+import { DomainError } from '../core/domain-error.js';
 import type { Principal } from '../core/principal.js';
 import type { Authenticator } from './authenticator.js';
 import { refused, type ClientCertificate, type ClientCertificates } from './client-certificate.js';
@@ -33,7 +33,7 @@ export function mtlsAuthenticator(certificates: ClientCertificates): Authenticat
       if (!cert.verified) throw refused(cert);
       const user = userOf(cert);
       if (user === undefined || user === '' || user.length > MAX_USER_LENGTH || CONTROL.test(user)) {
-        throw new HttpProblem(401, 'invalid_credentials', `the client certificate names no usable user (server.tls.userFrom: ${certificates.userFrom})`);
+        throw new DomainError('credentials_not_accepted', `the client certificate names no usable user (server.tls.userFrom: ${certificates.userFrom})`);
       }
       return {
         user,

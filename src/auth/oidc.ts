@@ -1,7 +1,7 @@
 import type { IssuerAlg } from '../config/types.js';
+import { DomainError, type DomainCode } from '../core/domain-error.js';
 import { isGroupName, isUsableName } from '../core/headers.js';
 import type { Principal } from '../core/principal.js';
-import { HttpProblem } from '../core/problem.js';
 import { KeysUnavailable, type IssuerKeys, type ProviderKey } from '../identity/issuers.js';
 import { claimAt, decodeToken, signedByOneOf, type DecodedToken } from '../identity/provider-jwt.js';
 import type { Authenticator } from './authenticator.js';
@@ -30,9 +30,8 @@ const MAX_VERIFIED = 10_000;
 
 const isBearer = schemeMatcher('bearer');
 const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/;
-const INVALID = `${BEARER_CHALLENGE}, error="invalid_token"`;
-/** How long a client is asked to wait after a 503 for a provider whose keys are unknown (the refetch throttle). */
-const RETRY_AFTER_S = '10';
+/** How long a client is asked to wait when no key of a provider is known (the refetch throttle). */
+const RETRY_AFTER_S = 10;
 
 /**
  * `Authorization: Bearer <JWT>` issued by a configured OpenID provider (identity.issuers): recognised
@@ -42,7 +41,7 @@ const RETRY_AFTER_S = '10';
  * token is in the cache of verified tokens (EdDSA: only then): the algorithm pinned per issuer and per
  * key (never HS*, never none), `aud`, `exp` and `nbf` with the issuer's skew. The user is `userClaim`,
  * the groups `groupsClaim` (they are the principal's groups: the allow step keeps them). No valid key
- * of the issuer known: 503 identity_provider_unavailable for its tokens only.
+ * of the issuer known: identity_provider_unavailable for its tokens only.
  */
 export function oidcAuthenticator(issuers: readonly IssuerKeys[]): Authenticator<ProviderCredentials> {
   const byIssuer = new Map(issuers.map((i) => [i.issuer, i]));
@@ -75,7 +74,7 @@ export function oidcAuthenticator(issuers: readonly IssuerKeys[]): Authenticator
       if (hit) {
         if (issuer.now() / 1000 - issuer.config.clockSkewSeconds >= hit.exp) {
           verified.delete(token);
-          throw new HttpProblem(401, 'token_expired', 'the token has expired', { headers: { 'WWW-Authenticate': `${INVALID}, error_description="expired"` } });
+          throw expired();
         }
         if (issuer.stillValid(hit.generation)) {
           return { user: hit.user, via: 'oidc', groups: hit.groups, ownGroups: true, sid: undefined, expiresAt: hit.exp, ambient: false, proof: token, credential: undefined };
@@ -93,7 +92,7 @@ export function oidcAuthenticator(issuers: readonly IssuerKeys[]): Authenticator
       const iss = decoded?.payload.iss;
       const issuer = typeof iss === 'string' ? byIssuer.get(iss) : undefined;
       if (!decoded || !issuer) return 'issuer no longer accepted';
-      const outcome = (err: unknown) => (err instanceof HttpProblem && err.status === 401 ? err.code : undefined);
+      const outcome = (err: unknown) => (err instanceof DomainError ? REFUSED[err.code] : undefined);
       try {
         const checked = verifyProviderToken(decoded, issuer);
         return checked instanceof Promise ? checked.then(() => undefined, outcome) : undefined;
@@ -154,7 +153,7 @@ function checkClaims({ payload }: DecodedToken, issuer: IssuerKeys): Claims {
   const now = issuer.now() / 1000;
   const exp = payload.exp;
   if (typeof exp !== 'number' || !Number.isFinite(exp)) throw invalid('the token has no exp');
-  if (now - skew >= exp) throw new HttpProblem(401, 'token_expired', 'the token has expired', { headers: { 'WWW-Authenticate': `${INVALID}, error_description="expired"` } });
+  if (now - skew >= exp) throw expired();
   const nbf = payload.nbf;
   if (nbf !== undefined && (typeof nbf !== 'number' || nbf > now + skew)) throw invalid('the token is not valid yet (nbf)');
   const iat = payload.iat;
@@ -195,13 +194,18 @@ export function groupsOf(payload: Record<string, unknown>, path: string | undefi
   return value.filter(isGroupName);
 }
 
-function invalid(detail: string): HttpProblem {
-  return new HttpProblem(401, 'invalid_token', detail, { headers: { 'WWW-Authenticate': INVALID } });
+/** Why an open tunnel's provider token no longer holds (a refusal of the token itself; an unreachable provider is no reason). */
+const REFUSED: Partial<Record<DomainCode, string>> = { invalid_provider_token: 'invalid_token', provider_token_expired: 'token_expired' };
+
+function invalid(detail: string): DomainError {
+  return new DomainError('invalid_provider_token', detail);
+}
+
+function expired(): DomainError {
+  return new DomainError('provider_token_expired', 'the token has expired');
 }
 
 function unavailable(err: unknown, issuer: IssuerKeys): unknown {
   if (!(err instanceof KeysUnavailable)) return err;
-  return new HttpProblem(503, 'identity_provider_unavailable', `no valid signing key of ${issuer.name} is known: ${err.message}`, {
-    headers: { 'Retry-After': RETRY_AFTER_S },
-  });
+  return new DomainError('identity_provider_unavailable', `no valid signing key of ${issuer.name} is known: ${err.message}`, { retryAfterSeconds: RETRY_AFTER_S });
 }

@@ -39,12 +39,12 @@ export interface PasswordSource {
    * users table): a key made under an epoch that is no longer current is made again.
    */
   readonly keyEpoch: unknown;
-  /** Whether the password is right; may throw an HttpProblem (503) when it cannot be told now. */
+  /** Whether the password is right; may throw a DomainError (the directory or the store unavailable) when it cannot be told now. */
   verify(user: string, password: string): Promise<boolean>;
   /**
    * Makes sure what the source holds of this user is true now, before anything about it is trusted (the
    * users kept in the store: see StoreUsers.confirm); undefined when it already is. May reject with a
-   * DomainError (503) when that cannot be told now.
+   * DomainError (the store unavailable) when that cannot be told now.
    */
   confirm?(user: string): void | Promise<void>;
 }

@@ -2,12 +2,13 @@ import { deviceLabel } from '../auth/device-label.js';
 import { FORM_TOKEN_TTL_S, LOGIN_STATE_TTL_S, safeReturnPath, type LoginFlow, type SigningInClient } from '../auth/login.js';
 import { openSession } from '../auth/cookie-session.js';
 import { cookieValue } from '../auth/seal.js';
-import { DomainError } from '../core/domain-error.js';
+import { DomainError, type DomainCode } from '../core/domain-error.js';
 import { clientHost, clientScheme } from '../core/headers.js';
 import { HttpProblem } from '../core/problem.js';
 import type { PasswordCheck } from '../credentials/password-check.js';
 import type { OwnHandler } from '../http/cors.js';
 import { readLimited } from '../http/json-body.js';
+import { toProblem } from '../http/errors.js';
 import { Pages, type PageName, type View } from '../http/pages.js';
 import type { GatewayContext, GatewayExchange } from '../http/state.js';
 import type { RouteTable } from '../routes/route-table.js';
@@ -76,8 +77,9 @@ export function withSignIn(run: Step, flow: LoginFlow, routes: RouteTable, trust
     if (!wantsSignIn(ex, err, routes)) throw err;
     const target = safeReturnPath(ex.query === '' ? ex.path : `${ex.path}?${ex.query}`);
     if (ex.handOff === 'answer') {
-      (err as HttpProblem).headers.Location = `${originOf(ex, flow, trustForwarded)}${flow.config.callbackPath}?rd=${encodeURIComponent(target)}`;
-      throw err;
+      const problem = toProblem(err);
+      problem.headers.Location = `${originOf(ex, flow, trustForwarded)}${flow.config.callbackPath}?rd=${encodeURIComponent(target)}`;
+      throw problem;
     }
     // The gateway's own sign-in page (its users' form, or a choice of ways) rather than Basic's pop-up.
     if (flow.offersPage) return serveOwn(ex, async (ctx) => noStoreRedirect(ctx, signInPageUrl(flow, target)));
@@ -94,8 +96,17 @@ export function withSignIn(run: Step, flow: LoginFlow, routes: RouteTable, trust
   };
 }
 
+/**
+ * The refusals of authenticate that send a browser to sign in: no credentials, credentials no source
+ * takes, a provider's token refused, a browser session that ended. A wrong password (Basic's own prompt
+ * asks again) and a refused token of the gateway's own keep their 401.
+ */
+const SIGN_IN_REFUSALS: ReadonlySet<DomainCode> = new Set<DomainCode>([
+  'missing_credentials', 'credentials_not_accepted', 'malformed_bearer', 'invalid_provider_token', 'provider_token_expired', 'session_ended', 'session_expired',
+]);
+
 function wantsSignIn(ex: GatewayExchange, err: unknown, routes: RouteTable): boolean {
-  if (!(err instanceof HttpProblem) || err.status !== 401 || ex.principal !== undefined || ex.handOff === 'tunnel') return false;
+  if (!(err instanceof DomainError) || !SIGN_IN_REFUSALS.has(err.code) || ex.principal !== undefined || ex.handOff === 'tunnel') return false;
   if (!READ.has(ex.method)) return false;
   const accept = ex.req.headers.accept;
   if (accept === undefined || !accept.toLowerCase().includes('text/html')) return false;

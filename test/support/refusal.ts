@@ -17,7 +17,7 @@ export function refusalOf(fn: () => unknown): HttpProblem | undefined {
 }
 
 /** The same for a rejection: the answer a client gets for what `work` rejects with; undefined when it resolves. */
-export async function rejectionOf(work: Promise<unknown> | (() => unknown)): Promise<HttpProblem | undefined> {
+export async function rejectionOf(work: unknown): Promise<HttpProblem | undefined> {
   try {
     await (typeof work === 'function' ? work() : work);
   } catch (err) {

@@ -7,6 +7,7 @@ import type { Exchange } from '../../src/core/exchange.js';
 import { HttpProblem } from '../../src/core/problem.js';
 import { DOMAIN_ANSWERS, toProblem } from '../../src/http/errors.js';
 import { StoreUnavailableError } from '../../src/tokens/store/types.js';
+import { refusalOf } from '../support/refusal.js';
 
 /** Every domain code, spelled out here so a new one must be decided on in the table and in this test. */
 const CODES: Record<DomainCode, [status: number, problem: string]> = {
@@ -65,6 +66,35 @@ describe('domain errors → problems (the one table)', () => {
       .toBe('Bearer realm="auth-gateway", error="invalid_token", error_description="the access token has been revoked"');
     expect(toProblem(new DomainError('token_expired', 'the access token has expired; use POST /v1/tokens/refresh')).headers['WWW-Authenticate'])
       .toMatch(/error="invalid_token", error_description="the access token has expired"$/);
+  });
+
+  it('a provider\'s token, a malformed bearer header and a browser session each answer with their own challenge (or none)', () => {
+    const challenge = (code: DomainCode) => {
+      const err = new DomainError(code, 'why');
+      err.challenge = 'Bearer realm="auth-gateway"';
+      return toProblem(err).headers['WWW-Authenticate'];
+    };
+    expect(challenge('invalid_provider_token')).toBe('Bearer realm="auth-gateway", error="invalid_token"');
+    expect(challenge('provider_token_expired')).toBe('Bearer realm="auth-gateway", error="invalid_token", error_description="expired"');
+    expect(challenge('malformed_bearer')).toBe('Bearer realm="auth-gateway", error="invalid_request"');
+    expect(challenge('session_ended')).toBeUndefined();
+    expect(challenge('session_expired')).toBeUndefined();
+  });
+
+  it('no credentials: every source\'s challenge, one header line each', () => {
+    const challenges = [BASIC_CHALLENGE, 'Bearer realm="auth-gateway"'];
+    const ex = { req: { headers: {} }, repeatedAuthorization: false } as unknown as Exchange;
+    const sources = challenges.map((challenge, i): Authenticator<string> => ({
+      via: `s${i}`, scheme: i === 0 ? 'basic' : 'bearer', challenge, securityScheme: { name: `s${i}`, scheme: {} },
+      parse: () => undefined, verify: () => { throw new Error('not asked'); }, recheck: () => undefined,
+    }));
+    const answer = refusalOf(() => authenticate(sources)(ex))!;
+    expect([answer.status, answer.code, answer.headers['WWW-Authenticate']]).toEqual([401, 'missing_credentials', challenges]);
+  });
+
+  it('a refusal\'s details are members of the problem body', () => {
+    const answer = toProblem(new DomainError('invalid_page_size', 'size must be one of 10, 20', { details: { allowed: [10, 20] } }));
+    expect(answer.toBody()).toEqual({ allowed: [10, 20], type: 'urn:auth-gateway:problem:invalid_page_size', title: 'Bad Request', status: 400, detail: 'size must be one of 10, 20', code: 'invalid_page_size' });
   });
 
   it('a wrong password carries the challenge of the source that refused it, and none outside authenticate (token endpoints)', async () => {
