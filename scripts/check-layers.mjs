@@ -7,9 +7,10 @@ import { pathToFileURL } from 'node:url';
 import { files, importsOf } from './imports.mjs';
 
 /**
- * The layers, bottom up. A part is a folder of src/ (or `tokens/store`), or a file at src/'s top.
- * Within a layer parts may import each other only where the table's `within` allows it (a layer's
- * own order, bottom up, as listed).
+ * The layers, bottom up. A part is a folder of src/, a folder or file inside one that is listed on its
+ * own (`tokens/store`, `http/problem.ts`: the longest listed part that holds a file is its part), or a
+ * file at src/'s top. Within a layer parts may import each other only in the layer's own order, bottom
+ * up, as listed.
  */
 export const LAYERS = [
   { name: 'core', parts: ['core', 'clock.ts', 'log.ts'] },
@@ -17,29 +18,41 @@ export const LAYERS = [
   { name: 'tracing', parts: ['tracing'] },
   { name: 'stores', parts: ['tokens/store', 'counters', 'stores'] },
   { name: 'identity sources and policies', parts: ['identity', 'credentials', 'paging', 'authz', 'tokens', 'auth', 'routes'] },
-  { name: 'forwarding and HTTP features', parts: ['proxy', 'http', 'admin'] },
+  { name: 'forwarding and HTTP features', parts: ['http/problem.ts', 'proxy', 'http', 'admin'] },
   { name: 'pipeline', parts: ['pipeline'] },
   { name: 'front-proxy recipes', parts: ['recipes'] },
   { name: 'composition and CLI', parts: ['runtime.ts', 'server.ts', 'workers.ts', 'inspect.ts', 'cli', 'run.ts', 'main.ts'] },
 ];
 
 /**
+ * The HTTP problem module (HttpProblem, its body, its one writer): the bottom of the HTTP edge, where
+ * statuses are chosen. The forwarders (`proxy/`) write their own 502/504 with it, so it is a part of
+ * its own, listed before them.
+ */
+export const HTTP_PROBLEM = 'http/problem.ts';
+
+/**
  * Domain code says why it refuses with a DomainError (src/core/domain-error.ts) and never picks an HTTP
- * status: these parts may not import the HTTP problem type. The HTTP layer's one table
+ * status: every part below the HTTP edge (each layer under the problem module's), and the upstream
+ * pools (`proxy/pool.ts`), may not import the HTTP problem module. The HTTP layer's one table
  * (DOMAIN_ANSWERS in src/http/errors.ts) turns a domain code into status, challenge and detail.
  */
-export const DOMAIN = ['tokens', 'tokens/store', 'credentials', 'counters', 'stores', 'proxy/pool.ts'];
+export const DOMAIN = [
+  ...LAYERS.slice(0, LAYERS.findIndex((l) => l.parts.includes(HTTP_PROBLEM))).flatMap((l) => l.parts),
+  'proxy/pool.ts',
+];
 
 /** The problems of the tree under `root` (its src/): each upward reference, each domain file that names the HTTP problem. */
 export function checkLayers(root) {
   const src = join(root, 'src');
-  const problem = join(src, 'core', 'problem.ts');
-  /** The part of src/ a file belongs to. */
+  const problem = join(src, HTTP_PROBLEM);
+  const listed = LAYERS.flatMap((l) => l.parts);
+  /** The part of src/ a file belongs to: the longest listed part that holds it, else its top folder (or itself). */
   const partOf = (file) => {
     const r = relative(src, file);
-    if (r.startsWith('tokens/store/')) return 'tokens/store';
-    const segments = r.split('/');
-    return segments.length === 1 ? r : segments[0];
+    let part;
+    for (const p of listed) if ((r === p || r.startsWith(`${p}/`)) && (part === undefined || p.length > part.length)) part = p;
+    return part ?? r.split('/')[0];
   };
   /** Rank of a part: layer, then position within the layer (a part may import parts listed before it). */
   const rank = new Map();
@@ -51,8 +64,9 @@ export function checkLayers(root) {
   const problems = [];
   for (const file of files(src)) {
     const imports = importsOf(file);
-    if (isDomain(file) && imports.includes(problem)) {
-      problems.push(`${relative(root, file)} imports src/core/problem.ts: domain code throws a DomainError (src/core/domain-error.ts), the HTTP layer maps it`);
+    const domain = isDomain(file);
+    if (domain && imports.includes(problem)) {
+      problems.push(`${relative(root, file)} imports src/${HTTP_PROBLEM}: domain code throws a DomainError (src/core/domain-error.ts), the HTTP layer's DOMAIN_ANSWERS (src/http/errors.ts) answers it`);
     }
     const from = partOf(file);
     const [fl, fp] = rank.get(from) ?? [-1, -1];
@@ -61,6 +75,7 @@ export function checkLayers(root) {
       continue;
     }
     for (const target of imports) {
+      if (domain && target === problem) continue; // said above
       const to = partOf(target);
       if (to === from) continue;
       const [tl, tp] = rank.get(to) ?? [Infinity, Infinity];

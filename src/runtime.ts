@@ -25,7 +25,7 @@ import { UserSources } from './credentials/user-sources.js';
 import { DirectoryGroups, fileGroupsOf } from './authz/directory-groups.js';
 import { directoryGroups } from './pipeline/steps/directory-groups.js';
 import { originPolicy } from './pipeline/steps/origin.js';
-import { HttpProblem } from './core/problem.js';
+import { HttpProblem } from './http/problem.js';
 import { requestForm } from './http/request-form.js';
 import type { GatewayExchange, GatewayState } from './http/state.js';
 import type { Logger } from './log.js';

@@ -3,7 +3,7 @@ import { Registry } from 'prom-client';
 import { WorkerQuestions } from './admin/cluster.js';
 import { createAdminServer } from './admin/server.js';
 import type { Config } from './config/types.js';
-import { shuttingDown } from './core/problem.js';
+import { shuttingDown } from './http/problem.js';
 import type { DrainPacing } from './http/drain.js';
 import type { Logger } from './log.js';
 

@@ -4,7 +4,7 @@ import type { ApiKeysConfig } from '../config/types.js';
 import { hash } from '../credentials/bcrypt.js';
 import { acceptablePassword } from '../credentials/password-verifier.js';
 import { otherSpellings } from '../credentials/user-sources.js';
-import { HttpProblem } from '../core/problem.js';
+import { HttpProblem } from '../http/problem.js';
 import type { Logger } from '../log.js';
 import { listOf, parseDuration, readKeySpec } from '../stores/api-key-spec.js';
 import type { ApiKeyRecord, ApiKeys } from '../stores/api-keys.js';

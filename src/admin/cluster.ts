@@ -1,6 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
 import { AggregatorRegistry, type Registry } from 'prom-client';
-import { HttpProblem } from '../core/problem.js';
+import { HttpProblem } from '../http/problem.js';
 
 /**
  * The admin listener under `server.workers`: the primary serves it, and asks every worker over the

@@ -1,7 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ReplicationStats } from '../tokens/store/types.js';
 import type { FloodReason } from '../http/http2.js';
-import type { ProblemCode } from '../core/problem.js';
+import type { ProblemCode } from '../http/problem.js';
 import { TallyCounter, TallyHistogram } from './tally.js';
 
 export const METRIC_PREFIX = 'auth_gateway_';

@@ -1,9 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import Koa from 'koa';
 import { toProblem } from '../http/errors.js';
-import { writeProblem } from '../core/problem-writer.js';
+import { writeProblem, HttpProblem } from '../http/problem.js';
 import { health } from '../http/health.js';
-import { HttpProblem } from '../core/problem.js';
 import { adminOpenApiDocument } from './openapi.js';
 import type { Logger } from '../log.js';
 

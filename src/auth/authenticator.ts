@@ -2,6 +2,9 @@ import type { IncomingMessage } from 'node:http';
 import type { Exchange } from '../core/exchange.js';
 import type { Principal } from '../core/principal.js';
 
+/** The realm named in every WWW-Authenticate challenge of the gateway's identity sources. */
+export const REALM = 'auth-gateway';
+
 /**
  * One source of identities: it recognises its credentials on a request and proves them. The
  * authenticate step asks each enabled authenticator in turn; the first that recognises the request

@@ -2,10 +2,9 @@ import type { IncomingMessage } from 'node:http';
 import type { Http2ServerRequest } from 'node:http2';
 import type { AttemptMemo, CredentialVersions, PasswordCheck } from '../credentials/password-check.js';
 import { DomainError } from '../core/domain-error.js';
-import { REALM } from '../core/problem.js';
 import type { Principal } from '../core/principal.js';
 import type { Authenticator } from './authenticator.js';
-import { schemeMatcher } from './authenticator.js';
+import { REALM, schemeMatcher } from './authenticator.js';
 import { parseAuthorization } from './authorization-header.js';
 
 export const BASIC_CHALLENGE = `Basic realm="${REALM}", charset="UTF-8"`;

@@ -1,11 +1,10 @@
 import { DomainError } from '../core/domain-error.js';
-import { REALM } from '../core/problem.js';
 import type { Principal } from '../core/principal.js';
 import type { TokenService } from '../tokens/service.js';
 import { invalidToken, type AccessClaims } from '../tokens/access-token.js';
 import type { Exchange } from '../core/exchange.js';
 import type { Authenticator } from './authenticator.js';
-import { schemeMatcher } from './authenticator.js';
+import { REALM, schemeMatcher } from './authenticator.js';
 
 export const BEARER_CHALLENGE = `Bearer realm="${REALM}"`;
 

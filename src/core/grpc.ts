@@ -1,5 +1,4 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { HttpProblem } from './problem.js';
 
 /** gRPC status codes the gateway answers with itself (grpc/doc/statuscodes.md). */
 const GrpcStatus = {
@@ -78,11 +77,12 @@ export function recordedGrpcStatus(res: ServerResponse): string | undefined {
 }
 
 /**
- * A refusal as a gRPC answer: HTTP 200 with the request's gRPC content type, and `grpc-status` and
- * `grpc-message` (the problem's detail) in the headers, with no body: a trailers-only response (one
- * HEADERS frame with END_STREAM on HTTP/2; gRPC-Web clients read the same headers over HTTP/1.1).
+ * A refusal (its HTTP status and detail) as a gRPC answer: HTTP 200 with the request's gRPC content
+ * type, and `grpc-status` and `grpc-message` (the detail) in the headers, with no body: a trailers-only
+ * response (one HEADERS frame with END_STREAM on HTTP/2; gRPC-Web clients read the same headers over
+ * HTTP/1.1).
  */
-export function grpcAnswerHeaders(problem: HttpProblem, contentType: string): Record<string, string> {
+export function grpcAnswerHeaders(problem: { readonly status: number; readonly message: string }, contentType: string): Record<string, string> {
   const type = contentType.split(';')[0]!.trim().toLowerCase();
   return {
     'content-type': type.startsWith('application/grpc-web') ? type : 'application/grpc',

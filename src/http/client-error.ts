@@ -1,7 +1,6 @@
 import type { Socket } from 'node:net';
 import type { Logger } from '../log.js';
-import { HttpProblem, type ProblemCode } from '../core/problem.js';
-import { writeRawProblem } from '../core/problem-writer.js';
+import { HttpProblem, type ProblemCode, writeRawProblem } from './problem.js';
 
 /**
  * Requests Node's parser refuses before Koa sees them (oversized headers, smuggling attempts, bad

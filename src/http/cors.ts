@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { CorsPolicy } from '../config/types.js';
 import type { RouteTable } from '../routes/route-table.js';
-import { HttpProblem } from '../core/problem.js';
+import { HttpProblem } from './problem.js';
 import type { GatewayContext, GatewayExchange } from './state.js';
 
 const TOKENS_PREFIX = '/v1/tokens';

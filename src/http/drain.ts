@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import { Server as NetServer } from 'node:net';
-import { shuttingDown } from '../core/problem.js';
+import { shuttingDown } from './problem.js';
 import type { RequestLanes } from './pipelining.js';
 import type { Http2SecureServer } from 'node:http2';
 

@@ -1,7 +1,7 @@
 import { DomainError, type DomainCode } from '../core/domain-error.js';
 import type { Logger } from '../log.js';
-import { HttpProblem, internalError, REALM, type ProblemCode } from '../core/problem.js';
-import { writeProblem } from '../core/problem-writer.js';
+import { REALM } from '../auth/authenticator.js';
+import { HttpProblem, internalError, writeProblem, type ProblemCode } from './problem.js';
 import type { Exchange } from '../core/exchange.js';
 
 /**

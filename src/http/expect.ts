@@ -1,7 +1,6 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { HttpProblem } from '../core/problem.js';
-import { writeProblem, writeRawProblem } from '../core/problem-writer.js';
+import { HttpProblem, writeProblem, writeRawProblem } from './problem.js';
 import type { Exchange } from '../core/exchange.js';
 
 const CONTINUE = /^\s*100-continue\s*$/i;

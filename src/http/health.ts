@@ -1,4 +1,4 @@
-import { HttpProblem } from '../core/problem.js';
+import { HttpProblem } from './problem.js';
 import type { Context, Middleware } from 'koa';
 
 /** /healthz: the process answers. */

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { continueIfExpected } from './expect.js';
-import { HttpProblem } from '../core/problem.js';
+import { HttpProblem } from './problem.js';
 import type { GatewayMiddleware } from './state.js';
 
 /**

@@ -1,7 +1,7 @@
 import { authorizationPaths } from '../authz/openapi-paths.js';
 import { loginPaths } from './openapi-login.js';
 import type { Config, PagingRules, RouteConfig } from '../config/types.js';
-import type { ProblemCode } from '../core/problem.js';
+import type { ProblemCode } from './problem.js';
 import type { GatewayContext } from './state.js';
 import type { SecurityScheme } from '../auth/authenticator.js';
 

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { isValidHost } from '../core/headers.js';
 import { pendingBytes, takeBearerProtocol } from '../proxy/websocket-protocol.js';
 import { normalizePath } from '../core/path.js';
-import { HttpProblem } from '../core/problem.js';
+import { HttpProblem } from './problem.js';
 import type { Exchange } from '../core/exchange.js';
 
 /** Methods the gateway never forwards: TRACE reflects headers (credentials included), CONNECT opens tunnels. */

@@ -7,7 +7,7 @@ import { ConfigError } from '../config/errors.js';
 import type { FileCheck } from '../config/inspect.js';
 import type { TlsConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
-import { PROBLEM_CONTENT_TYPE, problemBody } from '../core/problem.js';
+import { PROBLEM_CONTENT_TYPE, problemBody } from './problem.js';
 import { revokedIds } from '../auth/client-certificate.js';
 
 /** The oldest protocol the public port speaks. */

@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import { HttpProblem } from '../core/problem.js';
+import { HttpProblem } from './problem.js';
 import { jsonBody, requireStrings } from './json-body.js';
 import type { GatewayContext, GatewayMiddleware, GatewayState } from './state.js';
 import type { TokenService, TokenType } from '../tokens/service.js';

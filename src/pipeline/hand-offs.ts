@@ -1,4 +1,4 @@
-import { HttpProblem, shuttingDown } from '../core/problem.js';
+import { HttpProblem, shuttingDown } from '../http/problem.js';
 import type { GatewayExchange, HandOffName } from '../http/state.js';
 import type { ForwardOptions } from '../proxy/forward.js';
 import type { Forwarders } from '../proxy/forwarders.js';

@@ -1,4 +1,4 @@
-import { PROBLEM_CONTENT_TYPE, HttpProblem } from '../core/problem.js';
+import { PROBLEM_CONTENT_TYPE, HttpProblem } from '../http/problem.js';
 import type { Sealer } from '../auth/seal.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';

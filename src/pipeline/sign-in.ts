@@ -4,7 +4,7 @@ import { openSession } from '../auth/cookie-session.js';
 import { cookieValue } from '../auth/seal.js';
 import { DomainError, type DomainCode } from '../core/domain-error.js';
 import { clientHost, clientScheme } from '../core/headers.js';
-import { HttpProblem } from '../core/problem.js';
+import { HttpProblem } from '../http/problem.js';
 import type { PasswordCheck } from '../credentials/password-check.js';
 import type { OwnHandler } from '../http/cors.js';
 import { readLimited } from '../http/json-body.js';

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { UpstreamConfig } from '../config/types.js';
-import { HttpProblem } from '../core/problem.js';
+import { HttpProblem } from '../http/problem.js';
 import type { Logger } from '../log.js';
 import { systemClock, type Clock } from '../clock.js';
 import { Forwarder, type ForwardOptions, type ForwardOutcome, type UpstreamErrorListener } from './forward.js';

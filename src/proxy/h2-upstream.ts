@@ -2,8 +2,7 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:
 import { constants, type ClientHttp2Stream, type IncomingHttpHeaders as Http2Headers } from 'node:http2';
 import type { UpstreamConfig } from '../config/types.js';
 import { encodeGrpcMessage, recordGrpcStatus } from '../core/grpc.js';
-import { HttpProblem, type ProblemCode } from '../core/problem.js';
-import { writeProblem } from '../core/problem-writer.js';
+import { HttpProblem, type ProblemCode, writeProblem } from '../http/problem.js';
 import type { Logger } from '../log.js';
 import type { ForwardOptions, ForwardOutcome, UpstreamErrorListener } from './forward.js';
 import { grpcHealthProbe } from './grpc-health.js';

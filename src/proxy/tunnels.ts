@@ -1,7 +1,7 @@
 import type { Duplex } from 'node:stream';
 import type { Clock } from '../clock.js';
 import type { Principal } from '../core/principal.js';
-import { destroySoon } from '../core/problem-writer.js';
+import { destroySoon } from '../core/raw-head.js';
 import type { Logger } from '../log.js';
 import { CloseFrameWatch } from './close-frame.js';
 

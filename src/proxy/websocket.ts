@@ -1,7 +1,7 @@
 import { ServerResponse, type IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { destroySoon, headerLines, rawHeaderLines, statusLine } from '../core/problem-writer.js';
+import { destroySoon, headerLines, rawHeaderLines, statusLine } from '../core/raw-head.js';
 import { setPendingBytes } from './websocket-protocol.js';
 import { sha1Base64 } from '../credentials/digest.js';
 

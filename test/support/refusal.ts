@@ -1,4 +1,4 @@
-import type { HttpProblem } from '../../src/core/problem.js';
+import type { HttpProblem } from '../../src/http/problem.js';
 import { toProblem } from '../../src/http/errors.js';
 
 /**

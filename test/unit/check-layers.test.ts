@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { checkLayers, layerTable } from '../../scripts/check-layers.mjs';
+import { checkLayers, DOMAIN, layerTable } from '../../scripts/check-layers.mjs';
 
 /**
  * The layer check (`npm run lint`) against trees made for it: each way a low layer can name a high one
@@ -16,7 +16,7 @@ afterEach(() => {
 function tree(files: Record<string, string>): string {
   const root = mkdtempSync(join(tmpdir(), 'gw-layers-'));
   roots.push(root);
-  const all = { 'src/server.ts': 'export interface Gateway { x: number }\nexport const gateway = 1;\n', 'src/core/problem.ts': 'export class HttpProblem {}\n', ...files };
+  const all = { 'src/server.ts': 'export interface Gateway { x: number }\nexport const gateway = 1;\n', 'src/http/problem.ts': 'export class HttpProblem {}\n', ...files };
   for (const [path, text] of Object.entries(all)) {
     mkdirSync(dirname(join(root, path)), { recursive: true });
     writeFileSync(join(root, path), text);
@@ -43,11 +43,51 @@ describe('the layer check', () => {
 
   it('fails on domain code that names the HTTP problem, and on a part in no layer', () => {
     const problems = checkLayers(tree({
-      'src/tokens/service.ts': "import { HttpProblem } from '../core/problem.js';\nexport const p = HttpProblem;\n",
+      'src/tokens/service.ts': "import { HttpProblem } from '../http/problem.js';\nexport const p = HttpProblem;\n",
       'src/elsewhere/x.ts': 'export const x = 1;\n',
     }));
-    expect(problems.join('\n')).toMatch(/src\/tokens\/service\.ts imports src\/core\/problem\.ts: domain code throws a DomainError/);
+    expect(problems.join('\n')).toMatch(/src\/tokens\/service\.ts imports src\/http\/problem\.ts: domain code throws a DomainError/);
     expect(problems.join('\n')).toMatch(/src\/elsewhere\/x\.ts: elsewhere is in no layer/);
+  });
+
+  it.each([
+    ['src/auth/basic.ts', "import { HttpProblem } from '../http/problem.js';\nexport const p = HttpProblem;\n"],
+    ['src/authz/forward-auth-request.ts', "import type { HttpProblem } from '../http/problem.js';\nexport type P = HttpProblem;\n"],
+    ['src/paging/normalize.ts', "export async function refuse() { return (await import('../http/problem.js')).HttpProblem; }\n"],
+    ['src/identity/issuers.ts', "export type P = import('../http/problem.js').HttpProblem;\n"],
+    ['src/core/path.ts', "export { HttpProblem } from '../http/problem.js';\n"],
+    ['src/config/validate.ts', "import { HttpProblem } from '../http/problem.js';\nexport const p = HttpProblem;\n"],
+    ['src/credentials/password-check.ts', "import { HttpProblem } from '../http/problem.js';\nexport const p = HttpProblem;\n"],
+    ['src/stores/api-keys.ts', "import { HttpProblem } from '../http/problem.js';\nexport const p = HttpProblem;\n"],
+    ['src/tokens/store/redis.ts', "import { HttpProblem } from '../../http/problem.js';\nexport const p = HttpProblem;\n"],
+    ['src/counters/redis.ts', "import { HttpProblem } from '../http/problem.js';\nexport const p = HttpProblem;\n"],
+    ['src/proxy/pool.ts', "import { HttpProblem } from '../http/problem.js';\nexport const p = HttpProblem;\n"],
+  ])('fails on a domain part that imports the HTTP problem module: %s', (file, text) => {
+    const problems = checkLayers(tree({ [file]: text }));
+    expect(problems).toEqual([`${file} imports src/http/problem.ts: domain code throws a DomainError (src/core/domain-error.ts), the HTTP layer's DOMAIN_ANSWERS (src/http/errors.ts) answers it`]);
+  });
+
+  it('lets the forwarders build HTTP problems, but not import the rest of the HTTP layer', () => {
+    expect(checkLayers(tree({
+      'src/proxy/forward.ts': "import { HttpProblem } from '../http/problem.js';\nexport const p = HttpProblem;\n",
+      'src/http/errors.ts': "import { HttpProblem } from './problem.js';\nexport const p = HttpProblem;\n",
+      'src/pipeline/run.ts': "import { HttpProblem } from '../http/problem.js';\nexport const p = HttpProblem;\n",
+    }))).toEqual([]);
+    expect(checkLayers(tree({
+      'src/http/errors.ts': 'export const toProblem = 1;\n',
+      'src/proxy/forward.ts': "import { toProblem } from '../http/errors.js';\nexport const p = toProblem;\n",
+      'src/http/problem.ts': "import { toProblem } from './errors.js';\nexport const p = toProblem;\n",
+    }))).toEqual([
+      'src/http/problem.ts imports src/http/errors.ts: http/problem.ts (forwarding and HTTP features) may not import http',
+      'src/proxy/forward.ts imports src/http/errors.ts: proxy (forwarding and HTTP features) may not import http',
+    ]);
+  });
+
+  it('counts every part below the HTTP edge, and the upstream pools, as domain code', () => {
+    for (const part of ['core', 'config', 'credentials', 'tokens', 'tokens/store', 'stores', 'counters', 'identity', 'auth', 'authz', 'paging', 'proxy/pool.ts']) {
+      expect(DOMAIN).toContain(part);
+    }
+    for (const part of ['http', 'http/problem.ts', 'proxy', 'admin', 'pipeline', 'recipes', 'runtime.ts', 'server.ts']) expect(DOMAIN).not.toContain(part);
   });
 
   it('passes a tree whose imports run down, and the project\'s own src/', () => {

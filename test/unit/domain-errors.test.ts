@@ -4,7 +4,7 @@ import type { Authenticator } from '../../src/auth/authenticator.js';
 import { BASIC_CHALLENGE } from '../../src/auth/basic.js';
 import { DomainError, type DomainCode } from '../../src/core/domain-error.js';
 import type { Exchange } from '../../src/core/exchange.js';
-import { HttpProblem } from '../../src/core/problem.js';
+import { HttpProblem } from '../../src/http/problem.js';
 import { DOMAIN_ANSWERS, toProblem } from '../../src/http/errors.js';
 import { StoreUnavailableError } from '../../src/tokens/store/types.js';
 import { refusalOf } from '../support/refusal.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { PagingRules } from '../../src/config/types.js';
-import { HttpProblem } from '../../src/core/problem.js';
+import { HttpProblem } from '../../src/http/problem.js';
 import { refusalOf } from '../support/refusal.js';
 import { canonicalQuery, normalizePaging, refusePagingVariants } from '../../src/paging/normalize.js';
 

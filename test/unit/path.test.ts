@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { hasTrailingDotsOrSpaces, normalizePath, requireNormalPath, withoutPathParameters, withoutTrailingDotsAndSpaces } from '../../src/core/path.js';
-import { HttpProblem } from '../../src/core/problem.js';
+import { HttpProblem } from '../../src/http/problem.js';
 import { refusalOf } from '../support/refusal.js';
 import { isTokenPath } from '../../src/http/request-form.js';
 

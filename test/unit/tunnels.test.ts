@@ -2,7 +2,7 @@ import { Duplex } from 'node:stream';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import type { Principal } from '../../src/core/principal.js';
-import { HttpProblem } from '../../src/core/problem.js';
+import { HttpProblem } from '../../src/http/problem.js';
 import { silentLogger } from '../../src/log.js';
 import { Tunnels, type TunnelChecks } from '../../src/proxy/tunnels.js';
 import { StoreUnavailableError } from '../../src/tokens/store/types.js';

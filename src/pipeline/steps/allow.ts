@@ -1,4 +1,4 @@
-import { HttpProblem } from '../../core/problem.js';
+import { HttpProblem } from '../../http/problem.js';
 import type { GatewayExchange } from '../../http/state.js';
 import type { RouteTable } from '../../routes/route-table.js';
 import type { CredentialFacts, Principal } from '../../core/principal.js';

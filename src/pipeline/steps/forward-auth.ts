@@ -1,5 +1,5 @@
 import type { ForwardAuthConfig } from '../../config/types.js';
-import { HttpProblem } from '../../core/problem.js';
+import { HttpProblem } from '../../http/problem.js';
 import type { GatewayExchange } from '../../http/state.js';
 import type { Assertions } from '../../identity/identity-headers.js';
 import { identityHeaders } from '../../identity/identity-headers.js';

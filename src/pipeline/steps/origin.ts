@@ -1,5 +1,5 @@
 import { clientHost, clientScheme } from '../../core/headers.js';
-import { HttpProblem } from '../../core/problem.js';
+import { HttpProblem } from '../../http/problem.js';
 import type { GatewayExchange } from '../../http/state.js';
 
 /** Methods a cross-site page may cause with the user's credentials without harm (RFC 9110 section 9.2.1). */

@@ -1,6 +1,6 @@
 import type { RateLimitRule } from '../../config/types.js';
 import { sha256 } from '../../credentials/digest.js';
-import { HttpProblem } from '../../core/problem.js';
+import { HttpProblem } from '../../http/problem.js';
 import type { GatewayExchange } from '../../http/state.js';
 import type { RateBuckets } from '../../counters/types.js';
 

@@ -1,5 +1,5 @@
 import { hasTrailingDotsOrSpaces, withoutPathParameters, withoutTrailingDotsAndSpaces } from '../../core/path.js';
-import { HttpProblem } from '../../core/problem.js';
+import { HttpProblem } from '../../http/problem.js';
 import type { GatewayExchange } from '../../http/state.js';
 import type { RouteTable } from '../../routes/route-table.js';
 
