@@ -29,7 +29,7 @@ export const LAYERS = [
  * statuses are chosen. The forwarders (`proxy/`) write their own 502/504 with it, so it is a part of
  * its own, listed before them.
  */
-export const HTTP_PROBLEM = 'http/problem.ts';
+const HTTP_PROBLEM = 'http/problem.ts';
 
 /**
  * Domain code says why it refuses with a DomainError (src/core/domain-error.ts) and never picks an HTTP
