@@ -7,7 +7,7 @@ import { median, round, type LoadResult } from './stats.js';
 import { runWrk, type Loader } from './wrk.js';
 
 /** In the order they run: the throughput rows first (latency reuses the bearer maxima). */
-export const SCENARIOS = ['framework', 'bearer', 'basic', 'bearer-log', 'bearer-ratelimit', 'api-key', 'bearer-assertion', 'forward-auth', 'oidc', 'websocket', 'tls', 'h2', 'grpc', 'ldap-basic', 'latency', 'tokens', 'flood', 'soak', 'tracing'] as const;
+export const SCENARIOS = ['framework', 'bearer', 'bearer-all-sources', 'basic', 'bearer-log', 'bearer-ratelimit', 'api-key', 'bearer-assertion', 'forward-auth', 'oidc', 'websocket', 'tls', 'h2', 'grpc', 'ldap-basic', 'latency', 'tokens', 'flood', 'soak', 'tracing'] as const;
 export type ScenarioId = (typeof SCENARIOS)[number];
 
 export interface Params {

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { load, measured, med, pair, problems, type Bench, type Proc, type Row } from './context.js';
 import { basicHeader, call, createTokens, LIST_PATH, startGateway, USER, writeVariantFiles, type GatewayVariant } from './gateway.js';
 import { h2loadVersion, runH2load } from './h2load.js';
+import { miniProvider } from './mini-provider.js';
 import { startService, stopChild } from './procs.js';
 import type { LoadResult } from './stats.js';
 import { againstFloor, goalText, warmUp, type Goal } from './throughput.js';
@@ -16,6 +17,8 @@ import { startSlapd } from '../test/support/slapd.js';
 
 /** Where the issue asks for it: Basic from the directory, cached, as Basic from the htpasswd file. */
 const LDAP_GOAL: Goal = { ratio: 0.85 };
+/** Issue 41: Bearer over TLS against the TLS floor, with API keys and an OpenID issuer configured. */
+const TLS_GOAL: Goal = { ratio: 0.8, cpuRatio: 1.25 };
 /** HTTP/2 streams in flight per connection; with H2_CONNECTIONS, as many requests in flight as wrk's 32 connections. */
 const H2_STREAMS = 8;
 
@@ -74,11 +77,11 @@ interface Side {
 
 /**
  * Rounds of the TLS floor and the gateway alternating (ABBA), each driven by `drive`; the row's columns as
- * againstFloor's, with the TLS floor as the floor.
+ * againstFloor's, with the TLS floor as the floor; judged against `goal` when one is given (null: a reference row).
  */
 export async function againstTlsFloor(
   b: Bench, id: string, scenario: string, floor: Proc, gateway: Proc, drive: (p: Proc, duration: number) => Promise<LoadResult>, loader: string,
-  floorText = `the TLS floor (${floor.name}: the same http-proxy passthrough behind the same certificate)`,
+  floorText = `the TLS floor (${floor.name}: the same http-proxy passthrough behind the same certificate)`, goal: Goal | null = null,
 ): Promise<Row> {
   const run = async (p: Proc, duration = b.params.duration): Promise<Side> => {
     const r = await measured(b, p, () => drive(p, duration));
@@ -102,18 +105,20 @@ export async function againstTlsFloor(
     return values.length ? med(values) : null;
   };
   const mean = (side: 'floor' | 'proxy') => med(rounds.map((x) => x[side].result.mean ?? Number.NaN));
+  const ratio = med(rounds.map((x) => x.ratio), 3);
+  const cpuRatio = med(rounds.map((x) => x.cpuRatio), 2);
   return {
     id, scenario,
     rps: med(rounds.map((x) => x.proxy.result.rps), 0),
     p50: p('proxy', 'p50'),
     p99: p('proxy', 'p99'),
     floorRps: med(rounds.map((x) => x.floor.result.rps), 0),
-    ratio: med(rounds.map((x) => x.ratio), 3),
+    ratio,
     cpuUs: med(rounds.map((x) => x.proxy.cpuUs), 0),
     floorCpuUs: med(rounds.map((x) => x.floor.cpuUs), 0),
-    cpuRatio: med(rounds.map((x) => x.cpuRatio), 2),
-    target: goalText(null),
-    met: null,
+    cpuRatio,
+    target: goalText(goal),
+    met: goal === null ? null : failures.length === 0 && ratio >= goal.ratio && (goal.cpuRatio === undefined || cpuRatio <= goal.cpuRatio),
     notes: [
       `the floor here is ${floorText}; load by ${loader}; ` +
         `mean latency gateway ${mean('proxy')} ms, floor ${mean('floor')} ms; CPU per request of the upstream ${med(rounds.map((x) => x.floor.upstreamUs), 0)} µs`,
@@ -129,24 +134,34 @@ function describe(s: Side): string {
   return `${Math.round(r.rps)} req/s, ${latency}, CPU/req ${s.cpuUs} µs`;
 }
 
-/** HTTP/1.1 over TLS: wrk (https, keep-alive) against the gateway's TLS listener and against node:https + http-proxy. */
+/**
+ * HTTP/1.1 over TLS: wrk (https, keep-alive) against the gateway's TLS listener and against node:https +
+ * http-proxy. The gateway has API keys and an OpenID issuer configured beside its own tokens (issue 41's
+ * line: CPU ≤ 1.25 × and ≥ 0.80 × the TLS floor's throughput, measured with every bearer source on).
+ */
 export async function tlsScenario(b: Bench): Promise<Row> {
-  const scenario = 'Bearer GET /v1/conversations over TLS, HTTP/1.1 (vs the TLS floor: node:https + http-proxy)';
+  const scenario = 'Bearer GET /v1/conversations over TLS, HTTP/1.1, API keys and an OpenID issuer also configured (vs the TLS floor: node:https + http-proxy)';
   if (!hasOpenssl()) return skipped('tls', scenario, 'openssl is not on PATH (it makes the certificate)');
   if (b.loader.kind !== 'wrk') return skipped('tls', scenario, `wrk is not available (${b.loader.fallback ?? '?'})`);
   const tls = certificate(b.gatewaySetup.dir);
   const floor = await startService('tls-floor', [b.upstream, tls.certFile, tls.keyFile, 'h1']);
+  const provider = await miniProvider();
   let gateway: Awaited<ReturnType<typeof startVariant>> | undefined;
   try {
-    gateway = await startVariant(b, { name: 'tls', tls });
+    gateway = await startVariant(b, { name: 'tls', tls, apiKeys: true, issuer: provider.issuer });
     const floorProc: Proc = { name: 'https floor', origin: `https://127.0.0.1:${floor.port}`, pid: floor.child.pid! };
     const headers = { authorization: gateway.bearer };
-    return await againstTlsFloor(b, 'tls', scenario, floorProc, gateway.proc, (p, duration) => load(b, p, { path: LIST_PATH, headers, duration }), 'wrk (https, one TLS handshake per connection, then keep-alive)');
+    // A judged row: the gateway warmed until its CPU per request settles, as every judged row of againstFloor.
+    await warmUp(b, gateway.proc, gateway.bearer);
+    return await againstTlsFloor(b, 'tls', scenario, floorProc, gateway.proc, (p, duration) => load(b, p, { path: LIST_PATH, headers, duration }), 'wrk (https, one TLS handshake per connection, then keep-alive)', undefined, TLS_GOAL);
   } finally {
     await gateway?.stop();
+    await provider.close();
     await stopChild(floor.child);
   }
 }
+
+
 
 /** HTTP/2: h2load against the gateway's TLS listener (h2) and against node:http2's compatibility API + http-proxy. */
 export async function h2Scenario(b: Bench): Promise<Row> {

@@ -8,6 +8,7 @@ import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage 
 import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { issuerEntry } from './mini-provider.js';
 import { freePort, spawnTracked, waitFor } from './procs.js';
 
 export const LIST_PATH = '/v1/conversations?size=20&sort=campaignId,desc';
@@ -45,6 +46,8 @@ export interface GatewayVariant {
   rateLimit?: { requests: number; windowSeconds: number };
   /** `apiKeys: {}`: API keys of the store accepted (bench/variants.ts makes one with the CLI). */
   apiKeys?: boolean;
+  /** `identity.issuers`: one OpenID provider (bench/mini-provider.ts) of this issuer URL, whose bearer tokens are accepted. */
+  issuer?: string;
   /** `server.tls` (HTTP/2 and HTTP/1.1 over TLS, the default `http2: true`) with this certificate and key. */
   tls?: { certFile: string; keyFile: string };
   /** `users.ldap`: a directory beside the htpasswd file, direct bind with this DN template. */
@@ -82,6 +85,7 @@ function configYaml(upstreamPort: number, variant: GatewayVariant): string {
   const log = variant.accessLog ? '{ level: info, access: true }' : '{ level: warn, access: false }';
   const limit = variant.rateLimit ? `rateLimit: { requests: ${variant.rateLimit.requests}, windowSeconds: ${variant.rateLimit.windowSeconds} }\n` : '';
   const keys = variant.apiKeys ? 'apiKeys: {}\n' : '';
+  const identity = variant.issuer ? `identity:\n  issuers:\n    - ${issuerEntry(variant.issuer)}\n` : '';
   const tracing = variant.tracing ? `tracing: { endpoint: "${variant.tracing.endpoint}", sampleRatio: ${variant.tracing.sampleRatio} }\n` : '';
   const tls = variant.tls ? `, tls: { certFile: "${variant.tls.certFile}", keyFile: "${variant.tls.keyFile}" }` : '';
   const ldap = variant.ldap ? `, ldap: { url: "${variant.ldap.url}", userDn: "${variant.ldap.userDn}", cacheSeconds: 300 }` : '';
@@ -98,7 +102,7 @@ tokens:
   audience: auth-gateway
   signing: { alg: HS256, secret: "\${GATEWAY_JWT_SECRET}" }
 lockout: { maxFailuresPerUser: 10, addressBurst: ${ADDRESS_BURST}, addressFailuresPerMinute: 30, windowSeconds: 900 }
-${limit}${keys}${tracing}upstreams:
+${limit}${keys}${identity}${tracing}upstreams:
   conversations: ${upstream}
 routes:
   - { path: /v1/conversations, upstream: conversations, paging: { sortable: [campaignId] } }

@@ -1,4 +1,4 @@
-// npm run bench:instructions [-- --scenarios floor,bearer,basic --warm 3000 --requests 2000 --connections 8]
+// npm run bench:instructions [-- --scenarios floor,bearer,bearer-all-sources,basic --warm 3000 --requests 2000 --connections 8]
 //
 // Instructions per proxied request, counted by valgrind's callgrind: the floor (bare http-proxy) and the
 // gateway each run under callgrind, get `--warm` requests (JIT and caches settle), have their counters
@@ -10,7 +10,10 @@
 // so `npm run bench` stays the measure of CPU time and throughput. The load generator (a small
 // keep-alive client) runs outside valgrind.
 // The gateway uses the memory store: on the warm path (cached token and session, cached Basic password)
-// neither store is asked, and this counts what a request costs, not a store.
+// neither store is asked, and this counts what a request costs, not a store. `bearer-all-sources` is
+// `bearer` against a gateway that also has API keys and an OpenID issuer configured (a provider of
+// bench/mini-provider.ts in this process, its keys fetched at start): beside `bearer`, what the other
+// sources being on costs a request that is none of theirs.
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
@@ -20,9 +23,10 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { hashSync } from '../src/credentials/bcrypt.js';
 import { LIST_PATH } from './gateway.js';
+import { issuerEntry, miniProvider, type MiniProvider } from './mini-provider.js';
 import { benchScript, freePort, killAllNow, spawnTracked, startService, stopAll, stopChild, waitFor } from './procs.js';
 
-const SCENARIOS = ['floor', 'bearer', 'basic'] as const;
+const SCENARIOS = ['floor', 'bearer', 'bearer-all-sources', 'basic'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SECRET = 'instructions-bench-secret-0123456789abcdef';
@@ -48,14 +52,20 @@ async function load(port: number, n: number, headers: Record<string, string>): P
   const agent = new Agent({ keepAlive: true, maxSockets: connections });
   let left = n;
   let bad = 0;
+  // What the bad answers were (a status, or the client's error code), for the message.
+  const seen = new Map<string, number>();
+  const note = (what: string) => {
+    bad++;
+    seen.set(what, (seen.get(what) ?? 0) + 1);
+  };
   const one = () => new Promise<void>((resolve) => {
     const req = request({ host: '127.0.0.1', port, path: LIST_PATH, agent, headers }, (res) => {
-      if (res.statusCode !== 200) bad++;
+      if (res.statusCode !== 200) note(String(res.statusCode));
       res.resume();
       res.on('end', resolve);
     });
-    req.on('error', () => {
-      bad++;
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      note(err.code ?? err.message);
       resolve();
     });
     req.end();
@@ -65,7 +75,7 @@ async function load(port: number, n: number, headers: Record<string, string>): P
   };
   await Promise.all(Array.from({ length: connections }, worker));
   agent.destroy();
-  if (bad > 0) throw new Error(`${bad} of ${n} requests were not answered 200`);
+  if (bad > 0) throw new Error(`${bad} of ${n} requests were not answered 200 (${[...seen].map(([what, count]) => `${what} ×${count}`).join(', ')})`);
 }
 
 /** Whether anything answers HTTP on the port (any status). */
@@ -97,7 +107,7 @@ function countOf(dir: string, prefix: string): number {
   throw new Error(`no callgrind dump of ${prefix} in ${dir}`);
 }
 
-async function measure(dir: string, upstreamPort: number, scenario: Scenario): Promise<number> {
+async function measure(dir: string, upstreamPort: number, scenario: Scenario, issuer: string): Promise<number> {
   const out = join(dir, `${scenario}.cg`);
   let child: ChildProcess;
   let port: number;
@@ -116,13 +126,14 @@ async function measure(dir: string, upstreamPort: number, scenario: Scenario): P
   } else {
     port = await freePort();
     const config = join(dir, `gateway-${scenario}.yaml`);
+    const others = scenario === 'bearer-all-sources' ? `apiKeys: {}\nidentity:\n  issuers:\n    - ${issuerEntry(issuer)}\n` : '';
     writeFileSync(config, `server: { host: 127.0.0.1, port: ${port}, shutdownGraceMs: 1000 }
 store: { kind: memory }
 users: { htpasswd: ${join(dir, 'users.htpasswd')}, cacheTtlSeconds: 300 }
 tokens: { signing: { alg: HS256, secret: "${SECRET}" } }
 log: { level: warn, access: false }
 admin: false
-upstreams:
+${others}upstreams:
   conversations: { url: "http://127.0.0.1:${upstreamPort}", timeouts: { responseMs: 10000 } }
 routes:
   - { path: /v1/conversations, upstream: conversations, paging: { sortable: [campaignId] } }
@@ -131,7 +142,7 @@ routes:
     // Under valgrind a start takes a while; a 401 is an answer: the gateway is up.
     const up = await waitFor(() => answers(port), 180_000);
     if (!up) throw new Error('the gateway did not start under valgrind within 180 s');
-    if (scenario === 'bearer') headers = { authorization: `Bearer ${await token(port)}` };
+    if (scenario !== 'basic') headers = { authorization: `Bearer ${await token(port)}` };
     else headers = { authorization: `Basic ${Buffer.from(`${USER}:${PASSWORD}`).toString('base64')}` };
   }
   await load(port, warm, headers);
@@ -161,19 +172,22 @@ async function main(): Promise<void> {
     throw new Error('valgrind is not installed (Debian: apt-get install valgrind)');
   }
   const dir = mkdtempSync(join(tmpdir(), 'gw-instructions-'));
+  let provider: MiniProvider | undefined;
   try {
     writeFileSync(join(dir, 'users.htpasswd'), `${USER}:${hashSync(PASSWORD, { cost: 4 })}\n`);
     const upstream = await startService('upstream');
+    provider = await miniProvider();
     // One at a time: each count is its own process's, so running them together would change nothing but the wall time.
     const counts = new Map<Scenario, number>();
     for (const s of scenarios) {
-      counts.set(s, await measure(dir, upstream.port, s));
+      counts.set(s, await measure(dir, upstream.port, s, provider.issuer));
       process.stderr.write(`${s}: ${Math.round(counts.get(s)!)} instructions per request\n`);
     }
     const floor = counts.get('floor');
     process.stdout.write(`| scenario | instructions per request | × floor |\n|---|---|---|\n`);
     for (const [s, n] of counts) process.stdout.write(`| ${s} | ${Math.round(n)} | ${floor ? (n / floor).toFixed(2) : '–'} |\n`);
   } finally {
+    await provider?.close();
     await stopAll();
     rmSync(dir, { recursive: true, force: true });
   }

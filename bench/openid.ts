@@ -1,10 +1,11 @@
 // Issue 27's rows: the gateway with bearer tokens of an OpenID provider (RS256, keys cached: no
 // outbound call per request) against the floor, and browser sessions (the sign-in cookie: a sealed
 // handle opened from a cache, the session's liveness from the store's cache). Both run on one gateway
-// process of their own. The provider here is a small discovery + JWK Set server in the bench process:
-// the gateway fetches its keys once; what is measured is the gateway verifying tokens it holds keys for.
-import { createSecretKey, generateKeyPairSync, randomBytes, sign } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+// process of their own, which has API keys configured too (issue 41: a provider's token is measured
+// with every other bearer source on). The provider here is a small discovery + JWK Set server in the
+// bench process (mini-provider.ts): the gateway fetches its keys once; what is measured is the gateway
+// verifying tokens it holds keys for.
+import { createSecretKey, randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SESSION_PURPOSE } from '../src/auth/cookie-session.js';
@@ -16,50 +17,13 @@ import { createStore } from '../src/stores/kinds.js';
 import { derivedKey } from '../src/tokens/keys.js';
 import { type Bench, type Proc, type Row } from './context.js';
 import { ADDRESS_BURST, call, LIST_PATH, startGateway, type GatewaySetup } from './gateway.js';
+import { issuerEntry, miniProvider } from './mini-provider.js';
 import { rssMb, stopChild } from './procs.js';
 import { againstFloor, warmUp, type Goal } from './throughput.js';
 
-/** Issue 27: provider-issued bearer tokens keep at least this fraction of the floor's throughput. */
-const PROVIDER_BEARER_GOAL: Goal = { ratio: 0.8 };
-const AUD = 'gateway-api';
+/** Issue 41: a provider's RS256 token, with API keys and an issuer configured: ≥ 0.80 × the floor's throughput, CPU ≤ 1.25 ×. */
+const PROVIDER_BEARER_GOAL: Goal = { ratio: 0.8, cpuRatio: 1.25 };
 const USER = 'bench-oidc';
-
-interface MiniProvider {
-  issuer: string;
-  token: () => string;
-  close: () => Promise<void>;
-}
-
-/** Discovery and a JWK Set (one RSA key, max-age 3600) on loopback http; tokens signed here. */
-async function miniProvider(): Promise<MiniProvider> {
-  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  const kid = 'bench-rsa';
-  let issuer = '';
-  const server: Server = createServer((req, res) => {
-    res.setHeader('content-type', 'application/json');
-    if (req.url === '/.well-known/openid-configuration') {
-      res.end(JSON.stringify({ issuer, jwks_uri: `${issuer}/jwks`, authorization_endpoint: `${issuer}/auth`, token_endpoint: `${issuer}/token`, response_types_supported: ['code'], subject_types_supported: ['public'], id_token_signing_alg_values_supported: ['RS256'] }));
-    } else if (req.url === '/jwks') {
-      res.setHeader('cache-control', 'public, max-age=3600');
-      res.end(JSON.stringify({ keys: [{ ...publicKey.export({ format: 'jwk' }), kid, alg: 'RS256', use: 'sig' }] }));
-    } else {
-      res.statusCode = 404;
-      res.end('{}');
-    }
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  issuer = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-  const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
-  return {
-    issuer,
-    token: () => {
-      const now = Math.floor(Date.now() / 1000);
-      const input = `${b64({ alg: 'RS256', typ: 'at+jwt', kid })}.${b64({ iss: issuer, aud: AUD, sub: 'u-1', preferred_username: USER, groups: ['staff'], iat: now, exp: now + 3600 })}`;
-      return `${input}.${sign('sha256', Buffer.from(input), privateKey).toString('base64url')}`;
-    },
-    close: () => new Promise((resolve) => server.close(() => resolve())),
-  };
-}
 
 function writeOpenidFiles(setup: GatewaySetup, issuer: string, refreshSecret: string): GatewaySetup {
   const configFile = join(setup.dir, 'gateway-openid.yaml');
@@ -75,8 +39,9 @@ tokens:
 lockout: { maxFailuresPerUser: 10, addressBurst: ${ADDRESS_BURST}, addressFailuresPerMinute: 30, windowSeconds: 900 }
 identity:
   issuers:
-    - { name: bench, issuer: "${issuer}", audiences: [${AUD}], algorithms: [RS256], userClaim: preferred_username, groupsClaim: groups }
+    - ${issuerEntry(issuer)}
 login: { issuer: bench, clientId: gateway }
+apiKeys: {}
 upstreams:
   conversations: { url: "http://127.0.0.1:${setup.upstreamPort}", timeouts: { responseMs: 10000 } }
 routes:
@@ -113,7 +78,7 @@ export async function openidScenarios(b: Bench): Promise<Row[]> {
   const setup = writeOpenidFiles(b.gatewaySetup, provider.issuer, refreshSecret);
   const gw = await startGateway(setup, b.redisUrl);
   try {
-    const bearer = `Bearer ${provider.token()}`;
+    const bearer = `Bearer ${provider.token(USER)}`;
     const cookie = await sessionCookie(b.redisUrl, refreshSecret);
     for (const headers of [{ authorization: bearer }, { cookie }] as Array<Record<string, string>>) {
       const check = await call(gw.origin, 'GET', LIST_PATH, headers);
@@ -123,7 +88,7 @@ export async function openidScenarios(b: Bench): Promise<Row[]> {
     await warmUp(b, proc, bearer);
     const rows: Row[] = [];
     const bearerRow = await againstFloor(b, 'oidc-bearer', 'Bearer GET /v1/conversations with an OpenID provider\'s RS256 access token (keys cached)', proc, bearer, PROVIDER_BEARER_GOAL);
-    bearerRow.notes.unshift('identity.issuers: one RS256 key fetched at start (max-age 3600); each request verifies the signature (no cache of verified tokens), aud, exp, the user and groups claims');
+    bearerRow.notes.unshift('identity.issuers: one RS256 key fetched at start (max-age 3600); the token is verified once (signature, aud, exp, the user and groups claims), then taken from the cache of verified tokens (exp checked again); API keys and login configured too');
     rows.push(bearerRow);
     const sessionRow = await againstFloor(b, 'oidc-session', 'GET /v1/conversations with a browser session cookie (login: sealed handle, liveness cache)', proc, { cookie }, null);
     sessionRow.notes.unshift('the cookie opens from a cache of opened handles; the session is live per the store\'s liveness cache (no Redis round trip per request)');

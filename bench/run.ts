@@ -19,7 +19,7 @@ import { soakScenario } from './soak.js';
 import { tokensScenario } from './tokens.js';
 import { warmUp } from './throughput.js';
 import { basicScenario, bearerScenario, floodScenario, latencyScenario } from './traffic.js';
-import { accessLogScenario, frameworkScenario, rateLimitScenario, apiKeyScenario } from './variants.js';
+import { accessLogScenario, frameworkScenario, rateLimitScenario, apiKeyScenario, bearerAllSourcesScenario } from './variants.js';
 import { tracingScenarios } from './tracing.js';
 import { authzScenarios } from './authz.js';
 import { websocketScenario } from './websocket.js';
@@ -114,7 +114,7 @@ async function main(): Promise<void> {
     const checkpoint = async (after: string) => rss.push({ after, gatewayRequests: b.gatewayRequests, rssMb: round(await rssMb(b.gatewayPid), 1), loadavg1: round(loadavg()[0]!, 2) });
     await checkpoint('warm-up');
     const runners: Record<ScenarioId, () => Promise<Row | Row[]>> = {
-      framework: () => frameworkScenario(b), bearer: () => bearerScenario(b), basic: () => basicScenario(b),
+      framework: () => frameworkScenario(b), bearer: () => bearerScenario(b), 'bearer-all-sources': () => bearerAllSourcesScenario(b), basic: () => basicScenario(b),
       'bearer-log': () => accessLogScenario(b), 'bearer-ratelimit': () => rateLimitScenario(b), 'api-key': () => apiKeyScenario(b), websocket: () => websocketScenario(b),
       'bearer-assertion': () => authzScenarios(b, { assertion: true, forwardAuth: false }),
       'forward-auth': () => authzScenarios(b, { assertion: false, forwardAuth: true }),
