@@ -175,14 +175,15 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   const issuers = issuerKeysFor(config, shared, previous);
   const login = loginFor(config, issuers, shared, keys.signing.key, previous);
   const signed = assertionKeys ? assertionsFor(config, assertionKeys, clock, previous) : undefined;
-  // The identity sources, in the order they are asked (docs/pipeline-extension.md: adding one). A
-  // provider's token is recognised by its iss before the gateway's own bearer authenticator sees it.
+  // The identity sources (docs/pipeline-extension.md: adding one). The authenticate step asks only the
+  // one a request's credentials name (a header of its own, the Authorization scheme, a bearer token's
+  // form); this order is that of the lookup, so the answers are those of asking them in turn.
   const authenticators: Authenticator[] = [
     // First: a key in its header beside any Authorization (Basic too) is refused before another source
-    // could take the request on that Authorization. Without its header it takes only bearer keys.
+    // could take the request on that Authorization. Without its header it takes only bearer keys (its prefix).
     ...(config.apiKeys && shared.apiKeys ? [apiKeyAuthenticator(shared.apiKeys, config.apiKeys)] : []),
     basicAuthenticator(passwords, (user) => users.credentialVersion(user)),
-    // Before bearer: each takes only bearer credentials of its own kind (its issuers' iss).
+    // Each takes only bearer credentials of its own kind (its issuers' iss); the gateway's own take the rest.
     ...(issuers.length > 0 ? [oidcAuthenticator(issuers)] : []),
     bearerAuthenticator(tokens),
     ...(shared.clientCertificates ? [mtlsAuthenticator(shared.clientCertificates)] : []),

@@ -24,6 +24,9 @@ export function apiKeyAuthenticator(keys: ApiKeys, config: ApiKeysConfig): Authe
     via: 'api_key',
     // Its credentials come in a header of their own (or as a bearer credential the token check leaves).
     scheme: undefined,
+    header,
+    // A bearer credential of its prefix is its own, and no other source's.
+    form: { scheme: 'bearer', prefix: bearerPrefix },
     challenge: undefined,
     securityScheme: { name: 'apiKey', scheme: { type: 'apiKey', in: 'header', name: config.header, description: `An API key (\`${config.prefix}_<id>_<secret>\`, made by \`auth-gateway keys create\`), in this header or as \`Authorization: Bearer <key>\`.` } },
     parse(req) {

@@ -7,18 +7,39 @@ export const REALM = 'auth-gateway';
 
 /**
  * One source of identities: it recognises its credentials on a request and proves them. The
- * authenticate step asks each enabled authenticator in turn; the first that recognises the request
- * decides. Adding a source is a new authenticator (and its configuration), nothing else:
- * docs/pipeline-extension.md.
+ * authenticate step does not ask every enabled authenticator in turn: it looks the request's credentials
+ * up by where they are and their shape (a header of a source's own, the Authorization scheme, for a
+ * scheme several sources share the credential's form, then the sources without a scheme), and asks
+ * only the source they name (src/auth/authenticate.ts). Adding a source is a new authenticator (and its
+ * configuration), nothing else: docs/pipeline-extension.md.
  */
 export interface Authenticator<C = unknown> {
   /** The `via` of the principals it makes: headers, logs and metrics name the source by it. */
   readonly via: string;
   /**
    * The `Authorization` scheme it answers to (lower case), or undefined for credentials carried
-   * elsewhere (another header, a cookie, the connection).
+   * elsewhere (another header, a cookie, the connection). A source without one, `header` or `form` is
+   * asked about every request no other source decided, after those, in list order: its `parse` is its
+   * own presence check and must be cheap (a cookie's, the connection's certificate).
    */
   readonly scheme: string | undefined;
+  /**
+   * A request header of its own that carries its credentials (lower case): a request that has it is
+   * asked of this source first, before any Authorization. Its credentials may come elsewhere too (`form`).
+   */
+  readonly header?: string;
+  /**
+   * For a source that shares an Authorization scheme with others (Bearer: the gateway's own tokens, a
+   * provider's, API keys): the form that tells its credentials from theirs. A source of a scheme without
+   * one takes every credential of that scheme no other source's form or `knows` claims.
+   */
+  readonly form?: CredentialForm;
+  /**
+   * Whether it took this exact credential (what follows `<scheme> ` in Authorization) before and still
+   * keeps it: a lookup in a cache of credentials it verified, nothing decoded. Such a credential is its
+   * own (of no other source's form): the authenticate step asks it alone.
+   */
+  knows?(credentials: string): boolean;
   /**
    * Its credentials are the connection's (a client certificate), not the request's: it is not asked
    * about a forward-auth question, whose connection is the asking proxy's.
@@ -48,6 +69,22 @@ export interface Authenticator<C = unknown> {
    * it holds, else why it no longer does. A store that cannot answer is no reason: the check holds.
    */
   recheck(owner: Principal): string | undefined | Promise<string | undefined>;
+}
+
+/**
+ * What tells a source's credentials of a shared Authorization scheme from another source's, read by the
+ * authenticate step from the credential (what follows `<scheme> `) before any `parse`. It is a condition
+ * the source's `parse` holds too: a credential not of this form is not its own (parse gives undefined),
+ * and no other source's form overlaps it. A credential of no source's form goes to the scheme's source
+ * without one (the gateway's own tokens); so does one the source of its form declines.
+ */
+export interface CredentialForm {
+  /** The scheme its form is of, when not the source's own `scheme` (an API key sent as `Bearer agk_…`). */
+  readonly scheme?: string;
+  /** Its credentials start with this (an API key's `<prefix>_`). */
+  readonly prefix?: string;
+  /** Its credentials are compact JWS whose (unverified) `iss` is one of these (a provider's tokens). */
+  readonly issuers?: readonly string[];
 }
 
 /** An OpenAPI 3.1 Security Scheme Object under the name the document gives it. */

@@ -25,6 +25,8 @@ export function bearerAuthenticator(tokens: TokenService): Authenticator<string>
   return {
     via: 'bearer',
     scheme: 'bearer',
+    // No form: every bearer credential no other source's form claims is its to judge.
+    knows: (token) => tokens.knowsAccessToken(token),
     challenge: BEARER_CHALLENGE,
     securityScheme: { name: 'bearer', scheme: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'An access token from /v1/tokens/create or /v1/tokens/refresh.' } },
     parse(req) {

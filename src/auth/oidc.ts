@@ -56,6 +56,9 @@ export function oidcAuthenticator(issuers: readonly IssuerKeys[]): Authenticator
   return {
     via: 'oidc',
     scheme: 'bearer',
+    // Its tokens are told from the gateway's own and API keys by their iss (the configured issuers).
+    form: { issuers: issuers.map((i) => i.issuer) },
+    knows: (token) => verified.has(token),
     challenge: BEARER_CHALLENGE,
     securityScheme: { name: 'providerToken', scheme: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: `An access token of a configured OpenID provider (${issuers.map((i) => i.issuer).join(', ')}).` } },
     parse(req) {
