@@ -20,8 +20,8 @@ import { checkConfig } from '../../../src/config/validate.js';
 import { DomainError } from '../../../src/core/domain-error.js';
 import type { Exchange } from '../../../src/core/exchange.js';
 import type { Principal } from '../../../src/core/principal.js';
-import { HttpProblem } from '../../../src/core/problem.js';
 import { hashSync } from '../../../src/credentials/bcrypt.js';
+import { toProblem } from '../../../src/http/errors.js';
 import { Lockout } from '../../../src/credentials/lockout.js';
 import { PasswordCheck } from '../../../src/credentials/password-check.js';
 import { PasswordVerifier } from '../../../src/credentials/password-verifier.js';
@@ -145,10 +145,16 @@ function exchangeFor(asking: Asking): Exchange {
   } as unknown as Exchange;
 }
 
+const STEP_CODES = new Set<string>(['invalid_request', 'missing_credentials', 'credentials_not_accepted']);
+
 /** What an answer says: the principal's source, or the refusal's class, status, code, detail and challenge. */
 function outcomeOf(ex: Exchange, err: unknown): unknown {
   if (err === undefined) return { via: ex.principal!.via, user: ex.principal!.user };
-  if (err instanceof HttpProblem) return { problem: err.status, code: err.code, detail: err.message, headers: err.headers };
+  // The step's own refusals (no credentials, an unknown scheme, a repeated header), as the HTTP table answers them.
+  if (err instanceof DomainError && STEP_CODES.has(err.code)) {
+    const problem = toProblem(err);
+    return { problem: problem.status, code: problem.code, detail: problem.message, headers: problem.headers };
+  }
   if (err instanceof DomainError) return { domain: err.code, detail: err.message, challenge: err.challenge };
   throw err;
 }
@@ -268,11 +274,10 @@ function walkingStep(authenticators: readonly Authenticator[]): (ex: Exchange) =
   const schemes = [...new Set(authenticators.flatMap((a) => (a.scheme === undefined ? [] : [a.scheme[0]!.toUpperCase() + a.scheme.slice(1)])))];
   const challenged = (err: unknown, a: Authenticator) => {
     if (err instanceof DomainError) err.challenge ??= a.challenge;
-    else if (err instanceof HttpProblem && err.status === 401 && a.challenge !== undefined && err.headers['WWW-Authenticate'] === undefined) err.headers['WWW-Authenticate'] = a.challenge;
     return err;
   };
   return (ex) => {
-    if (ex.repeatedAuthorization) throw new HttpProblem(400, 'invalid_request', 'the request carries more than one Authorization header');
+    if (ex.repeatedAuthorization) throw new DomainError('invalid_request', 'the request carries more than one Authorization header');
     for (const a of authenticators) {
       if (a.fromConnection && ex.forwardAuth !== undefined) continue;
       const credentials = a.parse(ex.req);
@@ -293,9 +298,9 @@ function walkingStep(authenticators: readonly Authenticator[]): (ex: Exchange) =
         throw challenged(err, a);
       });
     }
-    const code = ex.req.headers.authorization === undefined ? 'missing_credentials' : 'invalid_credentials';
+    const code = ex.req.headers.authorization === undefined ? 'missing_credentials' : 'credentials_not_accepted';
     const detail = code === 'missing_credentials' ? `credentials are required: Authorization: ${schemes.join(' or ')}` : `the Authorization scheme must be ${schemes.join(' or ')}`;
-    throw new HttpProblem(401, code, detail, { headers: { 'WWW-Authenticate': challenges } });
+    throw new DomainError(code, detail, { challenge: challenges });
   };
 }
 
