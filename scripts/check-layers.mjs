@@ -8,7 +8,7 @@ import { files, importsOf } from './imports.mjs';
 
 /**
  * The layers, bottom up. A part is a folder of src/, a folder or file inside one that is listed on its
- * own (`tokens/store`, `http/problem.ts`: the longest listed part that holds a file is its part), or a
+ * own (`http/problem.ts`: the longest listed part that holds a file is its part), or a
  * file at src/'s top. Within a layer parts may import each other only in the layer's own order, bottom
  * up, as listed.
  */
@@ -16,7 +16,7 @@ export const LAYERS = [
   { name: 'core', parts: ['core', 'clock.ts', 'log.ts'] },
   { name: 'configuration', parts: ['config'] },
   { name: 'tracing', parts: ['tracing'] },
-  { name: 'stores', parts: ['tokens/store', 'counters', 'stores'] },
+  { name: 'stores', parts: ['stores'] },
   { name: 'identity sources and policies', parts: ['identity', 'credentials', 'paging', 'authz', 'tokens', 'auth', 'routes'] },
   { name: 'forwarding and HTTP features', parts: ['http/problem.ts', 'proxy', 'http', 'admin'] },
   { name: 'pipeline', parts: ['pipeline'] },

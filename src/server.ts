@@ -33,12 +33,12 @@ import { acceptUpgrades } from './proxy/websocket.js';
 import { buildRuntime, restartOnlyChanges, retireRuntime, type Shared } from './runtime.js';
 import type { TokenService } from './tokens/service.js';
 import { createCounters, createStore } from './stores/kinds.js';
-import { storeCredentials } from './stores/credential-tables.js';
-import type { ApiKeys } from './stores/api-keys.js';
-import type { StoreUsers } from './stores/store-users.js';
-import { refusedWrites } from './tokens/store/replication.js';
-import type { SessionStore } from './tokens/store/types.js';
-import type { CounterStore } from './counters/types.js';
+import { storeCredentials } from './stores/tables/credential-tables.js';
+import type { ApiKeys } from './stores/tables/api-keys.js';
+import type { StoreUsers } from './stores/tables/store-users.js';
+import { refusedWrites } from './stores/redis/replication.js';
+import type { SessionStore } from './stores/sessions/types.js';
+import type { CounterStore } from './stores/counters/types.js';
 import { holdTickShape } from './core/tick-shape.js';
 
 export interface GatewayDeps {

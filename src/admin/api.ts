@@ -6,9 +6,9 @@ import { acceptablePassword } from '../credentials/password-verifier.js';
 import { otherSpellings } from '../credentials/user-sources.js';
 import { HttpProblem } from '../http/problem.js';
 import type { Logger } from '../log.js';
-import { listOf, parseDuration, readKeySpec } from '../stores/api-key-spec.js';
-import type { ApiKeyRecord, ApiKeys } from '../stores/api-keys.js';
-import type { StoreUsers } from '../stores/store-users.js';
+import { listOf, parseDuration, readKeySpec } from '../stores/tables/api-key-spec.js';
+import type { ApiKeyRecord, ApiKeys } from '../stores/tables/api-keys.js';
+import type { StoreUsers } from '../stores/tables/store-users.js';
 
 /** What the admin API manages, as configured at start (each undefined when off). */
 export interface AdminApiParts {

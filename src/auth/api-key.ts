@@ -1,7 +1,7 @@
 import type { ApiKeysConfig } from '../config/types.js';
 import { DomainError } from '../core/domain-error.js';
 import type { Principal } from '../core/principal.js';
-import { parseKey, type ApiKeyRecord, type ApiKeys, type PresentedKey } from '../stores/api-keys.js';
+import { parseKey, type ApiKeyRecord, type ApiKeys, type PresentedKey } from '../stores/tables/api-keys.js';
 import type { Authenticator } from './authenticator.js';
 import { schemeMatcher } from './authenticator.js';
 

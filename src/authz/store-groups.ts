@@ -1,4 +1,4 @@
-import type { StoreUsers } from '../stores/store-users.js';
+import type { StoreUsers } from '../stores/tables/store-users.js';
 import type { Groups } from './groups.js';
 
 /**

@@ -6,8 +6,8 @@ import { Lockout } from '../credentials/lockout.js';
 import { silentLogger } from '../log.js';
 import { createStore } from '../stores/kinds.js';
 import { isIP } from 'node:net';
-import { RedisCounters } from '../counters/redis.js';
-import type { SessionStore } from '../tokens/store/types.js';
+import { RedisCounters } from '../stores/counters/redis.js';
+import type { SessionStore } from '../stores/sessions/types.js';
 
 /**
  * Runs an operator command against the store the gateways share. The memory store lives inside one

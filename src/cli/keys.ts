@@ -2,8 +2,8 @@ import { ConfigError } from '../config/errors.js';
 import { setting } from '../config/defaults.js';
 import type { Config } from '../config/types.js';
 import { silentLogger } from '../log.js';
-import { readKeySpec, parseDuration } from '../stores/api-key-spec.js';
-import { ApiKeys, type ApiKeyInfo, type ApiKeyRecord } from '../stores/api-keys.js';
+import { readKeySpec, parseDuration } from '../stores/tables/api-key-spec.js';
+import { ApiKeys, type ApiKeyInfo, type ApiKeyRecord } from '../stores/tables/api-keys.js';
 import { createTable } from '../stores/kinds.js';
 import { InputError, StoreUnreachableError, UsageError } from './errors.js';
 

@@ -6,9 +6,9 @@ import { readHtpasswd } from '../credentials/htpasswd.js';
 import { otherSpellings } from '../credentials/user-sources.js';
 import { acceptablePassword } from '../credentials/password-verifier.js';
 import { silentLogger } from '../log.js';
-import { listOf } from '../stores/api-key-spec.js';
+import { listOf } from '../stores/tables/api-key-spec.js';
 import { createStore, createTable } from '../stores/kinds.js';
-import { StoreUsers, type StoreUser } from '../stores/store-users.js';
+import { StoreUsers, type StoreUser } from '../stores/tables/store-users.js';
 import { InputError, PasswordRefusedError, StoreUnreachableError, UsageError } from './errors.js';
 import { readHidden } from './prompt.js';
 

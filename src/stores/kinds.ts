@@ -1,14 +1,14 @@
 import type { Clock } from '../clock.js';
 import type { StoreConfig } from '../config/types.js';
-import { MemoryCounters } from '../counters/memory.js';
-import { RedisCounters } from '../counters/redis.js';
-import type { CounterStore } from '../counters/types.js';
+import { MemoryCounters } from './counters/memory.js';
+import { RedisCounters } from './counters/redis.js';
+import type { CounterStore } from './counters/types.js';
 import type { Logger } from '../log.js';
-import { MemorySessionStore } from '../tokens/store/memory.js';
-import { RedisSessionStore } from '../tokens/store/redis.js';
-import type { SessionStore } from '../tokens/store/types.js';
-import { MemoryTable, type SharedTable } from './shared-table.js';
-import { RedisTable } from './shared-table-redis.js';
+import { MemorySessionStore } from './sessions/memory.js';
+import { RedisSessionStore } from './sessions/redis.js';
+import type { SessionStore } from './sessions/types.js';
+import { MemoryTable, type SharedTable } from './tables/shared-table.js';
+import { RedisTable } from './tables/shared-table-redis.js';
 
 /** What one store kind (store.kind) makes: the sessions, and the lockout and rate-limit counters beside them. */
 interface StoreKind<C extends StoreConfig> {

@@ -1,7 +1,7 @@
 import { afterAll } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { MemoryCounters } from '../../src/counters/memory.js';
-import { MemorySessionStore } from '../../src/tokens/store/memory.js';
+import { MemoryCounters } from '../../src/stores/counters/memory.js';
+import { MemorySessionStore } from '../../src/stores/sessions/memory.js';
 import { counterStoreContract } from './counter-store.js';
 import { sessionStoreContract } from './session-store.js';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect } from 'vitest';
-import { RedisCounters } from '../../src/counters/redis.js';
+import { RedisCounters } from '../../src/stores/counters/redis.js';
 import { silentLogger } from '../../src/log.js';
-import { RedisSessionStore, type RedisStoreOptions } from '../../src/tokens/store/redis.js';
+import { RedisSessionStore, type RedisStoreOptions } from '../../src/stores/sessions/redis.js';
 import { counterStoreContract } from './counter-store.js';
 import { sessionStoreContract } from './session-store.js';
 

@@ -1,10 +1,10 @@
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/log.js';
-import { RedisCounters } from '../../src/counters/redis.js';
-import { RedisSessionStore, type RedisStoreOptions } from '../../src/tokens/store/redis.js';
+import { RedisCounters } from '../../src/stores/counters/redis.js';
+import { RedisSessionStore, type RedisStoreOptions } from '../../src/stores/sessions/redis.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
-import { userIndexKeys, userTag } from '../../src/tokens/store/user-index.js';
+import { userIndexKeys, userTag } from '../../src/stores/sessions/user-index.js';
 import { measureSessionBytes } from './session-size.js';
 import { redisContracts } from './redis-harness.js';
 

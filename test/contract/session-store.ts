@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { SessionStore } from '../../src/tokens/store/types.js';
-import { sessionIdFor } from '../../src/tokens/store/user-index.js';
+import type { SessionStore } from '../../src/stores/sessions/types.js';
+import { sessionIdFor } from '../../src/stores/sessions/user-index.js';
 
 export interface StoreHarness<S> {
   store: () => S;

@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../src/log.js';
-import type { RedisTable } from '../../src/stores/shared-table-redis.js';
+import type { RedisTable } from '../../src/stores/tables/shared-table-redis.js';
 import { basic, gatewayFixture, SECRET, startGateway, testConfig, type RunningGateway } from '../support/fixtures.js';
 import { waitForHttp } from '../support/process.js';
 

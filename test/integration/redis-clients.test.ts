@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeClient } from '../../src/tokens/store/clients.js';
-import { connect } from '../../src/tokens/store/topology.js';
+import { closeClient } from '../../src/stores/redis/clients.js';
+import { connect } from '../../src/stores/redis/topology.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { eventually, sleep } from '../reliability/helpers.js';
 

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basic, createTokens, gatewayFixture, SECRET, startGateway, testConfig, type RunningGateway } from '../support/fixtures.js';
 import { waitForHttp } from '../support/process.js';
 import { createLogger } from '../../src/log.js';
-import type { RedisTable } from '../../src/stores/shared-table-redis.js';
+import type { RedisTable } from '../../src/stores/tables/shared-table-redis.js';
 
 /**
  * Users kept in the store: two gateway instances sharing one real Redis, the users managed with the

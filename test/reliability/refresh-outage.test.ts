@@ -5,7 +5,7 @@ import { waitForHttp } from '../support/process.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { startCluster, type TestCluster } from '../support/redis-cluster.js';
 import { SENTINEL_MASTER_NAME, startSentinel, type TestSentinel } from '../support/redis-sentinel.js';
-import { userSessionKey, userTag } from '../../src/tokens/store/user-index.js';
+import { userSessionKey, userTag } from '../../src/stores/sessions/user-index.js';
 import { sleep } from './helpers.js';
 
 /**

@@ -89,7 +89,7 @@ describe('Sentinel, master and one replica: the master dies', () => {
       promotedAt = Date.now();
       // Sign-ins are back within a second or so of the promotion, and stay back. (They once did not come
       // back at all, in about one run of three: ioredis ended a client that the failover detector
-      // disconnected while it was asking the sentinels for the master; see src/tokens/store/clients.ts.)
+      // disconnected while it was asking the sentinels for the master; see src/stores/redis/clients.ts.)
       const back = await eventually(() => samples.some((s) => s.what === 'create' && s.status === 200 && s.at > promotedAt), 10_000, 20);
       expect(back, JSON.stringify(samples.filter((s) => s.at > promotedAt).slice(-10))).toBe(true);
       await sleep(3000);

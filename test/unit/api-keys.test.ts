@@ -5,9 +5,9 @@ import { ManualClock } from '../../src/clock.js';
 import { upstreamHeaderObject } from '../../src/core/headers.js';
 import type { Principal } from '../../src/core/principal.js';
 import { DomainError } from '../../src/core/domain-error.js';
-import { parseDuration, parseRate, readKeySpec } from '../../src/stores/api-key-spec.js';
-import { ApiKeys, parseKey, type ApiKeyRecord } from '../../src/stores/api-keys.js';
-import { MemoryTable } from '../../src/stores/shared-table.js';
+import { parseDuration, parseRate, readKeySpec } from '../../src/stores/tables/api-key-spec.js';
+import { ApiKeys, parseKey, type ApiKeyRecord } from '../../src/stores/tables/api-keys.js';
+import { MemoryTable } from '../../src/stores/tables/shared-table.js';
 import { testConfig } from '../support/fixtures.js';
 import { refusalOf, rejectionOf } from '../support/refusal.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decisionOf, takesThatFit } from '../../src/counters/gcra.js';
+import { decisionOf, takesThatFit } from '../../src/stores/counters/gcra.js';
 
 describe('GCRA decisions', () => {
   it('lets exactly `limit` takes into an idle bucket, also when the limit does not divide the period', () => {

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
-import { DeadlineError, withDeadline } from '../../src/tokens/store/deadline.js';
-import { failureCause } from '../../src/tokens/store/failure.js';
-import { LivenessCache } from '../../src/tokens/store/liveness-cache.js';
-import { OutageLog } from '../../src/tokens/store/outage-log.js';
-import { readSessionRecord } from '../../src/tokens/store/session-record.js';
+import { DeadlineError, withDeadline } from '../../src/stores/redis/deadline.js';
+import { failureCause } from '../../src/stores/redis/failure.js';
+import { LivenessCache } from '../../src/stores/redis/liveness-cache.js';
+import { OutageLog } from '../../src/stores/redis/outage-log.js';
+import { readSessionRecord } from '../../src/stores/sessions/session-record.js';
 
 describe('failureCause', () => {
   it.each([

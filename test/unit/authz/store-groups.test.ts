@@ -5,8 +5,8 @@ import { systemClock } from '../../../src/clock.js';
 import { hashSync } from '../../../src/credentials/bcrypt.js';
 import { Credentials } from '../../../src/credentials/credentials.js';
 import { silentLogger } from '../../../src/log.js';
-import { MemoryTable } from '../../../src/stores/shared-table.js';
-import { StoreUsers, type StoreUser } from '../../../src/stores/store-users.js';
+import { MemoryTable } from '../../../src/stores/tables/shared-table.js';
+import { StoreUsers, type StoreUser } from '../../../src/stores/tables/store-users.js';
 import { htpasswd, testConfig } from '../../support/fixtures.js';
 import { waitUntil } from '../../support/poll.js';
 

@@ -2,16 +2,16 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import type { RedisStoreConfig } from '../../config/types.js';
 import type { Logger } from '../../log.js';
-import { enforceDeadlines, withDeadline } from './deadline.js';
-import { LivenessCache } from './liveness-cache.js';
+import { enforceDeadlines, withDeadline } from '../redis/deadline.js';
+import { LivenessCache } from '../redis/liveness-cache.js';
 import { ACTIVATE5, CREATE5, DEVICE_NOTE, INDEX_ADD, LEGACY_REVOKE, LEGACY_ROTATE, LIST5, LIVE5, PENDING_TTL_SECONDS, REVOKE5, REVOKE_USER5, ROTATE5, TAG_ADD } from './lua.js';
-import { OutageLog } from './outage-log.js';
-import { ReplicaWaits } from './replication.js';
-import { RevocationChannel } from './revocation-channel.js';
+import { OutageLog } from '../redis/outage-log.js';
+import { ReplicaWaits } from '../redis/replication.js';
+import { RevocationChannel } from '../redis/revocation-channel.js';
 import { RevocationFeed } from './revocations.js';
 import { readSessionRecord, readSessionValue } from './session-record.js';
-import { closeClient } from './clients.js';
-import { connect } from './topology.js';
+import { closeClient } from '../redis/clients.js';
+import { connect } from '../redis/topology.js';
 import { sessionIdFor, sessionPlace, userIndexKeys, userSessionKey, userTag } from './user-index.js';
 import {
   StoreUnavailableError, type NewSession, type ReplicationStats, type RotateOutcome, type Rotation, type SessionDevice, type SessionInfo, type SessionStore,

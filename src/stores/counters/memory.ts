@@ -1,4 +1,4 @@
-import type { Clock } from '../clock.js';
+import type { Clock } from '../../clock.js';
 import { decisionOf, takesThatFit } from './gcra.js';
 import type { Counter, CounterKey, CounterStore, RateDecision } from './types.js';
 

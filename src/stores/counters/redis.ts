@@ -1,11 +1,11 @@
 import type { Cluster, Redis } from 'ioredis';
-import type { Logger } from '../log.js';
-import { enforceDeadlines, withDeadline } from '../tokens/store/deadline.js';
-import { OutageLog } from '../tokens/store/outage-log.js';
-import { readyWithin, type RedisStoreOptions } from '../tokens/store/redis.js';
-import { closeClient } from '../tokens/store/clients.js';
-import { connect } from '../tokens/store/topology.js';
-import { StoreUnavailableError } from '../tokens/store/types.js';
+import type { Logger } from '../../log.js';
+import { enforceDeadlines, withDeadline } from '../redis/deadline.js';
+import { OutageLog } from '../redis/outage-log.js';
+import { readyWithin, type RedisStoreOptions } from '../sessions/redis.js';
+import { closeClient } from '../redis/clients.js';
+import { connect } from '../redis/topology.js';
+import { StoreUnavailableError } from '../sessions/types.js';
 import { CLEAR_GROUP, HIT_COUNTER, PEEK_COUNTER, TAKE_RATES } from './lua.js';
 import { decisionOf } from './gcra.js';
 import { RateLanes } from './rate-lanes.js';

@@ -44,7 +44,7 @@ return 1
 `;
 
 /**
- * GCRA (src/counters/gcra.ts). KEYS[1] = bucket (holds the theoretical arrival time, ms). ARGV: limit,
+ * GCRA (src/stores/counters/gcra.ts). KEYS[1] = bucket (holds the theoretical arrival time, ms). ARGV: limit,
  * windowMs, n: a batch of takes decided in order at one instant (a busy bucket's requests come in one
  * command). Time is Redis's own (TIME), so instances with skewed clocks agree. Constant work whatever n:
  * it counts the takes that fit and moves the bucket past them. Returns {allowed, ahead}: how many of the

@@ -1,4 +1,4 @@
-import type { Logger } from '../log.js';
+import type { Logger } from '../../log.js';
 import type { SharedTable } from './shared-table.js';
 
 /** A user kept in the store (`users.store: true`): a bcrypt hash and groups; never a password. */

@@ -3,7 +3,7 @@ import { DomainError } from '../../core/domain-error.js';
 /**
  * Where sessions live, seen by what its callers use. Every method either answers or throws
  * StoreUnavailableError; token checks fail closed on it. (Lockout and rate-limit counters are another
- * store: src/counters.) A backend implements SessionStore, all four roles; each caller takes the role it
+ * store: src/stores/counters.) A backend implements SessionStore, all four roles; each caller takes the role it
  * needs: the token service and the CLI `Sessions`, the tunnel registry the `RevocationFeed`, readiness
  * and metrics `StoreHealth`, the composition root `StoreLifecycle`.
  */

@@ -1,14 +1,14 @@
 import type { Cluster, Redis } from 'ioredis';
-import type { Logger } from '../log.js';
-import { closeClient } from '../tokens/store/clients.js';
-import { enforceDeadlines, withDeadline } from '../tokens/store/deadline.js';
-import { LivenessCache } from '../tokens/store/liveness-cache.js';
-import { OutageLog } from '../tokens/store/outage-log.js';
-import { HEARTBEAT_MS, readyWithin, REVOCATION_WAIT_MS, type RedisStoreOptions } from '../tokens/store/redis.js';
-import { RevocationChannel } from '../tokens/store/revocation-channel.js';
-import { RevocationFeed } from '../tokens/store/revocations.js';
-import { connect } from '../tokens/store/topology.js';
-import { StoreUnavailableError } from '../tokens/store/types.js';
+import type { Logger } from '../../log.js';
+import { closeClient } from '../redis/clients.js';
+import { enforceDeadlines, withDeadline } from '../redis/deadline.js';
+import { LivenessCache } from '../redis/liveness-cache.js';
+import { OutageLog } from '../redis/outage-log.js';
+import { HEARTBEAT_MS, readyWithin, REVOCATION_WAIT_MS, type RedisStoreOptions } from '../sessions/redis.js';
+import { RevocationChannel } from '../redis/revocation-channel.js';
+import { RevocationFeed } from '../sessions/revocations.js';
+import { connect } from '../redis/topology.js';
+import { StoreUnavailableError } from '../sessions/types.js';
 import { deepFreeze, type SharedTable } from './shared-table.js';
 
 /** How long an entry read from Redis is answered from memory (the change channel keeps it true meanwhile). */
