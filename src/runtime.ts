@@ -44,9 +44,9 @@ import { AccessTokenCodec } from './tokens/access-token.js';
 import { credentialVersionKey, keyedCredentialVersions, loadKeys } from './tokens/keys.js';
 import { tokenRoutes } from './http/token-endpoints.js';
 import { TokenService } from './tokens/service.js';
-import type { CounterStore } from './stores/counters/types.js';
+import type { RateBuckets, WindowCounters } from './stores/counters/types.js';
 import { refreshKey } from './tokens/refresh-token.js';
-import type { SessionStore, Sessions } from './stores/sessions/types.js';
+import type { Sessions } from './stores/sessions/types.js';
 import { AssertionSigner } from './identity/assertion.js';
 import { assertions, type Assertions } from './identity/identity-headers.js';
 import { serveJwks } from './identity/jwks.js';
@@ -62,9 +62,9 @@ import { signInEndpoints, withSignIn } from './pipeline/sign-in.js';
 export interface Shared {
   clock: Clock;
   log: Logger;
-  /** The stores every part calls (timed for the metrics). */
-  store: SessionStore;
-  counters: CounterStore;
+  /** The stores every part calls (timed for the metrics), as the roles they use: the sessions, and the lockout's and rate limits' counters. */
+  store: Sessions;
+  counters: WindowCounters & RateBuckets;
   ping: () => Promise<void>;
   /** Which writes the store refuses while ready (see readyz). */
   refused: () => string | undefined;

@@ -7,13 +7,13 @@ import { silentLogger } from '../log.js';
 import { createStore } from '../stores/kinds.js';
 import { isIP } from 'node:net';
 import { RedisCounters } from '../stores/counters/redis.js';
-import type { SessionStore } from '../stores/sessions/types.js';
+import type { Sessions } from '../stores/sessions/types.js';
 
 /**
  * Runs an operator command against the store the gateways share. The memory store lives inside one
  * gateway process, out of reach of another process: those commands need `store.kind: redis`.
  */
-async function withSharedStore<T>(config: Config, work: (store: SessionStore) => Promise<T>): Promise<T> {
+async function withSharedStore<T>(config: Config, work: (store: Sessions) => Promise<T>): Promise<T> {
   if (config.store.kind === 'memory') {
     throw new ConfigError([`${config.file || 'the configuration'}: store.kind is memory, which lives inside the gateway process; this command needs the shared store (store.kind: redis)`]);
   }

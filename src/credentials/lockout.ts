@@ -2,7 +2,7 @@ import { sha256 } from './digest.js';
 import type { LockoutConfig } from '../config/types.js';
 import { DomainError } from '../core/domain-error.js';
 import type { Logger } from '../log.js';
-import type { Counter, CounterStore } from '../stores/counters/types.js';
+import type { Counter, RateBuckets, WindowCounters } from '../stores/counters/types.js';
 
 /** What `check` read, so that `fail` and `succeed` need not read it again. */
 export interface Standing {
@@ -46,7 +46,8 @@ export class Lockout {
   private readonly clearPairs = new Map<string, number>();
 
   constructor(
-    private readonly store: CounterStore,
+    /** The window counters (pair, account, throttle) and the address's bucket. */
+    private readonly store: WindowCounters & RateBuckets,
     private readonly config: LockoutConfig,
     private readonly log: Logger,
     private readonly now: () => number = Date.now,

@@ -3,11 +3,11 @@ import type { Clock } from '../clock.js';
 import type { Principal } from '../core/principal.js';
 import { destroySoon } from '../core/raw-head.js';
 import type { Logger } from '../log.js';
+import type { RevocationFeed } from '../stores/sessions/types.js';
 import { CloseFrameWatch } from './close-frame.js';
 
-export interface TunnelChecks {
-  /** Subscribes to revoked session ids (the store's revocation channel); returns the unsubscribe. */
-  onRevoked(listener: (sid: string) => void): () => void;
+/** What a tunnel registry is told: revoked session ids (the store's RevocationFeed role), and how to judge an owner again. */
+export interface TunnelChecks extends RevocationFeed {
   /** Checks the owner's credential again (its authenticator's recheck): undefined while it holds, else why not. */
   recheck(owner: Principal): string | undefined | Promise<string | undefined>;
   /**

@@ -1,3 +1,5 @@
+import type { StoreLifecycle } from '../sessions/types.js';
+
 /**
  * Counters that protect the gateway (lockout, rate limits): shared by every instance on one Redis.
  * Each method answers or throws StoreUnavailableError; callers fail OPEN on it (an outage of the
@@ -28,10 +30,8 @@ export interface RateBuckets {
   take(key: string, limit: number, windowSeconds: number): Promise<RateDecision>;
 }
 
-export interface CounterStore extends WindowCounters, RateBuckets {
-  readonly kind: 'memory' | 'redis';
-  close(): Promise<void>;
-}
+/** What a backend implements: every role (the lockout takes both counter roles, the rate-limit step RateBuckets). */
+export interface CounterStore extends WindowCounters, RateBuckets, StoreLifecycle {}
 
 export interface Counter {
   count: number;
