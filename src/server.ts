@@ -37,8 +37,8 @@ import { storeCredentials } from './stores/tables/credential-tables.js';
 import type { ApiKeys } from './stores/tables/api-keys.js';
 import type { StoreUsers } from './stores/tables/store-users.js';
 import { refusedWrites } from './stores/redis/replication.js';
-import type { SessionStore } from './stores/sessions/types.js';
-import type { CounterStore } from './stores/counters/types.js';
+import type { SessionStore } from './stores/sessions/session-store.js';
+import type { CounterStore } from './stores/counters/counter-store.js';
 import { holdTickShape } from './core/tick-shape.js';
 
 export interface GatewayDeps {

@@ -1,6 +1,6 @@
 import { DomainError } from '../core/domain-error.js';
 import type { Principal } from '../core/principal.js';
-import type { Sessions } from '../stores/sessions/types.js';
+import type { Sessions } from '../stores/sessions/session-store.js';
 import type { Authenticator } from './authenticator.js';
 import { cookieValue, type Sealer } from './seal.js';
 

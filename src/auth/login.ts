@@ -11,7 +11,7 @@ import { InvalidLogoutToken, verifyLogoutToken } from '../identity/logout-token.
 import { fetchFailure, providerCa, providerFetch } from '../identity/provider-fetch.js';
 import { claimAt } from '../identity/provider-jwt.js';
 import type { Logger } from '../log.js';
-import { MAX_NOTED_USER_AGENT, type SessionDevice, type SessionInfo, type Sessions } from '../stores/sessions/types.js';
+import { MAX_NOTED_USER_AGENT, type SessionDevice, type SessionInfo, type Sessions } from '../stores/sessions/session-store.js';
 import { openSession, SESSION_PURPOSE, type BrowserSession } from './cookie-session.js';
 import { groupsOf } from './oidc.js';
 import { Sealer } from './seal.js';

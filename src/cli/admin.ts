@@ -6,8 +6,8 @@ import { Lockout } from '../credentials/lockout.js';
 import { silentLogger } from '../log.js';
 import { createStore } from '../stores/kinds.js';
 import { isIP } from 'node:net';
-import { RedisCounters } from '../stores/counters/redis.js';
-import type { Sessions } from '../stores/sessions/types.js';
+import { RedisCounters } from '../stores/counters/redis-counters.js';
+import type { Sessions } from '../stores/sessions/session-store.js';
 
 /**
  * Runs an operator command against the store the gateways share. The memory store lives inside one

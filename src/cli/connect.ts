@@ -4,7 +4,7 @@ import { IssuerKeys } from '../identity/issuers.js';
 import { Directory } from '../credentials/directory.js';
 import { describeLoginProvider } from '../auth/login.js';
 import { silentLogger } from '../log.js';
-import { RedisSessionStore } from '../stores/sessions/redis.js';
+import { RedisSessionStore } from '../stores/sessions/redis-session-store.js';
 
 export interface ConnectResult {
   /** What was tried, e.g. `store redis://127.0.0.1:6379` or `upstream contacts http://…`. */

@@ -2,7 +2,7 @@ import { sha256 } from './digest.js';
 import type { LockoutConfig } from '../config/types.js';
 import { DomainError } from '../core/domain-error.js';
 import type { Logger } from '../log.js';
-import type { Counter, RateBuckets, WindowCounters } from '../stores/counters/types.js';
+import type { Counter, RateBuckets, WindowCounters } from '../stores/counters/counter-store.js';
 
 /** What `check` read, so that `fail` and `succeed` need not read it again. */
 export interface Standing {

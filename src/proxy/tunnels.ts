@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js';
 import type { Principal } from '../core/principal.js';
 import { destroySoon } from '../core/raw-head.js';
 import type { Logger } from '../log.js';
-import type { RevocationFeed } from '../stores/sessions/types.js';
+import type { RevocationFeed } from '../stores/sessions/session-store.js';
 import { CloseFrameWatch } from './close-frame.js';
 
 /** What a tunnel registry is told: revoked session ids (the store's RevocationFeed role), and how to judge an owner again. */

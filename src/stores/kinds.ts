@@ -1,12 +1,12 @@
 import type { Clock } from '../clock.js';
 import type { StoreConfig } from '../config/types.js';
-import { MemoryCounters } from './counters/memory.js';
-import { RedisCounters } from './counters/redis.js';
-import type { CounterStore } from './counters/types.js';
+import { MemoryCounters } from './counters/memory-counters.js';
+import { RedisCounters } from './counters/redis-counters.js';
+import type { CounterStore } from './counters/counter-store.js';
 import type { Logger } from '../log.js';
-import { MemorySessionStore } from './sessions/memory.js';
-import { RedisSessionStore } from './sessions/redis.js';
-import type { SessionStore } from './sessions/types.js';
+import { MemorySessionStore } from './sessions/memory-session-store.js';
+import { RedisSessionStore } from './sessions/redis-session-store.js';
+import type { SessionStore } from './sessions/session-store.js';
 import { MemoryTable, type SharedTable } from './tables/shared-table.js';
 import { RedisTable } from './tables/shared-table-redis.js';
 

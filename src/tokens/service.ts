@@ -3,7 +3,7 @@ import type { CredentialVersions, PasswordAttempt, PasswordCheck } from '../cred
 import { DomainError } from '../core/domain-error.js';
 import { invalidToken, type AccessClaims, type AccessTokenCodec } from './access-token.js';
 import { MAX_GENERATION, parseRefreshToken, refreshTokenFor } from './refresh-token.js';
-import type { Sessions } from '../stores/sessions/types.js';
+import type { Sessions } from '../stores/sessions/session-store.js';
 
 export interface TokenPair {
   accessToken: string;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { CounterStore } from '../../src/stores/counters/types.js';
+import type { CounterStore } from '../../src/stores/counters/counter-store.js';
 import type { StoreHarness } from './session-store.js';
 
 let n = 0;

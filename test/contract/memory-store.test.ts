@@ -1,7 +1,7 @@
 import { afterAll } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { MemoryCounters } from '../../src/stores/counters/memory.js';
-import { MemorySessionStore } from '../../src/stores/sessions/memory.js';
+import { MemoryCounters } from '../../src/stores/counters/memory-counters.js';
+import { MemorySessionStore } from '../../src/stores/sessions/memory-session-store.js';
 import { counterStoreContract } from './counter-store.js';
 import { sessionStoreContract } from './session-store.js';
 

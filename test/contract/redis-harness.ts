@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect } from 'vitest';
-import { RedisCounters } from '../../src/stores/counters/redis.js';
+import { RedisCounters } from '../../src/stores/counters/redis-counters.js';
 import { silentLogger } from '../../src/log.js';
-import { RedisSessionStore, type RedisStoreOptions } from '../../src/stores/sessions/redis.js';
+import { RedisSessionStore, type RedisStoreOptions } from '../../src/stores/sessions/redis-session-store.js';
 import { counterStoreContract } from './counter-store.js';
 import { sessionStoreContract } from './session-store.js';
 

@@ -1,8 +1,8 @@
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/log.js';
-import { RedisCounters } from '../../src/stores/counters/redis.js';
-import { RedisSessionStore, type RedisStoreOptions } from '../../src/stores/sessions/redis.js';
+import { RedisCounters } from '../../src/stores/counters/redis-counters.js';
+import { RedisSessionStore, type RedisStoreOptions } from '../../src/stores/sessions/redis-session-store.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { userIndexKeys, userTag } from '../../src/stores/sessions/user-index.js';
 import { measureSessionBytes } from './session-size.js';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { SessionStore } from '../../src/stores/sessions/types.js';
+import type { SessionStore } from '../../src/stores/sessions/session-store.js';
 
 export interface SessionBytes {
   sessions: number;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { SessionStore } from '../../src/stores/sessions/types.js';
+import type { SessionStore } from '../../src/stores/sessions/session-store.js';
 import { sessionIdFor } from '../../src/stores/sessions/user-index.js';
 
 export interface StoreHarness<S> {

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { RedisSessionStore } from '../../src/stores/sessions/redis.js';
+import { RedisSessionStore } from '../../src/stores/sessions/redis-session-store.js';
 import { createTokens, gatewayFixture, postJson, SECRET } from '../support/fixtures.js';
 
 // The operator commands, run as the built CLI (a process of its own) against the Redis a running

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { RedisSessionStore } from '../../src/stores/sessions/redis.js';
+import { RedisSessionStore } from '../../src/stores/sessions/redis-session-store.js';
 import { createTokens, gatewayFixture, jwtPayload, postJson, startGateway, testConfig, type RunningGateway } from '../support/fixtures.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 

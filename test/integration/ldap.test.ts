@@ -6,7 +6,7 @@ import { hashSync } from '../../src/credentials/bcrypt.js';
 import { PasswordVerifier } from '../../src/credentials/password-verifier.js';
 import { UserSources } from '../../src/credentials/user-sources.js';
 import { createLogger, silentLogger } from '../../src/log.js';
-import { MemorySessionStore } from '../../src/stores/sessions/memory.js';
+import { MemorySessionStore } from '../../src/stores/sessions/memory-session-store.js';
 import { basic, echoUpstream, htpasswd, postJson, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
 import { closedPort } from '../support/process.js';
 import { personDn, personLdif, startSlapd, type TestSlapd } from '../support/slapd.js';

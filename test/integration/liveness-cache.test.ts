@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { sessionPlace } from '../../src/stores/sessions/user-index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RedisSessionStore } from '../../src/stores/sessions/redis.js';
+import type { RedisSessionStore } from '../../src/stores/sessions/redis-session-store.js';
 import { createTokens, gatewayFixture, postJson, startGateway, testConfig, type RunningGateway } from '../support/fixtures.js';
 import { waitUntil } from '../support/poll.js';
 

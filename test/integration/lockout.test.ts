@@ -2,10 +2,10 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { createLogger } from '../../src/log.js';
-import { MemoryCounters } from '../../src/stores/counters/memory.js';
-import type { RedisCounters } from '../../src/stores/counters/redis.js';
+import { MemoryCounters } from '../../src/stores/counters/memory-counters.js';
+import type { RedisCounters } from '../../src/stores/counters/redis-counters.js';
 import { PAIR_RECHECK_MS } from '../../src/credentials/lockout.js';
-import { MemorySessionStore } from '../../src/stores/sessions/memory.js';
+import { MemorySessionStore } from '../../src/stores/sessions/memory-session-store.js';
 import { basic, gatewayFixture, postJson, startGateway, testConfig, type RunningGateway } from '../support/fixtures.js';
 
 // The brute-force policy from the outside: each outcome the policy promises is one test. Time is the

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RedisSessionStore } from '../../src/stores/sessions/redis.js';
+import type { RedisSessionStore } from '../../src/stores/sessions/redis-session-store.js';
 import { createTokens, gatewayFixture, postJson, startGateway, testConfig, type RunningGateway } from '../support/fixtures.js';
 import { waitForHttp } from '../support/process.js';
 import { startCluster, type TestCluster } from '../support/redis-cluster.js';

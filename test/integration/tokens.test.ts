@@ -2,7 +2,7 @@ import { gzipSync } from 'node:zlib';
 import jwt from 'jsonwebtoken';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { MemorySessionStore } from '../../src/stores/sessions/memory.js';
+import { MemorySessionStore } from '../../src/stores/sessions/memory-session-store.js';
 import { createTokens, gatewayFixture, postJson, SECRET } from '../support/fixtures.js';
 import { exchangeUntilClosed, requestText } from '../support/raw-client.js';
 

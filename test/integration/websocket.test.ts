@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
-import type { RedisSessionStore } from '../../src/stores/sessions/redis.js';
+import type { RedisSessionStore } from '../../src/stores/sessions/redis-session-store.js';
 import { BEARER_PROTOCOL_PREFIX } from '../../src/proxy/websocket-protocol.js';
 import { basic, createTokens, gatewayFixture, jwtPayload, postJson, startGateway, testConfig, type RunningGateway } from '../support/fixtures.js';
 import { exchangeUntilClosed, openRaw } from '../support/raw-client.js';

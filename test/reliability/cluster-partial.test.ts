@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
-import type { RedisSessionStore } from '../../src/stores/sessions/redis.js';
+import type { RedisSessionStore } from '../../src/stores/sessions/redis-session-store.js';
 import { hashSlot } from '../../src/stores/sessions/user-index.js';
 import { echoUpstream, htpasswd, postJson, startGateway, testConfig, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
 import { waitForHttp } from '../support/process.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RateLanes, type TakeMany } from '../../src/stores/counters/rate-lanes.js';
-import type { RateDecision } from '../../src/stores/counters/types.js';
+import type { RateDecision } from '../../src/stores/counters/counter-store.js';
 
 /** A store that answers when told to: each command's n and a way to settle it. */
 function store() {

@@ -2,7 +2,7 @@ import type { RateLimitRule } from '../../config/types.js';
 import { sha256 } from '../../credentials/digest.js';
 import { HttpProblem } from '../../http/problem.js';
 import type { GatewayExchange } from '../../http/state.js';
-import type { RateBuckets } from '../../stores/counters/types.js';
+import type { RateBuckets } from '../../stores/counters/counter-store.js';
 
 /**
  * Per-principal limit of the matched route (GCRA in the shared store, so every instance on one Redis

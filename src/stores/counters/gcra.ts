@@ -1,4 +1,4 @@
-import type { RateDecision } from './types.js';
+import type { RateDecision } from './counter-store.js';
 
 /**
  * GCRA (the generic cell rate algorithm) of a bucket of `limit` requests per `period` ms, burst = limit:

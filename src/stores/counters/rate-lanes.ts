@@ -1,4 +1,4 @@
-import type { RateDecision } from './types.js';
+import type { RateDecision } from './counter-store.js';
 
 /** Takes `n` requests from one bucket in one store command: a decision per request, in order. */
 export type TakeMany = (key: string, limit: number, windowSeconds: number, n: number) => Promise<RateDecision[]>;

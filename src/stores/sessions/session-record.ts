@@ -1,4 +1,4 @@
-import { FORMAT, LIVE } from './lua.js';
+import { FORMAT, LIVE } from './session-scripts.js';
 
 export interface SessionRecord {
   sub: string;
@@ -7,7 +7,7 @@ export interface SessionRecord {
   generation: number;
 }
 
-/** Reads a stored session (layout in lua.ts); undefined if not one. */
+/** Reads a stored session (layout in session-scripts.ts); undefined if not one. */
 export function readSessionRecord(raw: Buffer | null): SessionRecord | undefined {
   if (!raw || raw.length < 19 || raw[0] !== FORMAT) return undefined;
   const subLength = raw.readUInt16BE(17);
@@ -19,7 +19,7 @@ export function readSessionRecord(raw: Buffer | null): SessionRecord | undefined
   };
 }
 
-/** Reads a session's value in its user's hash (format 5, layout in lua.ts); undefined if not one. */
+/** Reads a session's value in its user's hash (format 5, layout in session-scripts.ts); undefined if not one. */
 export function readSessionValue(raw: Buffer): Omit<SessionRecord, 'sub'> | undefined {
   if (raw.length < 23 || raw[0] !== LIVE) return undefined;
   return { createdAtMs: raw.readUIntBE(1, 6), refreshedAtMs: raw.readUIntBE(7, 6), generation: raw.readUInt32BE(13) };

@@ -31,7 +31,7 @@ function otherTag(tag: string): string {
 }
 
 /**
- * Sessions (format 5, see lua.ts) live in their user's hash, `ss:{<tag>}` (copy 0) or `ss:{<tag>.<i>}`
+ * Sessions (format 5, see session-scripts.ts) live in their user's hash, `ss:{<tag>}` (copy 0) or `ss:{<tag>.<i>}`
  * (copy 1, on another master of a Cluster: a create whose copy-0 slot is down is made there). A session
  * id names its place: `<user tag, 22><copy, 0|1><random, 22 = 128 bits>`; the random part is the field.
  */

@@ -4,11 +4,11 @@ import { closeClient } from '../redis/clients.js';
 import { enforceDeadlines, withDeadline } from '../redis/deadline.js';
 import { LivenessCache } from '../redis/liveness-cache.js';
 import { OutageLog } from '../redis/outage-log.js';
-import { HEARTBEAT_MS, readyWithin, REVOCATION_WAIT_MS, type RedisStoreOptions } from '../sessions/redis.js';
+import { HEARTBEAT_MS, readyWithin, REVOCATION_WAIT_MS, type RedisStoreOptions } from '../sessions/redis-session-store.js';
 import { RevocationChannel } from '../redis/revocation-channel.js';
 import { RevocationFeed } from '../sessions/revocations.js';
 import { connect } from '../redis/topology.js';
-import { StoreUnavailableError } from '../sessions/types.js';
+import { StoreUnavailableError } from '../sessions/session-store.js';
 import { deepFreeze, type SharedTable } from './shared-table.js';
 
 /** How long an entry read from Redis is answered from memory (the change channel keeps it true meanwhile). */

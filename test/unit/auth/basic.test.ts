@@ -8,7 +8,7 @@ import { Lockout, type PairNoteMemo } from '../../../src/credentials/lockout.js'
 import { PasswordCheck } from '../../../src/credentials/password-check.js';
 import { PasswordVerifier } from '../../../src/credentials/password-verifier.js';
 import { UserSources } from '../../../src/credentials/user-sources.js';
-import { MemoryCounters } from '../../../src/stores/counters/memory.js';
+import { MemoryCounters } from '../../../src/stores/counters/memory-counters.js';
 import type { Exchange } from '../../../src/core/exchange.js';
 import type { Principal } from '../../../src/core/principal.js';
 import { silentLogger } from '../../../src/log.js';

@@ -4,8 +4,8 @@ import { LoginFlow } from '../../../src/auth/login.js';
 import { systemClock } from '../../../src/clock.js';
 import { checkConfig } from '../../../src/config/validate.js';
 import { silentLogger, type Logger } from '../../../src/log.js';
-import { MemorySessionStore } from '../../../src/stores/sessions/memory.js';
-import { MAX_NOTED_USER_AGENT, StoreUnavailableError, type SessionDevice } from '../../../src/stores/sessions/types.js';
+import { MemorySessionStore } from '../../../src/stores/sessions/memory-session-store.js';
+import { MAX_NOTED_USER_AGENT, StoreUnavailableError, type SessionDevice } from '../../../src/stores/sessions/session-store.js';
 
 const base = {
   users: { htpasswd: 'u' },

@@ -2,14 +2,14 @@ import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from '../../log.js';
 import { enforceDeadlines, withDeadline } from '../redis/deadline.js';
 import { OutageLog } from '../redis/outage-log.js';
-import { readyWithin, type RedisStoreOptions } from '../sessions/redis.js';
+import { readyWithin, type RedisStoreOptions } from '../sessions/redis-session-store.js';
 import { closeClient } from '../redis/clients.js';
 import { connect } from '../redis/topology.js';
-import { StoreUnavailableError } from '../sessions/types.js';
-import { CLEAR_GROUP, HIT_COUNTER, PEEK_COUNTER, TAKE_RATES } from './lua.js';
+import { StoreUnavailableError } from '../sessions/session-store.js';
+import { CLEAR_GROUP, HIT_COUNTER, PEEK_COUNTER, TAKE_RATES } from './counter-scripts.js';
 import { decisionOf } from './gcra.js';
 import { RateLanes } from './rate-lanes.js';
-import type { Counter, CounterKey, CounterStore, RateDecision } from './types.js';
+import type { Counter, CounterKey, CounterStore, RateDecision } from './counter-store.js';
 
 interface Scripts {
   hitCounter(key: string, marker: string, windowSeconds: number): Promise<[number, number]>;

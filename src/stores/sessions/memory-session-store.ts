@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Clock } from '../../clock.js';
 import { sessionIdFor } from './user-index.js';
 import { RevocationFeed } from './revocations.js';
-import type { NewSession, RotateOutcome, Rotation, SessionDevice, SessionInfo, SessionStore } from './types.js';
+import type { NewSession, RotateOutcome, Rotation, SessionDevice, SessionInfo, SessionStore } from './session-store.js';
 
 interface Session {
   sub: string;
@@ -48,7 +48,7 @@ export class MemorySessionStore implements SessionStore {
     return sid;
   }
 
-  /** As ROTATE_REFRESH in lua.ts. */
+  /** As ROTATE_REFRESH in session-scripts.ts. */
   async rotateRefresh(sid: string, r: Rotation): Promise<RotateOutcome> {
     const session = this.liveSession(sid);
     if (!session) return { result: 'unknown' };

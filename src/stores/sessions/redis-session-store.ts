@@ -4,7 +4,7 @@ import type { RedisStoreConfig } from '../../config/types.js';
 import type { Logger } from '../../log.js';
 import { enforceDeadlines, withDeadline } from '../redis/deadline.js';
 import { LivenessCache } from '../redis/liveness-cache.js';
-import { ACTIVATE5, CREATE5, DEVICE_NOTE, INDEX_ADD, LEGACY_REVOKE, LEGACY_ROTATE, LIST5, LIVE5, PENDING_TTL_SECONDS, REVOKE5, REVOKE_USER5, ROTATE5, TAG_ADD } from './lua.js';
+import { ACTIVATE5, CREATE5, DEVICE_NOTE, INDEX_ADD, LEGACY_REVOKE, LEGACY_ROTATE, LIST5, LIVE5, PENDING_TTL_SECONDS, REVOKE5, REVOKE_USER5, ROTATE5, TAG_ADD } from './session-scripts.js';
 import { OutageLog } from '../redis/outage-log.js';
 import { ReplicaWaits } from '../redis/replication.js';
 import { RevocationChannel } from '../redis/revocation-channel.js';
@@ -15,7 +15,7 @@ import { connect } from '../redis/topology.js';
 import { sessionIdFor, sessionPlace, userIndexKeys, userSessionKey, userTag } from './user-index.js';
 import {
   StoreUnavailableError, type NewSession, type ReplicationStats, type RotateOutcome, type Rotation, type SessionDevice, type SessionInfo, type SessionStore,
-} from './types.js';
+} from './session-store.js';
 
 export type RedisStoreOptions = Omit<RedisStoreConfig, 'kind'>;
 
@@ -497,7 +497,7 @@ function readDeviceNotes(fields: Record<string, string>, nowMs: number): Map<str
   return notes;
 }
 
-/** A format-4 session (see lua.ts). */
+/** A format-4 session (see session-scripts.ts). */
 function legacySessionKey(sid: string): string {
   return `s:{${sid}}`;
 }

@@ -1,6 +1,6 @@
 import type { Clock } from '../../clock.js';
 import { decisionOf, takesThatFit } from './gcra.js';
-import type { Counter, CounterKey, CounterStore, RateDecision } from './types.js';
+import type { Counter, CounterKey, CounterStore, RateDecision } from './counter-store.js';
 
 interface StoredCounter {
   count: number;
