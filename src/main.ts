@@ -10,7 +10,7 @@ import { keysCommand } from './cli/keys.js';
 import { storeUserWarnings, storeUsersCommand } from './cli/store-users.js';
 import { CommandError, ConnectionCheckError, PasswordRefusedError, UsageError } from './cli/errors.js';
 import { PromptCancelled, readHidden } from './cli/prompt.js';
-import { ConfigError } from './config/errors.js';
+import { ConfigError } from './config/config-error.js';
 import { forwardAuthWarnings } from './authz/forward-auth-config.js';
 import { inspectConfig } from './inspect.js';
 import { DEFAULT_CONFIG_FILE } from './config/load.js';

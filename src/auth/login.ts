@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import * as oidc from 'openid-client';
 import type { Clock } from '../clock.js';
 import type { LoginConfig, LoginProviderConfig } from '../config/types.js';
-import { isLoopback } from '../config/issuers.js';
+import { isLoopback } from '../config/issuer-settings.js';
 import { DomainError } from '../core/domain-error.js';
 import { isUsableName } from '../core/headers.js';
 import type { IssuerKeys } from '../identity/issuers.js';
@@ -489,7 +489,7 @@ async function discoverProvider(config: LoginProviderConfig, issuer: string, ca:
   const auth = config.clientSecret === undefined ? oidc.None() : oidc.ClientSecretBasic(config.clientSecret);
   const configuration = await oidc.discovery(issuerUrl, config.clientId, undefined, auth, {
     [oidc.customFetch]: providerFetch(ca),
-    // http:// is accepted for a loopback issuer only (src/config/issuers.ts).
+    // http:// is accepted for a loopback issuer only (src/config/issuer-settings.ts).
     execute: issuerUrl.protocol === 'http:' && isLoopback(issuerUrl.hostname) ? [oidc.allowInsecureRequests] : [],
   });
   configuration.timeout = 5;

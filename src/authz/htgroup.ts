@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { ConfigError } from '../config/errors.js';
-import type { FileCheck } from '../config/inspect.js';
+import { ConfigError } from '../config/config-error.js';
+import type { FileCheck } from '../config/inspection.js';
 
 /** Each user's groups, sorted (the form every later step reads: claims, headers, cache keys). */
 export type GroupTable = ReadonlyMap<string, readonly string[]>;

@@ -1,5 +1,5 @@
 import { systemClock } from '../clock.js';
-import { ConfigError } from '../config/errors.js';
+import { ConfigError } from '../config/config-error.js';
 import { StoreUnreachableError, UsageError } from './errors.js';
 import type { Config } from '../config/types.js';
 import { Lockout } from '../credentials/lockout.js';

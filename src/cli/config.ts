@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { ConfigError } from '../config/errors.js';
+import { ConfigError } from '../config/config-error.js';
 import { inspectConfig } from '../inspect.js';
 import { inspectConfigText } from '../config/load.js';
 import type { Config } from '../config/types.js';

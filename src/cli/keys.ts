@@ -1,4 +1,4 @@
-import { ConfigError } from '../config/errors.js';
+import { ConfigError } from '../config/config-error.js';
 import { setting } from '../config/defaults.js';
 import type { Config } from '../config/types.js';
 import { silentLogger } from '../log.js';

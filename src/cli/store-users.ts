@@ -1,5 +1,5 @@
 import type { ReadStream } from 'node:tty';
-import { ConfigError } from '../config/errors.js';
+import { ConfigError } from '../config/config-error.js';
 import type { Config } from '../config/types.js';
 import { hash } from '../credentials/bcrypt.js';
 import { readHtpasswd } from '../credentials/htpasswd.js';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
-import { ConfigError } from './errors.js';
+import { ConfigError } from './config-error.js';
 import type { Config } from './types.js';
 import { checkConfig } from './validate.js';
 import { describeYamlErrors } from './yaml-errors.js';

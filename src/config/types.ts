@@ -29,7 +29,7 @@ export interface Config {
   identity: IdentityConfig;
   /** API keys of the store (docs/service-credentials.md); undefined: none. */
   apiKeys: ApiKeysConfig | undefined;
-  /** Browser sign-in at an OpenID provider (src/config/login.ts); undefined: none. */
+  /** Browser sign-in at an OpenID provider (src/config/login-settings.ts); undefined: none. */
   login?: LoginConfig;
 }
 
@@ -79,7 +79,7 @@ export type ForwardAuthConfig = Scalars<'forwardAuth'> & {
 export interface IdentityConfig {
   /** Signed identity assertions to upstreams and in forward-auth answers; undefined: none. */
   assertion: AssertionConfig | undefined;
-  /** OpenID providers whose bearer tokens are accepted (src/config/issuers.ts); empty: none. */
+  /** OpenID providers whose bearer tokens are accepted (src/config/issuer-settings.ts); empty: none. */
   issuers: IssuerConfig[];
 }
 

@@ -1,15 +1,15 @@
 import { availableParallelism } from 'node:os';
 import { isAbsolute, resolve } from 'node:path';
 import { OVERRIDE_HEADERS } from '../core/headers.js';
-import { checkRouteOverlaps, checkUnguardedParents, readAllow, readForwardAuth, readGroupsFile, readIdentity } from './authz.js';
-import { readApiKeys } from './api-keys.js';
+import { checkRouteOverlaps, checkUnguardedParents, readAllow, readForwardAuth, readGroupsFile, readIdentity } from './authz-settings.js';
+import { readApiKeys } from './api-key-settings.js';
 import { Checker } from './checker.js';
-import { groupsClaimOf } from './issuers.js';
-import { readLdap } from './ldap.js';
+import { groupsClaimOf } from './issuer-settings.js';
+import { readLdap } from './ldap-settings.js';
 import { readScalars } from './sections.js';
-import { readLogin } from './login.js';
+import { readLogin } from './login-settings.js';
 import { childrenOf, numberDefault, setting, SETTINGS, type Setting, type SettingKey } from './defaults.js';
-import { ConfigError } from './errors.js';
+import { ConfigError } from './config-error.js';
 import type {
   AdminConfig,
   TracingConfig, Config, CorsPolicy, LockoutConfig, PagingRules, RateLimitRule, RedisTopology, RouteConfig, ServerConfig,

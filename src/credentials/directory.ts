@@ -4,7 +4,7 @@ import {
   Client, ConstraintViolationError, InappropriateAuthError, InvalidCredentialsError, InvalidDNSyntaxError, NoSuchObjectError,
   ResultCodeError, SizeLimitExceededError, UnwillingToPerformError, type Entry,
 } from 'ldapts';
-import { ConfigError } from '../config/errors.js';
+import { ConfigError } from '../config/config-error.js';
 import type { LdapConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
 import { escapeDnValue, escapeFilterValue, fill } from './ldap-escape.js';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { ConfigError } from '../config/errors.js';
-import type { FileCheck } from '../config/inspect.js';
+import { ConfigError } from '../config/config-error.js';
+import type { FileCheck } from '../config/inspection.js';
 
 const BCRYPT = /^\$2[aby]\$(0[4-9]|[12]\d|3[01])\$[./A-Za-z0-9]{53}$/;
 /**

@@ -1,6 +1,6 @@
 import { createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto';
 import type { Clock } from '../clock.js';
-import { isLoopback } from '../config/issuers.js';
+import { isLoopback } from '../config/issuer-settings.js';
 import type { IssuerAlg, IssuerConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
 import { fetchFailure, getJson, providerCa } from './provider-fetch.js';

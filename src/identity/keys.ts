@@ -1,7 +1,7 @@
 import { createHash, createPrivateKey, createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { ConfigError } from '../config/errors.js';
-import type { FileCheck } from '../config/inspect.js';
+import { ConfigError } from '../config/config-error.js';
+import type { FileCheck } from '../config/inspection.js';
 
 export type AssertionAlg = 'ES256' | 'RS256' | 'EdDSA';
 

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { rootCertificates } from 'node:tls';
-import { ConfigError } from '../config/errors.js';
+import { ConfigError } from '../config/config-error.js';
 
 /** One GET to an OpenID provider: discovery or its JWK Set. */
 export interface ProviderAnswer {

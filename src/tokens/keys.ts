@@ -1,7 +1,7 @@
 import { createHash, createHmac, createPrivateKey, createPublicKey, createSecretKey, hkdfSync, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { ConfigError } from '../config/errors.js';
-import type { FileCheck } from '../config/inspect.js';
+import { ConfigError } from '../config/config-error.js';
+import type { FileCheck } from '../config/inspection.js';
 import type { SigningKeyConfig, TokensConfig, VerificationKeyConfig } from '../config/types.js';
 
 type Alg = 'HS256' | 'RS256' | 'ES256';

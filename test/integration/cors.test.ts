@@ -1,7 +1,7 @@
 import { request, type IncomingHttpHeaders } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { ConfigError } from '../../src/config/errors.js';
+import { ConfigError } from '../../src/config/config-error.js';
 import { basic, createTokens, gatewayFixture, testConfig } from '../support/fixtures.js';
 
 const APP = 'https://app.example.com';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../src/config/errors.js';
+import { ConfigError } from '../../src/config/config-error.js';
 import { inspectConfigText, parseConfig } from '../../src/config/load.js';
 
 const SECRET = 's'.repeat(40);

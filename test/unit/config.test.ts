@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../src/config/errors.js';
+import { ConfigError } from '../../src/config/config-error.js';
 import { parseConfig } from '../../src/config/load.js';
 
 const SECRET = 's'.repeat(40);

@@ -2,7 +2,7 @@ import { hashSync } from '../../src/credentials/bcrypt.js';
 import { writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { ConfigError } from '../../src/config/errors.js';
+import { ConfigError } from '../../src/config/config-error.js';
 import { Credentials } from '../../src/credentials/credentials.js';
 import { parseHtpasswd } from '../../src/credentials/htpasswd.js';
 import { Lockout, PAIR_RECHECK_MS } from '../../src/credentials/lockout.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../src/config/errors.js';
+import { ConfigError } from '../../src/config/config-error.js';
 import { parseHtpasswd } from '../../src/credentials/htpasswd.js';
 
 const HASH = '$2b$04$' + 'a'.repeat(53);

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../../src/config/errors.js';
+import { ConfigError } from '../../../src/config/config-error.js';
 import { inspectConfig } from '../../../src/inspect.js';
 import { parseConfig } from '../../../src/config/load.js';
 import { newKeyPem } from '../../support/assertion-keys.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { forwardAuthWarnings } from '../../../src/authz/forward-auth-config.js';
 import { addressMatcher, parseAddressOrBlock } from '../../../src/core/addresses.js';
-import { ConfigError } from '../../../src/config/errors.js';
+import { ConfigError } from '../../../src/config/config-error.js';
 import { parseConfig } from '../../../src/config/load.js';
 
 const ENV = { JWT_SECRET: 's'.repeat(40) };

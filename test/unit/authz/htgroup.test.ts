@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { GroupsFile } from '../../../src/authz/groups.js';
 import { parseHtgroup } from '../../../src/authz/htgroup.js';
-import { ConfigError } from '../../../src/config/errors.js';
+import { ConfigError } from '../../../src/config/config-error.js';
 import { inspectConfig } from '../../../src/inspect.js';
 import { createLogger, silentLogger } from '../../../src/log.js';
 

@@ -2,7 +2,7 @@ import { createPublicKey, generateKeyPairSync } from 'node:crypto';
 import { compactVerify, createLocalJWKSet, jwtVerify } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../src/clock.js';
-import { ConfigError } from '../../../src/config/errors.js';
+import { ConfigError } from '../../../src/config/config-error.js';
 import { AssertionSigner } from '../../../src/identity/assertion.js';
 import { jwksDocument } from '../../../src/identity/jwks.js';
 import { parseAssertionKeys, thumbprint } from '../../../src/identity/keys.js';

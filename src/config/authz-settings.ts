@@ -3,7 +3,7 @@ import { parseAddressOrBlock } from '../core/addresses.js';
 import { JWKS_PATH } from '../core/paths.js';
 import type { Checker } from './checker.js';
 import { childrenOf } from './defaults.js';
-import { readIssuers } from './issuers.js';
+import { readIssuers } from './issuer-settings.js';
 import { nearest } from './suggest.js';
 import { readScalars } from './sections.js';
 import type { AllowConfig, AssertionConfig, ForwardAuthConfig, IdentityConfig, RouteConfig } from './types.js';

@@ -1,7 +1,7 @@
 import type { Checker } from './checker.js';
 import { childrenOf, setting } from './defaults.js';
 import { readScalars } from './sections.js';
-import { isLoopback } from './issuers.js';
+import { isLoopback } from './issuer-settings.js';
 import type { ForwardAuthConfig, IdentityConfig, LoginConfig, LoginPageConfig, LoginProviderConfig, RouteConfig } from './types.js';
 
 /** `login`: browser sign-in at an OpenID provider (docs/openid.md). Absent, null or false for none. */

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { allowNameWarnings } from './authz.js';
-import { ConfigError } from './errors.js';
+import { allowNameWarnings } from './authz-settings.js';
+import { ConfigError } from './config-error.js';
 import { inspectConfigText } from './load.js';
 import type { Config } from './types.js';
 import { locatorOf } from './yaml-lines.js';
