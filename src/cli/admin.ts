@@ -1,6 +1,6 @@
 import { systemClock } from '../clock.js';
 import { ConfigError } from '../config/config-error.js';
-import { StoreUnreachableError, UsageError } from './errors.js';
+import { StoreUnreachableError, UsageError } from './command-errors.js';
 import type { Config } from '../config/types.js';
 import { Lockout } from '../credentials/lockout.js';
 import { silentLogger } from '../log.js';

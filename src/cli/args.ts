@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { nearest } from '../config/suggest.js';
 import { COMMANDS, OPTIONS, type CommandSpec, type OptionName } from './commands.js';
-import { UsageError } from './errors.js';
+import { UsageError } from './command-errors.js';
 
 export type Invocation =
   | { kind: 'help'; command?: CommandSpec }

@@ -5,7 +5,7 @@ import { silentLogger } from '../log.js';
 import { readKeySpec, parseDuration } from '../stores/tables/api-key-spec.js';
 import { ApiKeys, type ApiKeyInfo, type ApiKeyRecord } from '../stores/tables/api-keys.js';
 import { createTable } from '../stores/kinds.js';
-import { InputError, StoreUnreachableError, UsageError } from './errors.js';
+import { InputError, StoreUnreachableError, UsageError } from './command-errors.js';
 
 type Options = Partial<Record<string, string | boolean>>;
 

@@ -9,7 +9,7 @@ import { silentLogger } from '../log.js';
 import { listOf } from '../stores/tables/api-key-spec.js';
 import { createStore, createTable } from '../stores/kinds.js';
 import { StoreUsers, type StoreUser } from '../stores/tables/store-users.js';
-import { InputError, PasswordRefusedError, StoreUnreachableError, UsageError } from './errors.js';
+import { InputError, PasswordRefusedError, StoreUnreachableError, UsageError } from './command-errors.js';
 import { readHidden } from './prompt.js';
 
 type Options = Partial<Record<string, string | boolean>>;
