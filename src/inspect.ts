@@ -2,7 +2,7 @@ import { htgroupCheck } from './authz/htgroup.js';
 import { inspectConfig as inspectWith, type FileCheck, type Inspection } from './config/inspection.js';
 import { htpasswdCheck } from './credentials/htpasswd.js';
 import { tlsCheck } from './http/tls.js';
-import { assertionKeysCheck } from './identity/keys.js';
+import { assertionKeysCheck } from './identity/assertion-keys.js';
 import { tokenKeysCheck } from './tokens/keys.js';
 
 export type { Inspection };

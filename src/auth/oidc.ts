@@ -2,7 +2,7 @@ import type { IssuerAlg } from '../config/types.js';
 import { DomainError, type DomainCode } from '../core/domain-error.js';
 import { isGroupName, isUsableName } from '../core/headers.js';
 import type { Principal } from '../core/principal.js';
-import { KeysUnavailable, type IssuerKeys, type ProviderKey } from '../identity/issuers.js';
+import { KeysUnavailable, type IssuerKeys, type ProviderKey } from '../identity/issuer-keys.js';
 import { claimAt, decodeToken, signedByOneOf, type DecodedToken } from '../identity/provider-jwt.js';
 import type { Authenticator } from './authenticator.js';
 import { schemeMatcher } from './authenticator.js';

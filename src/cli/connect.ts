@@ -1,6 +1,6 @@
 import { systemClock } from '../clock.js';
 import type { Config, IssuerConfig, LoginProviderConfig, RedisTopology } from '../config/types.js';
-import { IssuerKeys } from '../identity/issuers.js';
+import { IssuerKeys } from '../identity/issuer-keys.js';
 import { Directory } from '../credentials/directory.js';
 import { describeLoginProvider } from '../auth/login.js';
 import { silentLogger } from '../log.js';

@@ -1,7 +1,7 @@
 import { sign, type KeyObject } from 'node:crypto';
 import { lowSEs256 } from './ecdsa.js';
 import type { Clock } from '../clock.js';
-import type { AssertionAlg, AssertionKeys } from './keys.js';
+import type { AssertionAlg, AssertionKeys } from './assertion-keys.js';
 
 /** Who an assertion speaks for, and to which upstream. */
 export interface AssertionSubject {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Context } from 'koa';
-import type { AssertionKeys } from './keys.js';
+import type { AssertionKeys } from './assertion-keys.js';
 
 export { JWKS_PATH } from '../core/paths.js';
 /**

@@ -1,5 +1,5 @@
 import type { IssuerAlg } from '../config/types.js';
-import type { IssuerKeys, ProviderKey } from './issuers.js';
+import type { IssuerKeys, ProviderKey } from './issuer-keys.js';
 import { decodeToken, signedByOneOf } from './provider-jwt.js';
 
 /** The event a back-channel logout token carries (OpenID Connect Back-Channel Logout 1.0, section 2.4). */

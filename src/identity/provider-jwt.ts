@@ -1,7 +1,7 @@
 import { compactVerify } from 'jose';
 import jwt from 'jsonwebtoken';
 import type { IssuerAlg } from '../config/types.js';
-import type { ProviderKey } from './issuers.js';
+import type { ProviderKey } from './issuer-keys.js';
 
 /**
  * A compact JWS split and decoded, not yet verified: its `iss` chooses the issuer, and its claims are

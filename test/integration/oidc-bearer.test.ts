@@ -5,7 +5,7 @@ import { checkConnections } from '../../src/cli/connect.js';
 import { ManualClock } from '../../src/clock.js';
 import type { Exchange } from '../../src/core/exchange.js';
 import type { Principal } from '../../src/core/principal.js';
-import { IssuerKeys } from '../../src/identity/issuers.js';
+import { IssuerKeys } from '../../src/identity/issuer-keys.js';
 import { createLogger } from '../../src/log.js';
 import { createTokens, echoUpstream, htpasswd, startGateway, testConfig, basic, type EchoUpstream, type RunningGateway, type Users } from '../support/fixtures.js';
 import { forge, decodeJwt } from '../security/jwt-forge.js';

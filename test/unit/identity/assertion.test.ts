@@ -5,7 +5,7 @@ import { ManualClock } from '../../../src/clock.js';
 import { ConfigError } from '../../../src/config/config-error.js';
 import { AssertionSigner } from '../../../src/identity/assertion.js';
 import { jwksDocument } from '../../../src/identity/jwks.js';
-import { parseAssertionKeys, thumbprint } from '../../../src/identity/keys.js';
+import { parseAssertionKeys, thumbprint } from '../../../src/identity/assertion-keys.js';
 import { newKeyPem } from '../../support/assertion-keys.js';
 import { isLowSEs256 } from '../../../src/identity/ecdsa.js';
 

@@ -2,7 +2,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { checkConfig } from '../../../src/config/validate.js';
-import { maxAgeOf, providerKey } from '../../../src/identity/issuers.js';
+import { maxAgeOf, providerKey } from '../../../src/identity/issuer-keys.js';
 import { claimAt } from '../../../src/identity/provider-jwt.js';
 import { noGroups } from '../../../src/authz/groups.js';
 import type { Principal } from '../../../src/core/principal.js';

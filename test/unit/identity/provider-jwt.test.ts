@@ -1,7 +1,7 @@
 import { constants, createHmac, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { IssuerAlg } from '../../../src/config/types.js';
-import { providerKey, type ProviderKey } from '../../../src/identity/issuers.js';
+import { providerKey, type ProviderKey } from '../../../src/identity/issuer-keys.js';
 import { decodeToken, signedByOneOf } from '../../../src/identity/provider-jwt.js';
 
 const ALL: IssuerAlg[] = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
