@@ -22,7 +22,7 @@ import { PasswordCheck } from './credentials/password-check.js';
 import { endedUsers } from './credentials/password-verifier.js';
 import { DirectoryUsers } from './credentials/directory-users.js';
 import { UserSources } from './credentials/user-sources.js';
-import { DirectoryGroups, fileGroupsOf } from './authz/directory-groups.js';
+import { DirectoryGroups, fileGroupsOf } from './authz/groups-with-directory.js';
 import { directoryGroups } from './pipeline/steps/directory-groups.js';
 import { originPolicy } from './pipeline/steps/origin.js';
 import { HttpProblem } from './http/problem.js';

@@ -1,4 +1,4 @@
-import { compileAllow, type AllowRule } from '../authz/allow.js';
+import { compileAllow, type AllowRule } from '../authz/allow-rule.js';
 import type { CorsPolicy, PagingRules, RateLimitRule, RouteConfig, Timeouts, UpstreamConfig } from '../config/types.js';
 
 export interface Route {

@@ -2,7 +2,7 @@ import { HttpProblem } from '../../http/problem.js';
 import type { GatewayExchange } from '../../http/state.js';
 import type { RouteTable } from '../../routes/route-table.js';
 import type { CredentialFacts, Principal } from '../../core/principal.js';
-import { decide } from '../../authz/allow.js';
+import { decide } from '../../authz/allow-rule.js';
 import type { Groups } from '../../authz/groups.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { Groups } from '../../authz/groups.js';
-import { union } from '../../authz/directory-groups.js';
+import { union } from '../../authz/groups-with-directory.js';
 import type { UserSources } from '../../credentials/user-sources.js';
 import type { GatewayExchange } from '../../http/state.js';
 

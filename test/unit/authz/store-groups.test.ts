@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compileAllow, decide } from '../../../src/authz/allow.js';
+import { compileAllow, decide } from '../../../src/authz/allow-rule.js';
 import { allowGroupsFor } from '../../../src/authz/store-groups.js';
 import { systemClock } from '../../../src/clock.js';
 import { hashSync } from '../../../src/credentials/bcrypt.js';

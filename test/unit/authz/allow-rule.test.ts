@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compileAllow, decide } from '../../../src/authz/allow.js';
+import { compileAllow, decide } from '../../../src/authz/allow-rule.js';
 
 const alice = { user: 'alice', groups: [] };
 const bob = { user: 'bob', groups: ['admins', 'ops'] };
