@@ -3,7 +3,7 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from 'n
 import Koa from 'koa';
 import { createMetrics, type KnownNames, type Metrics } from './admin/metrics.js';
 import { requestCounter } from './admin/request-metrics.js';
-import { createAdminServer } from './admin/server.js';
+import { createAdminServer } from './admin/admin-server.js';
 import { adminApi } from './admin/api.js';
 import { instrumentStore } from './admin/store-metrics.js';
 import { systemClock, type Clock } from './clock.js';

@@ -1,7 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import { Registry } from 'prom-client';
 import { WorkerQuestions } from './admin/cluster.js';
-import { createAdminServer } from './admin/server.js';
+import { createAdminServer } from './admin/admin-server.js';
 import type { Config } from './config/types.js';
 import { shuttingDown } from './http/problem.js';
 import type { DrainPacing } from './http/drain.js';

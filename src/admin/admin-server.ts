@@ -3,7 +3,7 @@ import Koa from 'koa';
 import { toProblem } from '../http/errors.js';
 import { writeProblem, HttpProblem } from '../http/problem.js';
 import { health } from '../http/health.js';
-import { adminOpenApiDocument } from './openapi.js';
+import { adminOpenApiDocument } from './admin-openapi.js';
 import type { Logger } from '../log.js';
 
 /**
