@@ -4,7 +4,7 @@ import type { Authenticator } from './auth/authenticator.js';
 import { basicAuthenticator } from './auth/basic.js';
 import { bearerAuthenticator } from './auth/bearer.js';
 import { oidcAuthenticator } from './auth/oidc.js';
-import type { ClientCertificates } from './auth/client-certificate.js';
+import type { ClientCertificates } from './auth/peer-certificates.js';
 import { mtlsAuthenticator } from './auth/mtls.js';
 import { apiKeyAuthenticator } from './auth/api-key.js';
 import type { ApiKeys } from './stores/tables/api-keys.js';

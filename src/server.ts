@@ -16,7 +16,7 @@ import { handleExpectations } from './http/expect.js';
 import { answerPlainHttp, keepClientCertificates, readTlsOptions, watchCertificate } from './http/tls.js';
 import { createH2cListener, createHttp2Listener, entry } from './http/http2.js';
 import type { Http2SecureServer } from 'node:http2';
-import { ClientCertificates } from './auth/client-certificate.js';
+import { ClientCertificates } from './auth/peer-certificates.js';
 import { observe, type Observers } from './http/observe.js';
 import { tracingSettings } from './tracing/settings.js';
 import { packageVersion } from './tracing/version.js';

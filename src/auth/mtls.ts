@@ -2,7 +2,7 @@ import type { ClientUserFrom } from '../config/types.js';
 import { DomainError } from '../core/domain-error.js';
 import type { Principal } from '../core/principal.js';
 import type { Authenticator } from './authenticator.js';
-import { refused, type ClientCertificate, type ClientCertificates } from './client-certificate.js';
+import { refused, type ClientCertificate, type ClientCertificates } from './peer-certificates.js';
 
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;

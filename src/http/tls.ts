@@ -8,7 +8,7 @@ import type { FileCheck } from '../config/inspection.js';
 import type { TlsConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
 import { PROBLEM_CONTENT_TYPE, problemBody } from './problem.js';
-import { revokedIds } from '../auth/client-certificate.js';
+import { revokedIds } from '../auth/peer-certificates.js';
 
 /** The oldest protocol the public port speaks. */
 const MIN_TLS_VERSION = 'TLSv1.2';

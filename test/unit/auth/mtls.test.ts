@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { certificateId, revokedIds, subjectAltNames, thumbprintOf } from '../../../src/auth/client-certificate.js';
+import { certificateId, revokedIds, subjectAltNames, thumbprintOf } from '../../../src/auth/peer-certificates.js';
 import { parseRefreshToken, refreshTokenFor } from '../../../src/tokens/refresh-token.js';
 import { noGroups } from '../../../src/authz/groups.js';
 import type { Principal } from '../../../src/core/principal.js';
