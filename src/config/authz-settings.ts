@@ -1,6 +1,5 @@
 import { METHODS } from 'node:http';
 import { parseAddressOrBlock } from '../core/addresses.js';
-import { JWKS_PATH } from '../core/paths.js';
 import type { Checker } from './checker.js';
 import { childrenOf } from './defaults.js';
 import { readIssuers } from './issuer-settings.js';
@@ -14,6 +13,8 @@ const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const PLAIN_PATH = /^\/(?:[A-Za-z0-9._~-]+\/)*[A-Za-z0-9._~-]+$/;
 /** The gateway's own endpoints, answered before authentication whatever the routes say. */
 const OWN_PATHS = ['/healthz', '/readyz', '/openapi.json'];
+/** The JWK Set of the identity assertions' keys: an own endpoint too, with identity.assertion configured. */
+export const JWKS_PATH = '/.well-known/jwks.json';
 /** Headers the assertion header must not be: the gateway sets or strips these for other reasons. */
 const RESERVED_HEADERS = new Set([
   'authorization', 'proxy-authorization', 'cookie', 'host', 'connection', 'upgrade', 'content-length', 'transfer-encoding',

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Context } from 'koa';
 import type { AssertionKeys } from './assertion-keys.js';
 
-export { JWKS_PATH } from '../core/paths.js';
+export { JWKS_PATH } from '../config/authz-settings.js';
 /**
  * How long a verifier may cache the set. Rotation waits this long between publishing a new key and
  * signing with it, and keeps a retired key published for ttlSeconds + this (docs/authorization.md).
