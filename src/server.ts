@@ -37,7 +37,7 @@ import { storeCredentials } from './stores/tables/credential-tables.js';
 import type { ApiKeys } from './stores/tables/api-keys.js';
 import type { StoreUsers } from './stores/tables/store-users.js';
 import { refusedWrites } from './stores/redis/replication.js';
-import type { SessionStore } from './stores/sessions/session-store.js';
+import type { SessionStore, StoreHealth } from './stores/sessions/session-store.js';
 import type { CounterStore } from './stores/counters/counter-store.js';
 import { holdTickShape } from './core/tick-shape.js';
 
@@ -114,6 +114,9 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   const metrics = deps.metrics ?? createMetrics();
   // What the gateway's parts call: the store with each command timed (gateway.store stays the real one).
   const timedStore = instrumentStore(store, metrics);
+  // Readiness and the metrics' scrape see the store's health role only: its ping timed like any command,
+  // its replication as last seen (no command, so not timed).
+  const health: StoreHealth = store;
   const ping = () => timedStore.ping();
   // One request at a time per connection; a drain makes /readyz 503 and then closes connections between requests.
   const lanes = new RequestLanes(config.server.maxPipelinedRequests, (socket) => {
@@ -129,7 +132,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   // The h2c listener's connections (server.h2c) are made with the listener, below.
   const drain = new Drain(lanes, h2?.sessions ?? (!tls && config.server.h2c ? { goAwayAll: () => h2c?.sessions.goAwayAll(), destroyAll: () => h2c?.sessions.destroyAll() } : undefined));
   const readiness = drain.readiness(ping);
-  const refused = () => refusedWrites(store.replication());
+  const refused = () => refusedWrites(health.replication());
 
   // Open WebSocket tunnels outlive a reload; what ends them is read from the runtime in force.
   const tunnels = new Tunnels({
@@ -238,7 +241,7 @@ export function createGateway(config: Config, deps: GatewayDeps = {}): Gateway {
   }, (failed) => metrics.tlsReloadFailing.set(failed ? 1 : 0)) : () => {};
   server.on('clientError', clientErrorResponder(log));
   handleExpectations(server as Server, handle);
-  metrics.watch({ upstreamQueued: () => current.forwarder.queued(), openTunnels: () => tunnels.openByUpstream(), storePing: ping, bcryptPending: () => current.credentials.verifier.pendingVerifications, storeReplication: () => store.replication() });
+  metrics.watch({ upstreamQueued: () => current.forwarder.queued(), openTunnels: () => tunnels.openByUpstream(), storePing: ping, bcryptPending: () => current.credentials.verifier.pendingVerifications, storeReplication: () => health.replication() });
   const adminToken = config.admin === false ? undefined : config.admin.apiToken;
   const api = adminToken === undefined ? undefined : {
     on: true,

@@ -5,7 +5,7 @@ import type { StoreLifecycle } from '../sessions/session-store.js';
  * Each method answers or throws StoreUnavailableError; callers fail OPEN on it (an outage of the
  * counters must not become an outage of sign-in or of the API), and the store logs that once per outage.
  */
-interface WindowCounters {
+export interface WindowCounters {
   /** Adds one to a counter that lives `windowSeconds` from its first hit. */
   hit(key: CounterKey, windowSeconds: number): Promise<Counter>;
   /** Reads a counter without changing it. */
