@@ -1,6 +1,7 @@
 import { Redis, type Cluster } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { startCluster, type TestCluster } from '../support/redis-cluster.js';
+import { sessionPlace } from '../../src/stores/sessions/user-index.js';
 import { redisContracts } from './redis-harness.js';
 
 let cluster: TestCluster;
@@ -38,6 +39,29 @@ describe('RedisSessionStore on a cluster', () => {
         expect(await raw.keys('gwtest:c:*')).not.toEqual([]);
       } finally {
         raw.disconnect();
+      }
+    }
+  });
+
+  it('keeps each session\'s legacy record and index entry on its hash\'s slot, and honours the record\'s deletion (c247b92\'s revocation)', async () => {
+    // The store's own client (keyPrefix gwtest:): a cross-slot command would fail here with CROSSSLOT.
+    const client = store().client;
+    for (let i = 0; i < 12; i++) {
+      const user = `legacy-user${i}`;
+      const sid = await store().createSession({ sub: user, uv: 'v' }, 60);
+      const place = sessionPlace(sid)!;
+      expect(place.legacy).toBeDefined();
+      expect(await client.exists(place.legacy!.record)).toBe(1);
+      expect(await client.zscore(place.legacy!.index, sid)).not.toBeNull();
+      expect(await store().rotateRefresh(sid, { generation: 0, ttlSeconds: 60, graceMs: 0, nowMs: Date.now() })).toMatchObject({ result: 'rotated' });
+      if (i % 2 === 0) {
+        await client.del(place.legacy!.record);
+        expect(await store().isLive(sid)).toBe(false);
+        expect(await store().listSessions(user)).toEqual([]);
+      } else {
+        expect(await store().isLive(sid)).toBe(true);
+        expect(await store().revokeUser(user)).toBe(1);
+        expect(await client.exists(place.legacy!.record)).toBe(0);
       }
     }
   });

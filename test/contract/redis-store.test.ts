@@ -4,7 +4,8 @@ import { silentLogger } from '../../src/log.js';
 import { RedisCounters } from '../../src/stores/counters/redis-counters.js';
 import { RedisSessionStore, type RedisStoreOptions } from '../../src/stores/sessions/redis-session-store.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
-import { userIndexKeys, userTag } from '../../src/stores/sessions/user-index.js';
+import { readSessionRecord } from '../../src/stores/sessions/session-record.js';
+import { hashSlot, userIndexKeys, userTag } from '../../src/stores/sessions/user-index.js';
 import { measureSessionBytes } from './session-size.js';
 import { redisContracts } from './redis-harness.js';
 
@@ -48,12 +49,22 @@ describe('RedisSessionStore revocation channel', () => {
   });
 });
 
+/** A second store on the same Redis, as another instance of the gateway with its own settings, once connected. */
+async function another(settings: Partial<RedisStoreOptions> = {}): Promise<RedisSessionStore> {
+  const other = new RedisSessionStore({
+    topology: { mode: 'single', url: redis.url }, keyPrefix: 'gwtest:', commandTimeoutMs: 500, connectTimeoutMs: 1000, livenessCacheMs: 2000, waitForReplicas: 0, durability: 'available' as const, ...settings,
+  }, silentLogger);
+  expect(await other.waitUntilReady(5000)).toBe(true);
+  return other;
+}
+
 describe('RedisSessionStore keys', () => {
   it('keeps a user\'s sessions in one hash of theirs (one cluster slot), one field each, no token', async () => {
-    const sid = await store.createSession({ sub: 'alice-keys', uv: 'v1' }, 60);
-    await store.rotateRefresh(sid, { generation: 0, ttlSeconds: 60, graceMs: 0, nowMs: Date.now() });
+    const own = await another({ writeLegacySessions: false });
     const raw = new Redis(redis.url);
     try {
+      const sid = await own.createSession({ sub: 'alice-keys', uv: 'v1' }, 60);
+      await own.rotateRefresh(sid, { generation: 0, ttlSeconds: 60, graceMs: 0, nowMs: Date.now() });
       const tag = userTag('alice-keys');
       expect(sid.slice(0, 23)).toBe(`${tag}0`);
       expect(await raw.keys(`*${tag}*`)).toEqual([`gwtest:ss:{${tag}}`]);
@@ -65,6 +76,109 @@ describe('RedisSessionStore keys', () => {
       expect(await raw.object('ENCODING', `gwtest:ss:{${tag}}`)).toBe('listpack');
     } finally {
       await raw.quit();
+      await own.close();
+    }
+  });
+
+  it('with store.writeLegacySessions (the default) also keeps what c247b92 reads: s:{sid} in format 4 and the id in u:{tag}, on the hash\'s slot, as long as the session', async () => {
+    const raw = new Redis(redis.url);
+    try {
+      const sid = await store.createSession({ sub: 'alice-legacy', uv: 'v1' }, 60);
+      const tag = userTag('alice-legacy');
+      expect(sid.slice(0, 23)).toBe(`${tag}0`);
+      expect(hashSlot(sid)).toBe(hashSlot(tag));
+      expect((await raw.keys(`*${tag}*`)).sort()).toEqual([`gwtest:s:{${sid}}`, `gwtest:ss:{${tag}}`, `gwtest:u:{${tag}}`]);
+      // The session's value carries until when its record is kept (4 bytes after the credential version).
+      const value = await raw.hgetBuffer(`gwtest:ss:{${tag}}`, sid.slice(23));
+      expect(value!.length).toBe(1 + 6 + 6 + 4 + 4 + 2 + 'v1'.length + 4);
+      expect(value!.readUInt32BE(value!.length - 4)).toBe(value!.readUInt32BE(17));
+      // The record as c247b92 wrote its sessions (no credential version: it never reads one for these).
+      const record = readSessionRecord(await raw.getBuffer(`gwtest:s:{${sid}}`));
+      expect(record).toMatchObject({ sub: 'alice-legacy', generation: 0 });
+      expect(await raw.zrange(`gwtest:u:{${tag}}`, '0', '-1')).toEqual([sid]);
+      expect(await raw.ttl(`gwtest:s:{${sid}}`)).toBeGreaterThan(50);
+      // A rotation renews it with the session; the user's listing shows the session once.
+      await raw.expire(`gwtest:s:{${sid}}`, 30);
+      await raw.expire(`gwtest:u:{${tag}}`, 30);
+      expect(await store.rotateRefresh(sid, { generation: 0, ttlSeconds: 120, graceMs: 0, nowMs: Date.now() })).toMatchObject({ result: 'rotated', generation: 1 });
+      expect(await raw.ttl(`gwtest:s:{${sid}}`)).toBeGreaterThan(110);
+      expect(await raw.ttl(`gwtest:u:{${tag}}`)).toBeGreaterThan(110);
+      expect(readSessionRecord(await raw.getBuffer(`gwtest:s:{${sid}}`))).toMatchObject({ sub: 'alice-legacy', generation: 1 });
+      expect((await store.listSessions('alice-legacy')).map((s) => s.sid)).toEqual([sid]);
+      // A revocation here deletes it too (the hash keeps its user name until it expires).
+      await store.revoke(sid);
+      expect(await raw.keys(`*${tag}*`)).toEqual([`gwtest:ss:{${tag}}`]);
+    } finally {
+      await raw.quit();
+    }
+  });
+
+  it('honours a revocation made as c247b92 makes it (its record deleted, its id published): on the next check, rotation and listing', async () => {
+    const raw = new Redis(redis.url);
+    // Another instance, with its liveness cache warm: the message alone must not be needed.
+    const other = await another();
+    try {
+      const user = 'carol-legacy';
+      const [a, b, c] = [await store.createSession({ sub: user, uv: 'v1' }, 60), await store.createSession({ sub: user, uv: 'v1' }, 60), await store.createSession({ sub: user, uv: 'v1' }, 60)];
+      for (const sid of [a, b, c]) expect(await other.isLive(sid)).toBe(true);
+      // c247b92's REVOKE script: DEL s:{sid} and PUBLISH the id. Here without the publish: the record is the truth.
+      for (const sid of [a, b]) expect(await raw.del(`gwtest:s:{${sid}}`)).toBe(1);
+      expect(await store.isLive(a)).toBe(false);
+      expect(await store.rotateRefresh(b, { generation: 0, ttlSeconds: 60, graceMs: 1000, nowMs: Date.now() })).toEqual({ result: 'unknown' });
+      // The session is gone from the user's hash too, for releases that read only the hash (5318de5).
+      expect(await raw.hexists(`gwtest:ss:{${userTag(user)}}`, a.slice(23))).toBe(0);
+      expect(await raw.hexists(`gwtest:ss:{${userTag(user)}}`, b.slice(23))).toBe(0);
+      // With the publish, a warm cache on another instance lets it go at once.
+      await raw.del(`gwtest:s:{${c}}`);
+      await raw.publish('gwtest:revoked', c);
+      await expect.poll(() => other.isLive(c), { timeout: 2000 }).toBe(false);
+      expect(await store.listSessions(user)).toEqual([]);
+      const d = await store.createSession({ sub: user, uv: 'v1' }, 60);
+      await raw.del(`gwtest:s:{${d}}`);
+      expect(await store.listSessions(user)).toEqual([]);
+      expect(await store.isLive(d)).toBe(false);
+    } finally {
+      await raw.quit();
+      await other.close();
+    }
+  });
+
+  it('lets c247b92\'s revocation of a user find this release\'s sessions (its index), and counts each session of a user once', async () => {
+    const raw = new Redis(redis.url);
+    try {
+      const user = 'dave-legacy';
+      const sids = [await store.createSession({ sub: user, uv: 'v1' }, 60), await store.createSession({ sub: user, uv: 'v1' }, 60)];
+      // What c247b92's revokeUser reads: both copies of the index, then each s:{sid} (format 4, the user's).
+      const indexed = new Set<string>();
+      for (const index of userIndexKeys(user)) for (const sid of await raw.zrange(`gwtest:${index}`, '0', '-1')) indexed.add(sid);
+      expect([...indexed].sort()).toEqual([...sids].sort());
+      for (const sid of sids) expect(readSessionRecord(await raw.getBuffer(`gwtest:s:{${sid}}`))?.sub).toBe(user);
+      expect((await store.listSessions(user)).length).toBe(2);
+      expect(await store.revokeUser(user)).toBe(2);
+      expect(await raw.keys(`gwtest:s:{${userTag(user)}*`)).toEqual([]);
+    } finally {
+      await raw.quit();
+    }
+  });
+
+  it('stops writing them with store.writeLegacySessions false, and still honours those written before until they lapse', async () => {
+    const off = await another({ writeLegacySessions: false });
+    const raw = new Redis(redis.url);
+    try {
+      const user = 'erin-legacy';
+      const before = await store.createSession({ sub: user, uv: 'v1' }, 60);
+      const after = await off.createSession({ sub: user, uv: 'v1' }, 60);
+      expect(await raw.exists(`gwtest:s:{${after}}`)).toBe(0);
+      // A rotation there keeps the record as it was (it lapses at its mark), and does not renew it.
+      await raw.expire(`gwtest:s:{${before}}`, 30);
+      expect(await off.rotateRefresh(before, { generation: 0, ttlSeconds: 60, graceMs: 0, nowMs: Date.now() })).toMatchObject({ result: 'rotated' });
+      expect(await raw.ttl(`gwtest:s:{${before}}`)).toBeLessThanOrEqual(30);
+      await raw.del(`gwtest:s:{${before}}`);
+      expect(await off.isLive(before)).toBe(false);
+      expect(await off.isLive(after)).toBe(true);
+    } finally {
+      await raw.quit();
+      await off.close();
     }
   });
 
@@ -117,20 +231,24 @@ describe('RedisSessionStore keys', () => {
     }
   });
 
-  it('keeps a session at or under 300 bytes, fresh and after refreshes (INFO memory over 4,000 sessions, 1 and 4 per user)', async () => {
+  it('keeps a session at or under 300 bytes, fresh and after refreshes (INFO memory over 4,000 sessions, 1 and 4 per user); under 800 with the legacy record', async () => {
     const raw = new Redis(redis.url);
+    const off = await another({ writeLegacySessions: false });
     try {
-      for (const perUser of [1, 4]) {
-        const bytes = await measureSessionBytes(store, raw, 4000, perUser);
-        console.log(`session bytes (INFO memory, ${perUser} per user): ${JSON.stringify(bytes)}`);
-        expect(bytes.fresh).toBeLessThanOrEqual(300);
-        expect(bytes.afterOneRefresh).toBeLessThanOrEqual(300);
-        expect(bytes.afterThreeRefreshes).toBeLessThanOrEqual(300);
+      for (const [legacy, under, bound] of [[false, off, 300], [true, store, 800]] as const) {
+        for (const perUser of [1, 4]) {
+          const bytes = await measureSessionBytes(under, raw, 4000, perUser);
+          console.log(`session bytes (INFO memory, ${perUser} per user, writeLegacySessions ${legacy}): ${JSON.stringify(bytes)}`);
+          expect(bytes.fresh).toBeLessThanOrEqual(bound);
+          expect(bytes.afterOneRefresh).toBeLessThanOrEqual(bound);
+          expect(bytes.afterThreeRefreshes).toBeLessThanOrEqual(bound);
+        }
       }
     } finally {
       await raw.quit();
+      await off.close();
     }
-  });
+  }, 60_000);
 });
 
 describe('RedisCounters rate buckets', () => {

@@ -68,6 +68,7 @@ describe('validation takes its defaults and known keys from the table', () => {
     'store.kind': config.store.kind,
     'store.keyPrefix': redis?.keyPrefix, 'store.commandTimeoutMs': redis?.commandTimeoutMs,
     'store.connectTimeoutMs': redis?.connectTimeoutMs, 'store.livenessCacheMs': redis?.livenessCacheMs,
+    'store.writeLegacySessions': redis?.writeLegacySessions,
     'users.cacheTtlSeconds': config.users.cacheTtlSeconds, 'users.store': config.users.store, 'users.watch': config.users.watch,
     'users.maxPendingVerifications': config.users.maxPendingVerifications,
     'users.ldap.startTls': withLdap.config.users.ldap?.startTls, 'users.ldap.groupsFilter': withLdap.config.users.ldap?.groupsFilter,

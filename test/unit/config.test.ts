@@ -98,7 +98,7 @@ colour: blue
   it('lets REDIS_URL select the redis store and PORT override the port', () => {
     const c = parseConfig(BASE, '/x/gateway.yaml', { JWT_SECRET: SECRET, REDIS_URL: 'redis://redis:6379', PORT: '9090' });
     expect(c.store).toEqual({
-      kind: 'redis', topology: { mode: 'single', url: 'redis://redis:6379' }, keyPrefix: 'gw:', commandTimeoutMs: 500, connectTimeoutMs: 1000, livenessCacheMs: 2000, waitForReplicas: 0, durability: 'available',
+      kind: 'redis', topology: { mode: 'single', url: 'redis://redis:6379' }, keyPrefix: 'gw:', commandTimeoutMs: 500, connectTimeoutMs: 1000, livenessCacheMs: 2000, waitForReplicas: 0, durability: 'available', writeLegacySessions: true,
     });
     expect(c.server.port).toBe(9090);
     expect(problems(BASE, { JWT_SECRET: SECRET, REDIS_URL: 'http://nope' })).toEqual(['store.url (set by REDIS_URL) must be a redis: or rediss: URL; found "http://nope"']);

@@ -5,6 +5,7 @@ import { failureCause } from '../../src/stores/redis/failure.js';
 import { LivenessCache } from '../../src/stores/redis/liveness-cache.js';
 import { OutageLog } from '../../src/stores/redis/outage-log.js';
 import { readSessionRecord } from '../../src/stores/sessions/session-record.js';
+import { hashSlot, SESSION_ID, sessionIdOnItsSlot, sessionPlace, userSessionKey, userTag } from '../../src/stores/sessions/user-index.js';
 
 describe('failureCause', () => {
   it.each([
@@ -91,6 +92,46 @@ describe('LivenessCache', () => {
     cache.invalidate('other');
     cache.remember('s', 0, 60_000, epoch);
     expect(cache.isLive('s', 1)).toBe(false);
+  });
+});
+
+describe('sessionIdOnItsSlot', () => {
+  it('makes ids of the usual shape whose own hash tag is on the slot of the user\'s hash of that copy, for any user', () => {
+    const seen = new Set<string>();
+    for (let n = 0; n < 2000; n++) {
+      const user = `user-${n}`;
+      const copy = (n % 2) as 0 | 1;
+      const sid = sessionIdOnItsSlot(user, copy);
+      expect(sid).toMatch(SESSION_ID);
+      expect(sid.slice(0, 23)).toBe(`${userTag(user)}${copy}`);
+      const hash = userSessionKey(userTag(user), copy);
+      expect(hashSlot(sid)).toBe(hashSlot(hash.slice(4, -1)));
+      const place = sessionPlace(sid)!;
+      expect(place.key).toBe(hash);
+      expect(place.legacy).toEqual({ record: `s:{${sid}}`, index: `u:{${hash.slice(4, -1)}}` });
+      seen.add(sid);
+    }
+    // Random still: no two alike, and one user's ids differ in more than the last characters.
+    expect(seen.size).toBe(2000);
+    const one = new Set(Array.from({ length: 200 }, () => sessionIdOnItsSlot('alice', 0).slice(23, 42)));
+    expect(one.size).toBe(200);
+  });
+
+  it('finds a suffix for every slot (each of the 16,384 buckets of 3-character suffixes has some)', () => {
+    // The id's prefix fixes all but the suffix's share of the CRC: every share must be reachable.
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const reached = new Set<number>();
+    for (const a of alphabet) for (const b of alphabet) for (const c of alphabet) reached.add(hashSlot(`${a}${b}${c}`));
+    expect(reached.size).toBe(16384);
+  });
+
+  it('tells an id made without a legacy record from one made with it, by slot (sessionPlace.legacy)', () => {
+    let apart = 0;
+    for (let n = 0; n < 200; n++) {
+      const sid = `${userTag('bob')}0${String(n).padStart(22, 'x')}`;
+      if (!sessionPlace(sid)!.legacy) apart++;
+    }
+    expect(apart).toBeGreaterThan(190);
   });
 });
 

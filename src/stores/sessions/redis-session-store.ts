@@ -12,22 +12,29 @@ import { RevocationFeed } from './revocations.js';
 import { readSessionRecord, readSessionValue } from './session-record.js';
 import { closeClient } from '../redis/clients.js';
 import { connect } from '../redis/topology.js';
-import { sessionIdFor, sessionPlace, userIndexKeys, userSessionKey, userTag } from './user-index.js';
+import { legacySessionKey, sessionIdFor, sessionIdOnItsSlot, sessionPlace, userIndexKeys, userSessionKey, userTag } from './user-index.js';
 import {
   StoreUnavailableError, type NewSession, type ReplicationStats, type RotateOutcome, type Rotation, type SessionDevice, type SessionInfo, type SessionStore,
 } from './session-store.js';
 
-export type RedisStoreOptions = Omit<RedisStoreConfig, 'kind'>;
+/** The store's settings; `writeLegacySessions` absent: true, its default. */
+export type RedisStoreOptions = Omit<RedisStoreConfig, 'kind' | 'writeLegacySessions'> & { writeLegacySessions?: boolean };
 
 type Rotated = [number, string?, string?, number?, number?, number?];
 
+/**
+ * The keys of a session's scripts, their count first: its user's hash, and where the session has its
+ * legacy record and index entry (on the same slot), when it may have them (see sessionKeys).
+ */
+type SessionKeys = [1, string] | [3, string, string, string];
+
 interface Scripts {
-  create5(key: string, field: string, ttl: number, sub: string, uv: string, pendingSeconds: number): Promise<number>;
-  activate5(key: string, field: string, ttl: number): Promise<number>;
-  live5(key: string, field: string): Promise<number>;
-  rotate5(key: string, field: string, generation: number, ttl: number, graceMs: number, nowMs: number, channel: string, sid: string): Promise<Rotated>;
+  create5(...args: [...SessionKeys, field: string, ttl: number, sub: string, uv: string, pendingSeconds: number, sid: string]): Promise<number>;
+  activate5(...args: [...SessionKeys, field: string, ttl: number]): Promise<number>;
+  live5(...args: [...SessionKeys, field: string]): Promise<number>;
+  rotate5(...args: [...SessionKeys, field: string, generation: number, ttl: number, graceMs: number, nowMs: number, channel: string, sid: string, renewLegacy: 0 | 1]): Promise<Rotated>;
   /** The user of the live session deleted, or null when there was none. */
-  revoke5(key: string, field: string, channel: string, sid: string): Promise<string | null>;
+  revoke5(...args: [...SessionKeys, field: string, channel: string, sid: string]): Promise<string | null>;
   /** [live sessions ended, ...ids published]. */
   revokeUser5(key: string, sub: string, channel: string, prefix: string): Promise<[number, ...string[]]>;
   list5Buffer(key: string, sub: string): Promise<Buffer[]>;
@@ -53,12 +60,13 @@ export const REVOCATION_WAIT_MS = 3 * HEARTBEAT_MS;
 const LEGACY_ID = /^[A-Za-z0-9_-]{22}$/;
 const monotonic = () => performance.now();
 
-const SCRIPTS: Array<[string, number, string]> = [
-  ['create5', 1, CREATE5],
-  ['activate5', 1, ACTIVATE5],
-  ['live5', 1, LIVE5],
-  ['rotate5', 1, ROTATE5],
-  ['revoke5', 1, REVOKE5],
+/** The scripts and their number of keys (undefined: given first on each call, see SessionKeys). */
+const SCRIPTS: Array<[string, number | undefined, string]> = [
+  ['create5', undefined, CREATE5],
+  ['activate5', undefined, ACTIVATE5],
+  ['live5', undefined, LIVE5],
+  ['rotate5', undefined, ROTATE5],
+  ['revoke5', undefined, REVOKE5],
   ['revokeUser5', 1, REVOKE_USER5],
   ['list5', 1, LIST5],
   ['legacyRotate', 1, LEGACY_ROTATE],
@@ -90,8 +98,11 @@ export class RedisSessionStore implements SessionStore {
   private readonly outage: OutageLog;
   private readonly revocationWaitMs: number;
   private readonly revocations = new RevocationFeed();
+  /** store.writeLegacySessions: new sessions get a legacy record, and rotations renew it (see lua.ts). */
+  private readonly legacyWrites: boolean;
 
   constructor(private readonly options: RedisStoreOptions, log: Logger) {
+    this.legacyWrites = options.writeLegacySessions !== false;
     const connections = connect(options.topology, options);
     this.client = withScripts(connections.client);
     enforceDeadlines(this.client, options.commandTimeoutMs);
@@ -122,10 +133,11 @@ export class RedisSessionStore implements SessionStore {
 
   /**
    * A session in its user's hash (copy 0; in a Cluster, copy 1 on another master when copy 0's slot
-   * fails, see user-index.ts). With replicas to wait for, the session is written pending, made live once
-   * they have it, and answered once they have that: a create answered with an error leaves no usable
-   * session (the failure path deletes it, best effort; a pending one left behind is never read as a
-   * session and expires within PENDING_TTL_SECONDS).
+   * fails, see user-index.ts), with its legacy record (store.writeLegacySessions, see lua.ts) in the same
+   * step. With replicas to wait for, the session is written pending, made live once they have it, and
+   * answered once they have that: a create answered with an error leaves no usable session (the failure
+   * path deletes it, best effort; a pending one left behind is never read as a session and expires within
+   * PENDING_TTL_SECONDS).
    */
   createSession(session: NewSession, ttlSeconds: number): Promise<string> {
     return this.guard(async () => {
@@ -133,19 +145,22 @@ export class RedisSessionStore implements SessionStore {
       const copies: Array<0 | 1> = this.options.topology.mode === 'cluster' ? [0, 1] : [0];
       let failure: unknown;
       for (const copy of copies) {
-        const sid = sessionIdFor(session.sub, copy, randomBytes(16).toString('base64url'));
-        const { key, field } = sessionPlace(sid)!;
+        const sid = this.legacyWrites
+          ? sessionIdOnItsSlot(session.sub, copy)
+          : sessionIdFor(session.sub, copy, randomBytes(16).toString('base64url'));
+        const place = sessionPlace(sid)!;
+        const keys = sessionKeys(place);
         const pending = this.replicas ? Math.min(PENDING_TTL_SECONDS, ttlSeconds) : 0;
         try {
-          await this.client.create5(key, field, ttlSeconds, session.sub, session.uv, pending);
+          await this.client.create5(...keys, place.field, ttlSeconds, session.sub, session.uv, pending, sid);
         } catch (err) {
           // A write that timed out may still run: delete it behind it (same connection, so in order),
           // best effort, so that the store agrees with the client's 503.
-          void this.client.hdel(key, field).catch(() => {});
+          this.forget(place, sid);
           failure = err;
           continue;
         }
-        if (this.replicas) await this.activate(key, field, ttlSeconds);
+        if (this.replicas) await this.activate(place, sid, ttlSeconds);
         return sid;
       }
       throw failure;
@@ -153,20 +168,29 @@ export class RedisSessionStore implements SessionStore {
   }
 
   /** A pending session, once its replicas have it, made live; and answered once they have that. */
-  private async activate(key: string, field: string, ttlSeconds: number): Promise<void> {
+  private async activate(place: Place, sid: string, ttlSeconds: number): Promise<void> {
     try {
       await this.replicas!.after();
     } catch (err) {
-      await this.client.hdel(key, field).catch(() => {});
+      this.forget(place, sid);
       throw err;
     }
-    if ((await this.client.activate5(key, field, ttlSeconds)) !== 1) throw new Error('the pending session was gone (revoked or expired) before it was made live');
+    if ((await this.client.activate5(...sessionKeys(place), place.field, ttlSeconds)) !== 1) throw new Error('the pending session was gone (revoked or expired) before it was made live');
     try {
       await this.replicas!.after();
     } catch (err) {
       // Nobody holds its tokens: the client is told 503.
-      await this.client.hdel(key, field).catch(() => {});
+      this.forget(place, sid);
       throw err;
+    }
+  }
+
+  /** Deletes a session nobody holds (a create that failed), with its legacy record; best effort, never published. */
+  private forget(place: Place, sid: string): void {
+    void this.client.hdel(place.key, place.field).catch(() => {});
+    if (place.legacy) {
+      void this.client.del(place.legacy.record).catch(() => {});
+      void this.client.zrem(place.legacy.index, sid).catch(() => {});
     }
   }
 
@@ -175,7 +199,7 @@ export class RedisSessionStore implements SessionStore {
       this.replicas?.admit();
       const place = sessionPlace(sid);
       let answer: Rotated;
-      if (place) answer = await this.client.rotate5(place.key, place.field, r.generation, r.ttlSeconds, r.graceMs, r.nowMs, this.channelName, sid);
+      if (place) answer = await this.client.rotate5(...sessionKeys(place), place.field, r.generation, r.ttlSeconds, r.graceMs, r.nowMs, this.channelName, sid, this.legacyWrites ? 1 : 0);
       else if (LEGACY_ID.test(sid)) answer = await this.client.legacyRotate(legacySessionKey(sid), r.generation, r.ttlSeconds, r.graceMs, r.nowMs, this.channelName, sid);
       else return { result: 'unknown' };
       const [code, sub, uv, generation, retry, createdAt] = answer;
@@ -210,7 +234,7 @@ export class RedisSessionStore implements SessionStore {
     const epoch = this.liveness.epoch;
     const place = sessionPlace(sid);
     let ttlMs: number;
-    if (place) ttlMs = await this.guard(() => this.client.live5(place.key, place.field));
+    if (place) ttlMs = await this.guard(() => this.client.live5(...sessionKeys(place), place.field));
     else if (LEGACY_ID.test(sid)) ttlMs = await this.guard(() => this.client.pttl(legacySessionKey(sid)));
     else return false;
     if (ttlMs === -2) return false;
@@ -228,7 +252,7 @@ export class RedisSessionStore implements SessionStore {
       this.replicas?.admit();
       const place = sessionPlace(sid);
       let user: string | null = null;
-      if (place) user = await this.client.revoke5(place.key, place.field, this.channelName, sid);
+      if (place) user = await this.client.revoke5(...sessionKeys(place), place.field, this.channelName, sid);
       else if (LEGACY_ID.test(sid)) user = await this.client.legacyRevoke(legacySessionKey(sid), this.channelName, sid);
       await this.revoked([sid]);
       // Again after: a liveness lookup answered while the script ran must not stay cached.
@@ -249,13 +273,25 @@ export class RedisSessionStore implements SessionStore {
       const answered = hashes.filter((h) => h.status === 'fulfilled');
       if (answered.length === 0) throw (hashes[0] as PromiseRejectedResult).reason;
       const live: SessionInfo[] = legacy.status === 'fulfilled' ? legacy.value : [];
+      const marked: SessionInfo[] = [];
+      const nowS = Date.now() / 1000;
       hashes.forEach((h, i) => {
         if (h.status !== 'fulfilled') return;
         for (let j = 0; j + 1 < h.value.length; j += 2) {
           const r = readSessionValue(h.value[j + 1]!);
-          if (r) live.push({ sid: `${tag}${copies[i]}${h.value[j]!.toString()}`, createdAtMs: r.createdAtMs, refreshedAtMs: r.refreshedAtMs });
+          if (!r) continue;
+          const info = { sid: `${tag}${copies[i]}${h.value[j]!.toString()}`, createdAtMs: r.createdAtMs, refreshedAtMs: r.refreshedAtMs };
+          // One with a legacy record not lapsed (give or take a minute of clocks): an earlier release
+          // may have revoked it there. Asked as a token check asks (which deletes it when it was).
+          if (r.legacyUntilS > nowS - 60) marked.push(info);
+          else live.push(info);
         }
       });
+      const checked = await Promise.all(marked.map((info) => {
+        const place = sessionPlace(info.sid)!;
+        return this.client.live5(...sessionKeys(place), place.field);
+      }));
+      live.push(...marked.filter((_, i) => checked[i] !== -2));
       return live.sort((a, b) => a.createdAtMs - b.createdAtMs);
     });
   }
@@ -389,7 +425,11 @@ export class RedisSessionStore implements SessionStore {
     return { sids: [...sids], readable };
   }
 
-  /** A user's format-4 sessions still live; index entries of sessions gone are dropped. */
+  /**
+   * A user's format-4 sessions still live; index entries of sessions gone are dropped. The index also
+   * lists sessions of format 5 that have a legacy record (see lua.ts): those are listed from their hash,
+   * and their entry is dropped here once the record is gone.
+   */
   private async legacySessions(user: string): Promise<SessionInfo[]> {
     const { sids, readable } = await this.legacyIndexed(user);
     if (sids.length === 0) return [];
@@ -398,14 +438,20 @@ export class RedisSessionStore implements SessionStore {
     const dead: string[] = [];
     sids.forEach((sid, i) => {
       const r = readSessionRecord(records[i]!);
-      if (r && r.sub === user) live.push({ sid, createdAtMs: r.createdAtMs, refreshedAtMs: r.refreshedAtMs });
+      if (!LEGACY_ID.test(sid)) {
+        if (!r) dead.push(sid);
+      } else if (r && r.sub === user) live.push({ sid, createdAtMs: r.createdAtMs, refreshedAtMs: r.refreshedAtMs });
       else dead.push(sid);
     });
     if (dead.length > 0) await Promise.allSettled(readable.map((index) => this.client.zrem(index, ...dead)));
     return live;
   }
 
-  /** Revokes a user's format-4 sessions (see legacySessions); fails when one could not be revoked. */
+  /**
+   * Revokes a user's format-4 sessions (see legacySessions), and deletes the legacy records of the format-5
+   * ones in the index (their sessions are revoked with the user's hashes, and counted there); fails when
+   * one could not be revoked.
+   */
   private async revokeLegacyUser(user: string): Promise<number> {
     const { sids, readable } = await this.legacyIndexed(user);
     if (sids.length === 0) return 0;
@@ -413,10 +459,12 @@ export class RedisSessionStore implements SessionStore {
     const results = await Promise.allSettled(sids.map((sid) => this.client.legacyRevoke(legacySessionKey(sid), this.channelName, sid)));
     const done = sids.filter((_, i) => results[i]!.status === 'fulfilled');
     if (done.length > 0) await Promise.allSettled(readable.map((index) => this.client.zrem(index, ...done)));
-    if (done.length > 0) await this.revoked(done);
+    // The format-5 ones were revoked (and are waited for) with the user's hashes.
+    const sessions = done.filter((sid) => LEGACY_ID.test(sid));
+    if (sessions.length > 0) await this.revoked(sessions);
     const failed = results.find((r) => r.status === 'rejected');
     if (failed) throw failed.reason;
-    return results.filter((r) => r.status === 'fulfilled' && r.value !== null).length;
+    return results.filter((r, i) => r.status === 'fulfilled' && r.value !== null && LEGACY_ID.test(sids[i]!)).length;
   }
 
   /**
@@ -497,7 +545,13 @@ function readDeviceNotes(fields: Record<string, string>, nowMs: number): Map<str
   return notes;
 }
 
-/** A format-4 session (see session-scripts.ts). */
-function legacySessionKey(sid: string): string {
-  return `s:{${sid}}`;
+type Place = NonNullable<ReturnType<typeof sessionPlace>>;
+
+/**
+ * A format-5 session's keys (SessionKeys): its hash, then, when its id puts them on the hash's slot,
+ * its legacy record and index entry (which the scripts read only when the session's value is marked as
+ * having them: an id made without them lands there by chance once in 16,384).
+ */
+function sessionKeys(place: Place): SessionKeys {
+  return place.legacy ? [3, place.key, place.legacy.record, place.legacy.index] : [1, place.key];
 }
