@@ -292,6 +292,56 @@ describe.each(recordedReleases().map((r) => [r.commit.slice(0, 7), r] as const))
     made.kept = await signIn(old, 'dave', 'dave-pw');
   });
 
+  it('upgrade: a revocation made on the earlier release holds on the current one, for sessions either release made (a token, a user\'s sessions, a reused family)', async () => {
+    const both = [old, current];
+    // A pair of each release, revoked on the earlier one by its access token: the way every release can
+    // name a session of the other (a release before the session layout changed cannot read the refresh
+    // token of a session the current one made, whose id is longer; it answers 200 and ends nothing, as
+    // for any token it does not know: see CHANGELOG, Upgrading).
+    const byAccess = [await signIn(old, 'carol', 'carol-pw'), await signIn(current, 'carol', 'carol-pw')];
+    for (const pair of byAccess) await everywhere([current, ...(release.sameSessions ? [old] : [])], pair.accessToken, 200);
+    for (const pair of byAccess) {
+      expect((await call(old, '/v1/tokens/revoke', { body: { token: pair.accessToken, type: 'ACCESS_TOKEN' } })).status).toBe(200);
+      await everywhere(both, pair.accessToken, 401);
+      refused(await refresh(current, pair.refreshToken), 401);
+    }
+    // By its refresh token, a pair the earlier release can read (its own; the current one's too when it reads them).
+    const byRefresh = [await signIn(old, 'carol', 'carol-pw'), ...(release.sameSessions ? [await signIn(current, 'carol', 'carol-pw')] : [])];
+    for (const pair of byRefresh) {
+      expect((await call(old, '/v1/tokens/revoke', { body: { token: pair.refreshToken, type: 'REFRESH_TOKEN' } })).status).toBe(200);
+      await everywhere(both, pair.accessToken, 401);
+      refused(await refresh(current, pair.refreshToken), 401);
+    }
+
+    // A user's sessions, made by both releases, ended by the earlier release's CLI: none is left on either.
+    const gus = [await signIn(old, 'gus', 'gus-pw'), await signIn(current, 'gus', 'gus-pw'), await signIn(current, 'gus', 'gus-pw')];
+    await everywhere([current], gus[1]!.accessToken, 200);
+    const ended = await cli(previous, ['sessions', 'revoke', '--user', 'gus']);
+    expect(ended.status, ended.stderr).toBe(0);
+    for (const pair of gus) {
+      await everywhere(both, pair.accessToken, 401);
+      refused(await refresh(current, pair.refreshToken), 401);
+    }
+    // The current release's listing agrees.
+    const listed = await cli(CURRENT, ['sessions', 'list', '--user', 'gus']);
+    expect(listed.status, listed.stderr).toBe(0);
+    expect(listed.stdout).toContain('no live sessions');
+
+    // Reuse seen by the earlier release: a family's first token presented there after its successor's
+    // successor was used on the current one ends the family on both.
+    const families = [await signIn(old, 'alice', 'alice-pw'), ...(release.sameSessions ? [await signIn(current, 'alice', 'alice-pw')] : [])];
+    for (const family of families) {
+      const first = await refresh(current, family.refreshToken);
+      expect(first.status, first.body).toBe(200);
+      const second = await refresh(current, (first.json as { refreshToken: string }).refreshToken);
+      expect(second.status, second.body).toBe(200);
+      const latest = second.json as { accessToken: string; refreshToken: string };
+      refused(await refresh(old, family.refreshToken), 401);
+      await everywhere(both, latest.accessToken, 401);
+      refused(await refresh(current, latest.refreshToken), 401);
+    }
+  });
+
   // Only releases that had them (no test is skipped: one a release cannot run is not declared for it).
   if (features.apiKeys) it('upgrade: API keys made by either release hold on both; a revocation on either holds on both at once', async () => {
     const both = [old, current];
@@ -305,6 +355,12 @@ describe.each(recordedReleases().map((r) => [r.commit.slice(0, 7), r] as const))
     const revoked = await cli(CURRENT, ['keys', 'revoke', gone[1]!]);
     expect(revoked.status, revoked.stderr).toBe(0);
     for (const i of both) refused(await call(i, '/v1/x', { headers: { 'x-api-key': gone[0] } }), 401);
+    // And the other way: a key of the current release revoked by the earlier release's CLI.
+    const ours = /agk_([0-9a-f]{16})_[A-Za-z0-9_-]{43}/.exec((await cli(CURRENT, ['keys', 'create', '--name', 'short-bot'])).stdout)!;
+    for (const i of both) expect((await call(i, '/v1/x', { headers: { 'x-api-key': ours[0] } })).status).toBe(200);
+    const revokedThere = await cli(previous, ['keys', 'revoke', ours[1]!]);
+    expect(revokedThere.status, revokedThere.stderr).toBe(0);
+    for (const i of both) refused(await call(i, '/v1/x', { headers: { 'x-api-key': ours[0] } }), 401);
   });
 
   if (features.storeUsers) it('upgrade: users of the store made by either release sign in on both, with their groups; a removal holds on both at once', async () => {
