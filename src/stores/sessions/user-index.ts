@@ -8,7 +8,8 @@ import { createHash, randomBytes, randomInt } from 'node:crypto';
  * different masters.
  *
  * userIndexKeys: the two copies of a user's format-4 index (sorted sets of session ids), read until the
- * sessions made before format 5 expire.
+ * sessions made before format 5 expire; sessions with a legacy record (see lua.ts) are in the copy on
+ * their hash's slot too.
  */
 export function userIndexKeys(user: string): [string, string] {
   const tag = userTag(user);
