@@ -74,11 +74,11 @@ export function authenticate(authenticators: readonly Authenticator[]): (ex: Exc
     if (sources === undefined) return DECLINED;
     const all = sources.all;
     if (all.length === 1) return attempt(all[0]!, ex);
-    if (credentials === undefined) return walk(all, ex, undefined);
+    if (credentials === undefined) return walk(all, ex, undefined, undefined);
     const chosen = choose(sources, credentials);
-    if (chosen === undefined) return walk(sources.rest, ex, undefined);
-    const outcome = attempt(chosen, ex);
-    return outcome === DECLINED ? walk(sources.rest, ex, chosen) : outcome;
+    if (chosen === undefined) return walk(sources.rest, ex, undefined, credentials);
+    const outcome = attempt(chosen, ex, credentials);
+    return outcome === DECLINED ? walk(sources.rest, ex, chosen, credentials) : outcome;
   }
 
   function sourcesOf(word: string): SchemeSources | undefined {
@@ -175,18 +175,21 @@ export function unverifiedIssuer(token: string): string | undefined {
 }
 
 /** Each of `sources` but `asked`, in turn, until one takes the request's credentials. */
-function walk(sources: readonly Authenticator[], ex: Exchange, asked: Authenticator | undefined): Outcome {
+function walk(sources: readonly Authenticator[], ex: Exchange, asked: Authenticator | undefined, credentials: string | undefined): Outcome {
   for (const source of sources) {
     if (source === asked) continue;
-    const outcome = attempt(source, ex);
+    const outcome = attempt(source, ex, credentials);
     if (outcome !== DECLINED) return outcome;
   }
   return DECLINED;
 }
 
-/** Asks one source: DECLINED when the request carries none of its credentials, else it proves them and sets the principal. */
-function attempt(authenticator: Authenticator, ex: Exchange): Outcome {
-  const credentials = authenticator.parse(ex.req);
+/**
+ * Asks one source (with the Authorization credentials the step read, when it read them): DECLINED when the
+ * request carries none of its credentials, else it proves them and sets the principal.
+ */
+function attempt(authenticator: Authenticator, ex: Exchange, read?: string): Outcome {
+  const credentials = authenticator.parse(ex.req, read);
   if (credentials === undefined) return DECLINED;
   let verified: Principal | Promise<Principal>;
   try {

@@ -55,9 +55,12 @@ export interface Authenticator<C = unknown> {
   /**
    * Its credentials on the request, or undefined when the request carries none of its kind. Throws a
    * DomainError (`credentials_not_accepted`, `malformed_bearer`, …) for credentials of its kind that are
-   * malformed.
+   * malformed. `credentials`:
+   * for a scheme several sources share, in the common spelling (`<scheme> <credentials>`), what follows
+   * `<scheme> ` as the authenticate step read it: the very string its form was looked up with, whose
+   * hash a cache lookup already made (a token is hashed once per request, not once per look).
    */
-  parse(req: IncomingMessage): C | undefined;
+  parse(req: IncomingMessage, credentials?: string): C | undefined;
   /**
    * Proves them: the principal, synchronously when nothing must be waited for (a cache hit), else a
    * promise of it. Throws (or rejects with) a DomainError saying why (the HTTP layer's DOMAIN_ANSWERS

@@ -29,12 +29,12 @@ export function bearerAuthenticator(tokens: TokenService): Authenticator<string>
     knows: (token) => tokens.knowsAccessToken(token),
     challenge: BEARER_CHALLENGE,
     securityScheme: { name: 'bearer', scheme: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'An access token from /v1/tokens/create or /v1/tokens/refresh.' } },
-    parse(req) {
+    parse(req, credentials) {
       const header = req.headers.authorization;
       if (header === undefined || !isBearer(header)) return undefined;
       // The common spelling: `Bearer ` and the token (one verified before needs no second look at its characters).
       if (header.charCodeAt(6) === 0x20) {
-        const token = header.slice(7);
+        const token = credentials ?? header.slice(7);
         if (tokens.knowsAccessToken(token) || TOKEN68.test(token)) return token;
       }
       const m = HEADER.exec(header);

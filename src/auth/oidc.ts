@@ -61,10 +61,10 @@ export function oidcAuthenticator(issuers: readonly IssuerKeys[]): Authenticator
     knows: (token) => verified.has(token),
     challenge: BEARER_CHALLENGE,
     securityScheme: { name: 'providerToken', scheme: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: `An access token of a configured OpenID provider (${issuers.map((i) => i.issuer).join(', ')}).` } },
-    parse(req) {
+    parse(req, credentials) {
       const header = req.headers.authorization;
       if (header === undefined || !isBearer(header) || header.charCodeAt(6) !== 0x20) return undefined;
-      const token = header.slice(7);
+      const token = credentials ?? header.slice(7);
       const hit = verified.get(token);
       if (hit) return { decoded: undefined, issuer: hit.issuer, token, verified: hit };
       if (!TOKEN68.test(token)) return undefined;
