@@ -1,11 +1,14 @@
 // The floor of the gRPC unary row: a bare node:http2 pass-through, h2c in front and one h2c session to
 // the upstream: each stream's headers (pseudo-headers but method and path dropped), body and trailers on,
 // the response's headers, body and trailers back. Nothing else: no pool, no timeouts, no policy.
+// As every floor and gateway process, it holds one nextTick entry (see passthrough.ts).
 // Usage: node h2c-floor.js UPSTREAM_URL ; prints {"port":N} once listening.
 import { connect, constants, createServer, type ClientHttp2Session, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
+import { holdTickShape } from '../src/core/tick-shape.js';
 
 const [target] = process.argv.slice(2);
 if (!target) throw new Error('usage: h2c-floor.js UPSTREAM_URL');
+void holdTickShape();
 let upstream = open();
 
 /** The one session to the upstream, opened again if it went away. */

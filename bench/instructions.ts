@@ -1,4 +1,4 @@
-// npm run bench:instructions [-- --scenarios floor,bearer,bearer-all-sources,basic --warm 3000 --requests 2000 --connections 8]
+// npm run bench:instructions [-- --scenarios floor,bearer,bearer-all-sources,basic,grpc-floor,grpc --warm 3000 --requests 2000 --connections 8]
 //
 // Instructions per proxied request, counted by valgrind's callgrind: the floor (bare http-proxy) and the
 // gateway each run under callgrind, get `--warm` requests (JIT and caches settle), have their counters
@@ -14,9 +14,15 @@
 // `bearer` against a gateway that also has API keys and an OpenID issuer configured (a provider of
 // bench/mini-provider.ts in this process, its keys fetched at start): beside `bearer`, what the other
 // sources being on costs a request that is none of theirs.
+// `grpc-floor` and `grpc` count the unary gRPC row of `npm run bench` (bench/grpc.ts) the same way: the
+// bare node:http2 pass-through (h2c-floor.ts) and the gateway (server.h2c, an h2c upstream), each to
+// grpc-upstream.ts, driven by a node:http2 client of this process (`--connections` sessions × 8 streams,
+// a Bearer unary call each, its grpc-status 0 checked); their ratio is `grpc` over `grpc-floor`.
 import { execFileSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
+import { connect as connectH2, constants as h2, type ClientHttp2Session } from 'node:http2';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,8 +32,14 @@ import { LIST_PATH } from './gateway.js';
 import { issuerEntry, miniProvider, type MiniProvider } from './mini-provider.js';
 import { benchScript, freePort, killAllNow, spawnTracked, startService, stopAll, stopChild, waitFor } from './procs.js';
 
-const SCENARIOS = ['floor', 'bearer', 'bearer-all-sources', 'basic'] as const;
+const SCENARIOS = ['floor', 'bearer', 'bearer-all-sources', 'basic', 'grpc-floor', 'grpc'] as const;
 type Scenario = (typeof SCENARIOS)[number];
+/** The scenarios of the unary gRPC row, against the h2c upstream; the others go to the HTTP/1.1 one. */
+const GRPC_SCENARIOS: readonly Scenario[] = ['grpc-floor', 'grpc'];
+/** HTTP/2 streams in flight per connection, as bench/grpc.ts's h2load. */
+const GRPC_STREAMS = 8;
+/** The unary call's request: one frame of test.Msg { text: "hi" } (as bench/grpc.ts). */
+const UNARY = Buffer.from([0, 0, 0, 0, 4, 0x0a, 0x02, 0x68, 0x69]);
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SECRET = 'instructions-bench-secret-0123456789abcdef';
 const USER = 'bench';
@@ -78,6 +90,45 @@ async function load(port: number, n: number, headers: Record<string, string>): P
   if (bad > 0) throw new Error(`${bad} of ${n} requests were not answered 200 (${[...seen].map(([what, count]) => `${what} ×${count}`).join(', ')})`);
 }
 
+/**
+ * `n` unary gRPC calls (as h2load sends them: a content-length, one message frame) over `connections`
+ * h2c sessions, GRPC_STREAMS streams in flight on each; throws when more than 1 % did not answer HTTP 200
+ * with grpc-status 0 in its trailers. A session the gateway closed is opened again: under valgrind a
+ * gateway can take longer than its liveness probe allows to read a PING's answer (src/http/http2.ts).
+ */
+async function loadGrpc(port: number, n: number, headers: Record<string, string>): Promise<void> {
+  const open = () => {
+    const session = connectH2(`http://127.0.0.1:${port}`);
+    session.on('error', () => {});
+    return session;
+  };
+  const sessions: ClientHttp2Session[] = Array.from({ length: connections }, open);
+  let left = n;
+  let bad = 0;
+  const one = (i: number) => new Promise<void>((resolve) => {
+    if (sessions[i]!.closed || sessions[i]!.destroyed) sessions[i] = open();
+    const stream = sessions[i]!.request({
+      [h2.HTTP2_HEADER_METHOD]: 'POST', [h2.HTTP2_HEADER_PATH]: '/bench.Echo/Unary',
+      'content-type': 'application/grpc', te: 'trailers', 'content-length': String(UNARY.length), ...headers,
+    });
+    let ok = false;
+    stream.on('trailers', (t) => (ok = t['grpc-status'] === '0'));
+    stream.on('error', () => {});
+    stream.resume();
+    stream.on('close', () => {
+      if (!ok) bad++;
+      resolve();
+    });
+    stream.end(UNARY);
+  });
+  const worker = async (i: number) => {
+    while (left-- > 0) await one(i);
+  };
+  await Promise.all(sessions.flatMap((_, i) => Array.from({ length: GRPC_STREAMS }, () => worker(i))));
+  for (const s of sessions) s.close();
+  if (bad > n / 100) throw new Error(`${bad} of ${n} gRPC calls did not end with grpc-status 0`);
+}
+
 /** Whether anything answers HTTP on the port (any status). */
 function answers(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -112,8 +163,14 @@ async function measure(dir: string, upstreamPort: number, scenario: Scenario, is
   let child: ChildProcess;
   let port: number;
   let headers: Record<string, string> = {};
-  if (scenario === 'floor') {
-    child = spawnTracked('valgrind', [...callgrind(out), process.execPath, benchScript('floor'), `http://127.0.0.1:${upstreamPort}`]);
+  const grpc = GRPC_SCENARIOS.includes(scenario);
+  if (scenario === 'grpc-floor') {
+    // The floor is sent a bearer token of a gateway token's length: HPACK never indexes Authorization, so
+    // each call's token is decoded anew (about 5,000 instructions for the gateway's 400 characters).
+    headers = { authorization: `Bearer ${randomBytes(300).toString('base64url')}` };
+  }
+  if (scenario === 'floor' || scenario === 'grpc-floor') {
+    child = spawnTracked('valgrind', [...callgrind(out), process.execPath, benchScript(scenario === 'floor' ? 'floor' : 'h2c-floor'), `http://127.0.0.1:${upstreamPort}`]);
     port = await new Promise<number>((resolve, reject) => {
       let text = '';
       child.stdout!.on('data', (d: Buffer) => {
@@ -127,27 +184,32 @@ async function measure(dir: string, upstreamPort: number, scenario: Scenario, is
     port = await freePort();
     const config = join(dir, `gateway-${scenario}.yaml`);
     const others = scenario === 'bearer-all-sources' ? `apiKeys: {}\nidentity:\n  issuers:\n    - ${issuerEntry(issuer)}\n` : '';
-    writeFileSync(config, `server: { host: 127.0.0.1, port: ${port}, shutdownGraceMs: 1000 }
+    const upstream = grpc
+      ? `{ url: "http://127.0.0.1:${upstreamPort}", protocol: h2c, timeouts: { responseMs: 10000 } }`
+      : `{ url: "http://127.0.0.1:${upstreamPort}", timeouts: { responseMs: 10000 } }`;
+    writeFileSync(config, `server: { host: 127.0.0.1, port: ${port}, shutdownGraceMs: 1000${grpc ? ', h2c: true' : ''} }
 store: { kind: memory }
 users: { htpasswd: ${join(dir, 'users.htpasswd')}, cacheTtlSeconds: 300 }
 tokens: { signing: { alg: HS256, secret: "${SECRET}" } }
 log: { level: warn, access: false }
 admin: false
 ${others}upstreams:
-  conversations: { url: "http://127.0.0.1:${upstreamPort}", timeouts: { responseMs: 10000 } }
+  conversations: ${upstream}
 routes:
   - { path: /v1/conversations, upstream: conversations, paging: { sortable: [campaignId] } }
+  - { path: /bench.Echo, upstream: conversations }
 `);
     child = spawnTracked('valgrind', [...callgrind(out), process.execPath, join(ROOT, 'dist/src/main.js'), 'serve', '--config', config]);
     // Under valgrind a start takes a while; a 401 is an answer: the gateway is up.
     const up = await waitFor(() => answers(port), 180_000);
     if (!up) throw new Error('the gateway did not start under valgrind within 180 s');
-    if (scenario !== 'basic') headers = { authorization: `Bearer ${await token(port)}` };
-    else headers = { authorization: `Basic ${Buffer.from(`${USER}:${PASSWORD}`).toString('base64')}` };
+    if (scenario === 'basic') headers = { authorization: `Basic ${Buffer.from(`${USER}:${PASSWORD}`).toString('base64')}` };
+    else headers = { authorization: `Bearer ${await token(port)}` };
   }
-  await load(port, warm, headers);
+  const drive = grpc ? loadGrpc : load;
+  await drive(port, warm, headers);
   execFileSync('callgrind_control', ['-z', String(child.pid)], { stdio: 'ignore' });
-  await load(port, requests, headers);
+  await drive(port, requests, headers);
   execFileSync('callgrind_control', ['-d', String(child.pid)], { stdio: 'ignore' });
   await stopChild(child, 20_000);
   return countOf(dir, `${scenario}.cg`) / requests;
@@ -175,17 +237,22 @@ async function main(): Promise<void> {
   let provider: MiniProvider | undefined;
   try {
     writeFileSync(join(dir, 'users.htpasswd'), `${USER}:${hashSync(PASSWORD, { cost: 4 })}\n`);
-    const upstream = await startService('upstream');
-    provider = await miniProvider();
+    const upstream = scenarios.some((s) => !GRPC_SCENARIOS.includes(s)) ? await startService('upstream') : undefined;
+    const grpcUpstream = scenarios.some((s) => GRPC_SCENARIOS.includes(s)) ? await startService('grpc-upstream') : undefined;
+    if (scenarios.includes('bearer-all-sources')) provider = await miniProvider();
     // One at a time: each count is its own process's, so running them together would change nothing but the wall time.
     const counts = new Map<Scenario, number>();
     for (const s of scenarios) {
-      counts.set(s, await measure(dir, upstream.port, s, provider.issuer));
+      counts.set(s, await measure(dir, (GRPC_SCENARIOS.includes(s) ? grpcUpstream : upstream)!.port, s, provider?.issuer ?? ''));
       process.stderr.write(`${s}: ${Math.round(counts.get(s)!)} instructions per request\n`);
     }
-    const floor = counts.get('floor');
+    // Each row against its own floor: the gRPC rows against the h2c pass-through.
+    const floorOf = (s: Scenario) => counts.get(GRPC_SCENARIOS.includes(s) ? 'grpc-floor' : 'floor');
     process.stdout.write(`| scenario | instructions per request | × floor |\n|---|---|---|\n`);
-    for (const [s, n] of counts) process.stdout.write(`| ${s} | ${Math.round(n)} | ${floor ? (n / floor).toFixed(2) : '–'} |\n`);
+    for (const [s, n] of counts) {
+      const floor = floorOf(s);
+      process.stdout.write(`| ${s} | ${Math.round(n)} | ${floor ? (n / floor).toFixed(2) : '–'} |\n`);
+    }
   } finally {
     await provider?.close();
     await stopAll();
