@@ -19,6 +19,9 @@ const OWN_PATHS: Record<string, string> = { '/healthz': 'health', '/readyz': 'he
  */
 export function requestCounter(metrics: Metrics, routeOf: (path: string) => string | undefined): (ex: Exchange) => void {
   const durationKeys = new SeriesKeys('');
+  // The gRPC calls counter's children, by route and status: prom-client would hash a label object per call.
+  const grpcKeys = new SeriesKeys('');
+  const grpcCalls = new Map<string, { inc(): void }>();
   return (ex) => {
     const path = ex.path;
     const route = routeLabel(ex, path, routeOf);
@@ -37,7 +40,12 @@ export function requestCounter(metrics: Metrics, routeOf: (path: string) => stri
     // A gRPC refusal is an HTTP 200 with its problem code behind it: counted by that code all the same.
     if (status >= 400 || route === 'tokens' || ex.problem !== undefined) countOutcome(metrics, ex, path, route, status);
     const grpcStatus = recordedGrpcStatus(ex.res);
-    if (grpcStatus !== undefined) metrics.grpcCalls.inc({ route, grpc_status: grpcStatus });
+    if (grpcStatus !== undefined) {
+      const key = grpcKeys.at(route, grpcStatus).key;
+      let child = grpcCalls.get(key);
+      if (child === undefined) grpcCalls.set(key, (child = metrics.grpcCalls.labels({ route, grpc_status: grpcStatus })));
+      child.inc();
+    }
     if (ex.forwardAuth) metrics.forwardAuthAnswers.inc({ status: String(status) });
   };
 }

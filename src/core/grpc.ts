@@ -65,15 +65,20 @@ export function encodeGrpcMessage(message: string): string {
   return out;
 }
 
-/** The gRPC status each answer carried (the access line reads it), where the gateway saw one. */
-const statuses = new WeakMap<ServerResponse, string>();
+/**
+ * The gRPC status each answer carried (the access line and the metrics read it), where the gateway saw
+ * one: a property of the response itself, not a WeakMap entry (one per call is work for every
+ * garbage collection while the response lives).
+ */
+const GRPC_STATUS = Symbol('grpcStatus');
+type WithGrpcStatus = ServerResponse & { [GRPC_STATUS]?: string };
 
 export function recordGrpcStatus(res: ServerResponse, status: string | number): void {
-  statuses.set(res, String(status));
+  (res as WithGrpcStatus)[GRPC_STATUS] = String(status);
 }
 
 export function recordedGrpcStatus(res: ServerResponse): string | undefined {
-  return statuses.get(res);
+  return (res as WithGrpcStatus)[GRPC_STATUS];
 }
 
 /**

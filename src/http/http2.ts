@@ -113,11 +113,15 @@ class GatewayHttp2Response extends Http2ServerResponse {
   override writeHead(statusCode: number, message?: string | OutgoingHttpHeaders, headers?: OutgoingHttpHeaders): this {
     const given = typeof message === 'object' ? message : headers;
     if (given === undefined) return super.writeHead(statusCode);
-    const kept: OutgoingHttpHeaders = {};
-    for (const name of Object.keys(given)) {
-      if (!CONNECTION_SPECIFIC.has(name.toLowerCase())) kept[name] = given[name];
+    // Copied only when there is something to leave out (an HTTP/2 upstream's headers never have any).
+    let kept: OutgoingHttpHeaders | undefined;
+    for (const name in given) {
+      if (!CONNECTION_SPECIFIC.has(name.toLowerCase())) continue;
+      kept = {};
+      for (const n in given) if (!CONNECTION_SPECIFIC.has(n.toLowerCase())) kept[n] = given[n];
+      break;
     }
-    return super.writeHead(statusCode, kept);
+    return super.writeHead(statusCode, kept ?? given);
   }
 }
 // As on an HTTP/1.1 response: `destroyed` says the stream is gone (ended, reset or cut), and

@@ -18,6 +18,10 @@ export interface PooledSession {
   ready: boolean;
   /** GOAWAY received, or closing: it takes no new stream, its streams finish. */
   gone: boolean;
+  /** When it last had no stream (performance.now()): connected, or its last stream released. */
+  idleSince: number;
+  /** Closes it once it has had no stream for SESSION_IDLE_MS (see watchIdle). */
+  idleTimer: NodeJS.Timeout | undefined;
 }
 
 /** Called once: with a session that has room for one more stream (taken: release it), or why none came. */
@@ -66,6 +70,20 @@ export class TargetSessions {
     return this.sessions.length;
   }
 
+  /**
+   * A stream slot at once, when nobody is waiting and an open connection has room (taken: release it);
+   * undefined otherwise (then take()). The common case costs no waiter and no withdrawal function.
+   */
+  takeNow(): PooledSession | undefined {
+    if (this.waiting.length > 0 || this.active >= this.options.maxStreams || this.closed) return undefined;
+    const pooled = this.withRoom();
+    if (pooled) {
+      pooled.active++;
+      this.active++;
+    }
+    return pooled;
+  }
+
   /** Asks for a stream slot; returns how to withdraw the request while it still waits. */
   take(connectMs: number, waiter: Waiter): () => void {
     const entry = { waiter, connectMs };
@@ -83,7 +101,7 @@ export class TargetSessions {
 
   /** A stream given out by take() is closed. */
   release(pooled: PooledSession): void {
-    pooled.active--;
+    if (--pooled.active === 0) pooled.idleSince = performance.now();
     this.active--;
     if (pooled.gone && pooled.active === 0 && !pooled.session.closed) pooled.session.close();
     this.pump();
@@ -128,7 +146,7 @@ export class TargetSessions {
       ...(isIP(host) ? { servername: '' } : {}),
       settings: { enablePush: false },
     });
-    const pooled: PooledSession = { session, active: 0, ready: false, gone: false };
+    const pooled: PooledSession = { session, active: 0, ready: false, gone: false, idleSince: 0, idleTimer: undefined };
     this.sessions.push(pooled);
     let failure: NodeJS.ErrnoException | undefined;
     const timer = setTimeout(() => {
@@ -139,7 +157,8 @@ export class TargetSessions {
       clearTimeout(timer);
       this.connecting = false;
       pooled.ready = true;
-      session.setTimeout(SESSION_IDLE_MS);
+      pooled.idleSince = performance.now();
+      this.watchIdle(pooled, SESSION_IDLE_MS);
       this.pump();
     });
     // Without an 'error' listener a failed connection would take the process down; its streams hear of it themselves.
@@ -152,13 +171,9 @@ export class TargetSessions {
       if (pooled.active === 0) session.close();
       this.pump();
     });
-    session.on('timeout', () => {
-      if (pooled.active > 0) return;
-      pooled.gone = true;
-      session.close();
-    });
     session.once('close', () => {
       clearTimeout(timer);
+      clearTimeout(pooled.idleTimer);
       pooled.gone = true;
       const i = this.sessions.indexOf(pooled);
       if (i >= 0) this.sessions.splice(i, 1);
@@ -169,6 +184,22 @@ export class TargetSessions {
       }
       this.pump();
     });
+  }
+
+  /**
+   * Closes a connection once it has had no stream for SESSION_IDLE_MS. One timer per connection, looked
+   * at when it fires rather than moved with every stream (a session's own setTimeout is refreshed by
+   * every frame read or written).
+   */
+  private watchIdle(pooled: PooledSession, ms: number): void {
+    pooled.idleTimer = setTimeout(() => {
+      if (pooled.gone || pooled.session.destroyed) return;
+      const idleFor = pooled.active > 0 ? 0 : performance.now() - pooled.idleSince;
+      if (idleFor < SESSION_IDLE_MS) return this.watchIdle(pooled, SESSION_IDLE_MS - idleFor);
+      pooled.gone = true;
+      pooled.session.close();
+    }, Math.max(1, ms));
+    pooled.idleTimer.unref();
   }
 
   private failWaiting(err: NodeJS.ErrnoException): void {

@@ -17,6 +17,8 @@ import { isPassedField, passedTrailers } from './trailers.js';
  * and Host (`:authority` says it): never sent on an h2 hop. TE is set by the gateway (`trailers` only).
  */
 const CONNECTION_SPECIFIC = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'http2-settings', 'host', 'te']);
+/** The pseudo-headers requestHeaders sets itself (any other `:name` a header object carries is left out). */
+const PSEUDO_SET = new Set([constants.HTTP2_HEADER_METHOD, constants.HTTP2_HEADER_PATH, constants.HTTP2_HEADER_SCHEME, constants.HTTP2_HEADER_AUTHORITY]);
 /** What session.request throws when the session can take no new stream (GOAWAY, closed): nothing was sent. */
 const SESSION_GONE = new Set(['ERR_HTTP2_GOAWAY_SESSION', 'ERR_HTTP2_INVALID_SESSION', 'ERR_HTTP2_OUT_OF_STREAMS']);
 /** Methods a request may be sent again for, once it may have reached an upstream (RFC 9110 section 9.2.2). */
@@ -75,6 +77,16 @@ interface Exchange {
   /** Set when the gateway gave up (a timeout), before it resets the stream. */
   failure?: Failure;
   deadline?: NodeJS.Timeout;
+  /** A gRPC call (`application/grpc…`, gRPC-Web's included). */
+  grpc: boolean;
+  /**
+   * The stream's time limit (see arm): the one timer, when it is due, the limit of the phase (responseMs
+   * or idleMs) and when the stream was last active (performance.now()).
+   */
+  timer: NodeJS.Timeout | undefined;
+  timerDue: number;
+  limitMs: number;
+  activeAt: number;
   /** A gRPC-Web call bridged to the gRPC upstream (see grpc-web.ts); its base64 codecs for the -text types. */
   web: GrpcWeb | undefined;
   decoder: Base64Decoder | undefined;
@@ -120,10 +132,13 @@ export class Http2Forwarder {
     if (!target) throw upstream.pool.busy();
     return new Promise((resolve) => {
       let over = false;
+      const grpc = isGrpc(req);
       const ex: Exchange = {
         upstream, target, req, res, options, outcome, attempts: 0, phase: Phase.Sending,
         replay: [], replayBytes: 0, bodyEnded: false, responded: false,
-        web: undefined, decoder: undefined, encoder: undefined,
+        grpc, timer: undefined, timerDue: 0, limitMs: 0, activeAt: 0,
+        // Only a gRPC content type can be gRPC-Web's.
+        web: grpc ? grpcWebOf(req) : undefined, decoder: undefined, encoder: undefined,
         done: () => {
           if (over) return;
           over = true;
@@ -133,7 +148,6 @@ export class Http2Forwarder {
           resolve();
         },
       };
-      ex.web = grpcWebOf(req);
       if (ex.web?.text) {
         ex.decoder = new Base64Decoder();
         ex.encoder = new Base64Encoder();
@@ -200,6 +214,7 @@ export class Http2Forwarder {
         req.pause();
         return;
       }
+      ex.activeAt = performance.now();
       if (!stream.write(chunk)) {
         req.pause();
         stream.once('drain', () => req.resume());
@@ -241,6 +256,8 @@ export class Http2Forwarder {
     ex.attempts++;
     ex.phase = Phase.Sending;
     const sessions = ex.upstream.sessions.get(ex.target)!;
+    const now = sessions.takeNow();
+    if (now) return this.open(ex, sessions, now);
     ex.cancelWait = sessions.take(ex.options.timeouts.connectMs, (err, slot) => {
       ex.cancelWait = undefined;
       if (ex.outcome.cut || ex.failure) {
@@ -255,8 +272,10 @@ export class Http2Forwarder {
   private open(ex: Exchange, sessions: TargetSessions, slot: PooledSession): void {
     let stream: ClientHttp2Stream;
     const endStream = ex.bodyEnded && (ex.replay?.length ?? 0) === 0;
+    // Trailers of the request can come only on a chunked HTTP/1.1 body or an HTTP/2 stream.
+    const withTrailers = !endStream && (ex.req.httpVersionMajor === 2 || ex.req.headers['transfer-encoding'] !== undefined);
     try {
-      stream = slot.session.request(requestHeaders(ex), { endStream, waitForTrailers: !endStream });
+      stream = slot.session.request(requestHeaders(ex), { endStream, waitForTrailers: withTrailers });
     } catch (err) {
       sessions.release(slot);
       const code = (err as NodeJS.ErrnoException).code ?? '';
@@ -271,24 +290,29 @@ export class Http2Forwarder {
     let released = false;
     let error: NodeJS.ErrnoException | undefined;
     const { timeouts } = ex.options;
-    stream.setTimeout(endStream ? timeouts.responseMs : timeouts.idleMs);
     if (endStream) ex.phase = Phase.Waiting;
-    stream.on('timeout', () => this.onTimeout(ex, stream));
+    this.arm(ex, stream, endStream ? timeouts.responseMs : timeouts.idleMs);
     stream.on('error', (err: NodeJS.ErrnoException) => {
       error = err;
     });
-    stream.on('wantTrailers', () => {
-      // No trailers: an empty list ends the stream with an empty DATA frame (close() would reset it).
-      stream.sendTrailers(passedTrailers(ex.req.trailers) ?? {});
-    });
-    stream.on('finish', () => {
-      if (ex.phase !== Phase.Sending) return;
-      ex.phase = Phase.Waiting;
-      stream.setTimeout(timeouts.responseMs);
-    });
+    if (withTrailers) {
+      stream.on('wantTrailers', () => {
+        // No trailers: an empty list ends the stream with an empty DATA frame (close() would reset it).
+        stream.sendTrailers(passedTrailers(ex.req.trailers) ?? {});
+      });
+    }
+    if (!endStream) {
+      stream.on('finish', () => {
+        if (ex.phase !== Phase.Sending) return;
+        ex.phase = Phase.Waiting;
+        this.arm(ex, stream, timeouts.responseMs);
+      });
+    }
     stream.on('headers', (headers: Http2Headers) => this.onInformational(ex, headers));
     stream.on('response', (headers: Http2Headers, flags: number) => this.onResponse(ex, stream, headers, flags));
     stream.once('close', () => {
+      clearTimeout(ex.timer);
+      ex.timer = undefined;
       if (!released) {
         released = true;
         sessions.release(slot);
@@ -302,8 +326,40 @@ export class Http2Forwarder {
     }
   }
 
+  /**
+   * The stream's time limit from now on: `limitMs` without activity (a phase's start, a chunk either
+   * way). One timer per stream, looked at when it fires: activity only notes the time (ex.activeAt), and
+   * the timer is made again only when it would fire too late. A stream's own setTimeout is refreshed on
+   * every read and write, and made anew on every change of limit.
+   */
+  private arm(ex: Exchange, stream: ClientHttp2Stream, limitMs: number): void {
+    const now = performance.now();
+    ex.limitMs = limitMs;
+    ex.activeAt = now;
+    const due = now + limitMs;
+    if (ex.timer !== undefined) {
+      if (ex.timerDue <= due) return;
+      clearTimeout(ex.timer);
+    }
+    this.startTimer(ex, stream, due, limitMs);
+  }
+
+  private startTimer(ex: Exchange, stream: ClientHttp2Stream, due: number, ms: number): void {
+    ex.timerDue = due;
+    ex.timer = setTimeout(() => {
+      ex.timer = undefined;
+      if (ex.stream !== stream || stream.destroyed) return;
+      const now = performance.now();
+      const until = ex.activeAt + ex.limitMs;
+      if (until > now) return this.startTimer(ex, stream, until, until - now);
+      this.onTimeout(ex, stream);
+    }, Math.max(1, Math.ceil(ms)));
+    ex.timer.unref();
+  }
+
   /** 103 Early Hints pass on to the client (HTTP/1.1 and HTTP/2 alike); other 1xx are the hop's own. */
   private onInformational(ex: Exchange, headers: Http2Headers): void {
+    ex.activeAt = performance.now();
     if (Number(headers[':status']) !== 103 || ex.responded) return;
     const hints: Record<string, string | string[]> = {};
     for (const name of Object.keys(headers)) {
@@ -319,7 +375,7 @@ export class Http2Forwarder {
     ex.responded = true;
     ex.replay = undefined;
     ex.phase = Phase.Streaming;
-    stream.setTimeout(ex.options.timeouts.idleMs);
+    this.arm(ex, stream, ex.options.timeouts.idleMs);
     const status = Number(headers[':status']);
     const out = responseHeaders(ex, headers);
     noteGrpcStatus(res, headers);
@@ -334,6 +390,7 @@ export class Http2Forwarder {
     let trailers: OutgoingHttpHeaders | undefined;
     const encoder = ex.encoder;
     stream.on('data', (chunk: Buffer) => {
+      ex.activeAt = performance.now();
       if (!res.write(encoder ? encoder.push(chunk) : chunk)) {
         stream.pause();
         res.once('drain', () => stream.resume());
@@ -385,7 +442,7 @@ export class Http2Forwarder {
       // The upstream went away mid-answer: a gRPC call ends with UNAVAILABLE, anything else is cut.
       ex.outcome.cut = 'upstream_closed';
       this.onUpstreamError(ex.upstream.name, 'reset');
-      if (isGrpc(ex.req) && !res.destroyed) endGrpc(ex, 14, `the ${ex.upstream.name} service closed the call mid-stream`);
+      if (ex.grpc && !res.destroyed) endGrpc(ex, 14, `the ${ex.upstream.name} service closed the call mid-stream`);
       else res.destroy();
       return;
     }
@@ -466,30 +523,34 @@ function wantsTrailers(req: IncomingMessage): boolean {
   return false;
 }
 
-/** The stream's header list: the request's end-to-end headers (the header policy's), and the target's authority. */
+/**
+ * The stream's header list: the request's end-to-end headers (the header policy's object, finished in
+ * place as the HTTP/1.1 Forwarder finishes it: node:http2 copies it once more itself), the pseudo-headers
+ * and the target's authority. A name HTTP/2 forbids is left out by its value (undefined is not sent).
+ */
 function requestHeaders(ex: Exchange): OutgoingHttpHeaders {
   const req = ex.req;
   // The header object the upstream headers step built on the exchange; the request's own headers are the
   // client's, credentials and made-up identity headers included (only a caller without the pipeline, a
-  // unit test, forwards them).
-  const h = ex.outcome.upstreamHeaders ?? req.headers;
-  const out: OutgoingHttpHeaders = {};
-  for (const name of Object.keys(h)) {
-    if (name.charCodeAt(0) === 0x3a || CONNECTION_SPECIFIC.has(name)) continue;
-    out[name] = h[name];
+  // unit test, forwards a copy of them).
+  const given = ex.outcome.upstreamHeaders;
+  const out: OutgoingHttpHeaders = given ?? { ...req.headers };
+  // The request's Host (an HTTP/2 client's :authority, see request-form), as the header object has it.
+  const clientHost = req.headers.host;
+  for (const name in out) {
+    if ((name.charCodeAt(0) === 0x3a && !PSEUDO_SET.has(name)) || (CONNECTION_SPECIFIC.has(name) && out[name] !== undefined)) out[name] = undefined;
   }
   const target = ex.target;
-  const clientHost = typeof h.host === 'string' ? h.host : undefined;
   out[constants.HTTP2_HEADER_METHOD] = req.method;
   out[constants.HTTP2_HEADER_PATH] = target.basePath + req.url;
   out[constants.HTTP2_HEADER_SCHEME] = target.origin.startsWith('https:') ? 'https' : 'http';
   out[constants.HTTP2_HEADER_AUTHORITY] = ex.upstream.preserveHost && clientHost ? clientHost : target.request.host;
   // gRPC servers require it; any upstream may send trailers a client asked for.
-  if (isGrpc(req) || wantsTrailers(req)) out.te = 'trailers';
+  if (ex.grpc || wantsTrailers(req)) out.te = 'trailers';
   if (ex.web) {
     // The upstream speaks gRPC: its own content type, and a length only the binary form keeps.
     out['content-type'] = ex.web.upstreamType;
-    if (ex.web.text) delete out['content-length'];
+    if (ex.web.text) out['content-length'] = undefined;
   }
   return out;
 }
@@ -497,9 +558,11 @@ function requestHeaders(ex: Exchange): OutgoingHttpHeaders {
 /** The response's headers for the client: no pseudo-headers, the request id, Location pointing at the gateway. */
 function responseHeaders(ex: Exchange, headers: Http2Headers): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
-  for (const name of Object.keys(headers)) {
+  let locations = false;
+  for (const name in headers) {
     if (name.charCodeAt(0) === 0x3a || CONNECTION_SPECIFIC.has(name)) continue;
     out[name] = headers[name];
+    if (name === 'location' || name === 'content-location') locations = true;
   }
   out['x-request-id'] = ex.outcome.requestId;
   const type = out['content-type'];
@@ -508,10 +571,12 @@ function responseHeaders(ex: Exchange, headers: Http2Headers): OutgoingHttpHeade
     out['content-type'] = ex.web.clientType;
     delete out['content-length'];
   }
-  const map = { upstreamOrigins: ex.upstream.pool.origins, upstreamBasePath: ex.target.basePath, routePrefix: ex.options.strippedPrefix };
-  for (const name of ['location', 'content-location'] as const) {
-    const value = out[name];
-    if (typeof value === 'string') out[name] = rewriteLocation(value, map);
+  if (locations) {
+    const map = { upstreamOrigins: ex.upstream.pool.origins, upstreamBasePath: ex.target.basePath, routePrefix: ex.options.strippedPrefix };
+    for (const name of ['location', 'content-location'] as const) {
+      const value = out[name];
+      if (typeof value === 'string') out[name] = rewriteLocation(value, map);
+    }
   }
   return out;
 }

@@ -70,8 +70,15 @@ export class RouteTable {
 }
 
 const UPPER = /[A-Z]/;
+/** Anything but printable ASCII, which toLowerCase could change beyond its letters. */
+const NOT_PRINTABLE_ASCII = /[^ -~]/;
 
-/** ASCII letters in lower case, nothing else changed (so the length stays). */
+/**
+ * ASCII letters in lower case, nothing else changed (so the length stays). A path of printable ASCII (a
+ * gRPC method's `/pkg.Service/Method` on every call) is lowered in one native call; only a path with other
+ * characters, which toLowerCase could change too, takes the letter-by-letter way.
+ */
 function foldCase(path: string): string {
-  return UPPER.test(path) ? path.replace(/[A-Z]+/g, (s) => s.toLowerCase()) : path;
+  if (!UPPER.test(path)) return path;
+  return NOT_PRINTABLE_ASCII.test(path) ? path.replace(/[A-Z]+/g, (s) => s.toLowerCase()) : path.toLowerCase();
 }
