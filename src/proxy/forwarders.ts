@@ -29,7 +29,7 @@ export class Forwarders {
       }
     }
     this.http1 = new Forwarder(h1, log, onUpstreamError, clock);
-    this.http2 = new Http2Forwarder(h2, log, onUpstreamError);
+    this.http2 = new Http2Forwarder(h2, log, onUpstreamError, clock);
   }
 
   forward(req: IncomingMessage, res: ServerResponse, options: ForwardOptions, outcome: ForwardOutcome): Promise<void> {

@@ -1,5 +1,6 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { constants, type ClientHttp2Stream, type IncomingHttpHeaders as Http2Headers } from 'node:http2';
+import { systemClock, type Clock } from '../clock.js';
 import type { UpstreamConfig } from '../config/types.js';
 import { encodeGrpcMessage, recordGrpcStatus } from '../core/grpc.js';
 import { HttpProblem, type ProblemCode, writeProblem } from '../http/problem.js';
@@ -110,7 +111,13 @@ export class Http2Forwarder {
   private retired = false;
   private closed = false;
 
-  constructor(upstreams: Record<string, UpstreamConfig>, private readonly log: Logger, private readonly onUpstreamError: UpstreamErrorListener = () => {}) {
+  constructor(
+    upstreams: Record<string, UpstreamConfig>,
+    private readonly log: Logger,
+    private readonly onUpstreamError: UpstreamErrorListener = () => {},
+    /** What the pools' cool-downs are judged by (the stream timers are the event loop's own). */
+    private readonly clock: Clock = systemClock,
+  ) {
     for (const [name, u] of Object.entries(upstreams)) {
       const sessions = new Map<Target, TargetSessions>();
       const probe = grpcHealthProbe(u);
@@ -128,7 +135,7 @@ export class Http2Forwarder {
   /** Forwards req (url and headers already rewritten); settles when the response is done or the client left. */
   forward(req: IncomingMessage, res: ServerResponse, options: ForwardOptions, outcome: ForwardOutcome): Promise<void> {
     const upstream = this.upstreams.get(options.upstream)!;
-    const target = upstream.pool.pick(Date.now());
+    const target = upstream.pool.pick(this.clock.now());
     if (!target) throw upstream.pool.busy();
     return new Promise((resolve) => {
       let over = false;
@@ -465,13 +472,14 @@ export class Http2Forwarder {
     const refused = NOT_CONNECTED.has(code);
     this.onUpstreamError(ex.upstream.name, code === CONNECT_TIMEOUT ? 'timeout' : refused ? 'refused' : 'reset');
     const pool = ex.upstream.pool;
-    if (refused) pool.markDown(ex.target, Date.now());
+    const now = this.clock.now();
+    if (refused) pool.markDown(ex.target, now);
     const replayable = ex.replay !== undefined;
     // Never a body that is no longer whole: bytes of it went to a failed attempt and are gone.
     const whole = replayable || ex.replayBytes === 0;
     const safe = whole && (refused || unsent || (IDEMPOTENT.has(ex.req.method!) && !hasBody(ex.req)));
     if (safe && ex.attempts < (refused || unsent ? MAX_ATTEMPTS : 2)) {
-      const next = pool.pick(Date.now(), ex.target);
+      const next = pool.pick(now, ex.target);
       if (next && !(refused && next === ex.target)) {
         ex.target.inFlight--;
         ex.target = next;
