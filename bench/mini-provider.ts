@@ -7,7 +7,7 @@ import { generateKeyPairSync, sign } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 
 /** The audience the bench's issuer entries accept and its tokens carry. */
-export const PROVIDER_AUDIENCE = 'gateway-api';
+const PROVIDER_AUDIENCE = 'gateway-api';
 
 export interface MiniProvider {
   issuer: string;

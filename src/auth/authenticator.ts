@@ -81,7 +81,7 @@ export interface Authenticator<C = unknown> {
  * and no other source's form overlaps it. A credential of no source's form goes to the scheme's source
  * without one (the gateway's own tokens); so does one the source of its form declines.
  */
-export interface CredentialForm {
+interface CredentialForm {
   /** The scheme its form is of, when not the source's own `scheme` (an API key sent as `Bearer agk_…`). */
   readonly scheme?: string;
   /** Its credentials start with this (an API key's `<prefix>_`). */
