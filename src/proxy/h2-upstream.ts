@@ -364,10 +364,15 @@ export class Http2Forwarder {
     ex.timer.unref();
   }
 
-  /** 103 Early Hints pass on to the client (HTTP/1.1 and HTTP/2 alike); other 1xx are the hop's own. */
+  /**
+   * 103 Early Hints pass on to the client (HTTP/1.1 and HTTP/2 alike, never HTTP/1.0, which has no 1xx:
+   * RFC 9110 section 15.2, as the HTTP/1.1 Forwarder); other 1xx are the hop's own.
+   */
   private onInformational(ex: Exchange, headers: Http2Headers): void {
     ex.activeAt = performance.now();
     if (Number(headers[':status']) !== 103 || ex.responded) return;
+    const req = ex.req;
+    if (req.httpVersionMajor === 1 && req.httpVersionMinor === 0) return;
     const hints: Record<string, string | string[]> = {};
     for (const name of Object.keys(headers)) {
       const value = headers[name];

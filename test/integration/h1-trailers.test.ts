@@ -186,6 +186,17 @@ it('103 Early Hints of an HTTP/1.1 upstream reach an HTTP/1.1 client before its 
   expect(raw).not.toMatch(/mallory/);
 });
 
+it('103 Early Hints of an HTTP/1.1 upstream never reach an HTTP/1.0 client (it has no 1xx): only the answer', async () => {
+  hintsThenAnswer();
+  const c = await openRaw(gw.port);
+  c.socket.write(`GET /h1/hints10 HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: ${BASIC}\r\n\r\n`);
+  await c.closed();
+  const raw = c.text();
+  expect(raw).toMatch(/^HTTP\/1\.1 200 /);
+  expect(raw).not.toMatch(/103|Early Hints|[Ll]ink:/);
+  expect(raw).toMatch(/\r\n\r\nafter hints$/);
+});
+
 it('103 Early Hints of an HTTP/1.1 upstream reach an HTTP/2 client before its answer', async () => {
   hintsThenAnswer();
   const session = h2();

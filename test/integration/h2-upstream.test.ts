@@ -290,6 +290,32 @@ it('103 Early Hints of an h2 upstream reach an HTTP/1.1 client before its answer
   expect(raw).toMatch(/after hints/);
 });
 
+it('103 Early Hints of an h2 upstream never reach an HTTP/1.0 client (it has no 1xx): only the answer', async () => {
+  let hinted = false;
+  onStream = (stream) => {
+    stream.additionalHeaders({ ':status': 103, link: '</app.js>; rel=preload' });
+    hinted = true;
+    setTimeout(() => {
+      stream.respond({ ':status': 200 });
+      stream.end('after hints');
+    }, 20).unref();
+  };
+  const raw = await new Promise<string>((resolve, reject) => {
+    const socket = netConnect(gw.port, '127.0.0.1', () => {
+      socket.write(`GET /one/hints10 HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: ${BASIC}\r\n\r\n`);
+    });
+    let text = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (d: string) => (text += d));
+    socket.on('end', () => resolve(text));
+    socket.on('error', reject);
+  });
+  expect(hinted).toBe(true);
+  expect(raw).toMatch(/^HTTP\/1\.1 200 /);
+  expect(raw).not.toMatch(/103|Early Hints|[Ll]ink:/);
+  expect(raw).toMatch(/\r\n\r\nafter hints$/);
+});
+
 it('an h2c upstream gets the header policy\'s headers: the identity, never the client\'s credentials or made-up identity headers', async () => {
   onStream = (stream) => {
     stream.respond({ ':status': 200 });
