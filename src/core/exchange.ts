@@ -39,9 +39,19 @@ export interface ExchangeTrace {
   end(ex: Exchange): void;
 }
 
-/** The CLIENT span of one upstream attempt: it follows the request to its answer or failure, then ends. */
+/**
+ * The CLIENT span of one upstream attempt: it follows an HTTP/1.1 request to its answer or failure, then
+ * ends (follow); an HTTP/2 attempt (the h2 engine) says what happened itself: its answer's status, why it
+ * failed, and when it is over (its stream closed, or no stream was ever opened).
+ */
 export interface UpstreamCall {
   follow(request: ClientRequest): void;
+  /** The upstream answered with this status. */
+  answered(status: number): void;
+  /** The attempt failed: `type` is the span's error.type (an error code, `timeout`, …). */
+  failed(type: string, message?: string): void;
+  /** The attempt is over: the span ends (once). */
+  end(): void;
 }
 
 /** Starts an exchange's trace (a request's `traceparent` continued, else a new trace). */

@@ -1,10 +1,11 @@
-import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { constants, type ClientHttp2Stream, type IncomingHttpHeaders as Http2Headers } from 'node:http2';
 import { systemClock, type Clock } from '../clock.js';
 import type { UpstreamConfig } from '../config/types.js';
 import { encodeGrpcMessage, recordGrpcStatus } from '../core/grpc.js';
 import { HttpProblem, type ProblemCode, writeProblem } from '../http/problem.js';
 import type { Logger } from '../log.js';
+import type { UpstreamCall } from '../core/exchange.js';
 import type { ForwardOptions, ForwardOutcome, UpstreamErrorListener } from './forward.js';
 import { grpcHealthProbe } from './grpc-health.js';
 import { Base64Decoder, Base64Encoder, grpcWebOf, trailerFrame, type GrpcWeb } from './grpc-web.js';
@@ -81,6 +82,13 @@ interface Exchange {
   /** A gRPC call (`application/grpc…`, gRPC-Web's included). */
   grpc: boolean;
   /**
+   * The header object the upstream gets: the one the upstream headers step built (a copy of the
+   * request's for a caller without the pipeline), finished in place by requestHeaders at each attempt.
+   */
+  headers: OutgoingHttpHeaders;
+  /** The current attempt's CLIENT span, when tracing is on (see endCall). */
+  call: UpstreamCall | undefined;
+  /**
    * The stream's time limit (see arm): the one timer, when it is due, the limit of the phase (responseMs
    * or idleMs) and when the stream was last active (performance.now()).
    */
@@ -144,12 +152,15 @@ export class Http2Forwarder {
         upstream, target, req, res, options, outcome, attempts: 0, phase: Phase.Sending,
         replay: [], replayBytes: 0, bodyEnded: false, responded: false,
         grpc, timer: undefined, timerDue: 0, limitMs: 0, activeAt: 0,
+        headers: outcome.upstreamHeaders ?? { ...req.headers }, call: undefined,
         // Only a gRPC content type can be gRPC-Web's.
         web: grpc ? grpcWebOf(req) : undefined, decoder: undefined, encoder: undefined,
         done: () => {
           if (over) return;
           over = true;
           clearTimeout(ex.deadline);
+          // A call withdrawn while it waited for a stream has no stream to end its span.
+          if (ex.call) this.endCall(ex, ex.failure ? 'timeout' : ex.outcome.cut);
           ex.target.inFlight--;
           if (--this.inFlight === 0 && this.retired) this.close();
           resolve();
@@ -262,6 +273,9 @@ export class Http2Forwarder {
   private attempt(ex: Exchange): void {
     ex.attempts++;
     ex.phase = Phase.Sending;
+    // Tracing (src/tracing): a CLIENT span per attempt, whose traceparent the upstream receives.
+    const req = ex.req;
+    ex.call = ex.outcome.trace?.upstreamCall(ex.headers as IncomingHttpHeaders, req.method!, ex.target.origin, ex.target.basePath + req.url);
     const sessions = ex.upstream.sessions.get(ex.target)!;
     const now = sessions.takeNow();
     if (now) return this.open(ex, sessions, now);
@@ -269,6 +283,7 @@ export class Http2Forwarder {
       ex.cancelWait = undefined;
       if (ex.outcome.cut || ex.failure) {
         if (slot) sessions.release(slot);
+        this.endCall(ex, ex.failure ? 'timeout' : ex.outcome.cut);
         return;
       }
       if (err || !slot) return this.failed(ex, err ?? new Error('no session'), false);
@@ -290,6 +305,7 @@ export class Http2Forwarder {
       if (SESSION_GONE.has(code)) return this.failed(ex, err as Error, true);
       // A request HTTP/2 cannot carry (a header value Node refuses): the gateway's own failure to send it.
       this.log.warn('request not sendable over HTTP/2', { upstream: ex.upstream.name, error: code || (err as Error).message });
+      this.endCall(ex, code || (err as Error).name, (err as Error).message);
       return this.answer(ex, { status: 502, code: 'bad_gateway', detail: `the request cannot be sent to the ${ex.upstream.name} service over HTTP/2` });
     }
     ex.stream = stream;
@@ -324,6 +340,7 @@ export class Http2Forwarder {
         released = true;
         sessions.release(slot);
       }
+      if (ex.call && ex.stream === stream) this.endCall(ex, streamFailure(ex, stream, error), error?.message);
       this.onClose(ex, stream, error);
     });
     if (!endStream) {
@@ -382,6 +399,7 @@ export class Http2Forwarder {
   }
 
   private onResponse(ex: Exchange, stream: ClientHttp2Stream, headers: Http2Headers, flags: number): void {
+    if (ex.stream === stream) ex.call?.answered(Number(headers[':status']));
     const res = ex.res;
     if (ex.failure || res.headersSent || res.destroyed) return;
     ex.responded = true;
@@ -472,6 +490,8 @@ export class Http2Forwarder {
    * a body that got no answer), else 502 (504 for a connection not made in time).
    */
   private failed(ex: Exchange, err: NodeJS.ErrnoException, unsent: boolean): void {
+    // No stream (a connection not made), or one refused before it was sent: its span ends here.
+    this.endCall(ex, err.code ?? err.name, err.message);
     if (ex.outcome.cut || ex.failure) return;
     const code = err.code ?? '';
     const refused = NOT_CONNECTED.has(code);
@@ -498,6 +518,15 @@ export class Http2Forwarder {
       : { status: 502, code: 'bad_gateway', detail: `the ${name} service is unavailable` };
     this.log.warn('upstream failed', { upstream: name, target: ex.target.origin, status: failure.status, error: code || err.message });
     this.answer(ex, failure);
+  }
+
+  /** Ends the current attempt's CLIENT span (once), as failed when `type` says why. */
+  private endCall(ex: Exchange, type?: string, message?: string): void {
+    const call = ex.call;
+    if (!call) return;
+    ex.call = undefined;
+    if (type !== undefined) call.failed(type, message);
+    call.end();
   }
 
   /** The gateway's own answer in the upstream's place (a problem body, or its gRPC form), or a cut once a response began. */
@@ -543,11 +572,9 @@ function wantsTrailers(req: IncomingMessage): boolean {
  */
 function requestHeaders(ex: Exchange): OutgoingHttpHeaders {
   const req = ex.req;
-  // The header object the upstream headers step built on the exchange; the request's own headers are the
-  // client's, credentials and made-up identity headers included (only a caller without the pipeline, a
-  // unit test, forwards a copy of them).
-  const given = ex.outcome.upstreamHeaders;
-  const out: OutgoingHttpHeaders = given ?? { ...req.headers };
+  // The header object the upstream headers step built on the exchange (see Exchange.headers): the
+  // request's own headers are the client's, credentials and made-up identity headers included.
+  const out = ex.headers;
   // The request's Host (an HTTP/2 client's :authority, see request-form), as the header object has it.
   const clientHost = req.headers.host;
   for (const name in out) {
@@ -592,6 +619,18 @@ function responseHeaders(ex: Exchange, headers: Http2Headers): OutgoingHttpHeade
     }
   }
   return out;
+}
+
+/**
+ * Why the attempt on this stream failed, for its CLIENT span (error.type): the stream's error, `timeout`
+ * when the gateway gave up waiting, how the exchange was cut; undefined when it ended cleanly.
+ */
+function streamFailure(ex: Exchange, stream: ClientHttp2Stream, error: NodeJS.ErrnoException | undefined): string | undefined {
+  if (error) return error.code ?? error.name;
+  const code = stream.rstCode;
+  if (code === undefined || code === constants.NGHTTP2_NO_ERROR) return undefined;
+  if (ex.failure || ex.outcome.cut === 'response_idle') return 'timeout';
+  return ex.outcome.cut ?? `http2_rst_${code}`;
 }
 
 /** The upstream's grpc-status, for the access line. */

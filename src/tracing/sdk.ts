@@ -210,12 +210,7 @@ class ClientCall implements UpstreamCall {
     let answered = false;
     request.once('response', (res: IncomingMessage) => {
       answered = true;
-      const status = res.statusCode ?? 0;
-      this.span.setAttribute('http.response.status_code', status);
-      if (status >= 500) {
-        this.span.setAttribute('error.type', String(status));
-        this.span.setStatus({ code: SpanStatusCode.ERROR });
-      }
+      this.answered(res.statusCode ?? 0);
       res.once('close', () => this.end());
     });
     request.once('upgrade', (res: IncomingMessage) => {
@@ -223,8 +218,7 @@ class ClientCall implements UpstreamCall {
       this.end();
     });
     request.once('error', (err: NodeJS.ErrnoException) => {
-      this.span.setAttribute('error.type', err.code ?? err.name);
-      this.span.setStatus({ code: SpanStatusCode.ERROR, message: err.message });
+      this.failed(err.code ?? err.name, err.message);
       this.end();
     });
     request.once('close', () => {
@@ -232,7 +226,20 @@ class ClientCall implements UpstreamCall {
     });
   }
 
-  private end(): void {
+  answered(status: number): void {
+    this.span.setAttribute('http.response.status_code', status);
+    if (status >= 500) {
+      this.span.setAttribute('error.type', String(status));
+      this.span.setStatus({ code: SpanStatusCode.ERROR });
+    }
+  }
+
+  failed(type: string, message?: string): void {
+    this.span.setAttribute('error.type', type);
+    this.span.setStatus({ code: SpanStatusCode.ERROR, message });
+  }
+
+  end(): void {
     if (this.ended) return;
     this.ended = true;
     this.span.end();

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
+import { connect as h2connect, createServer as createH2Server, type Http2Server } from 'node:http2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basic, echoUpstream, htpasswd, startGateway, testConfig, type EchoUpstream, type RunningGateway } from '../support/fixtures.js';
 import { createLogger } from '../../src/log.js';
@@ -162,6 +163,112 @@ describe.each([
     expect(server.statusCode).toBe(2);
     expect(spans.find((s) => s.kind === SPAN_KIND.CLIENT)!.attributes['error.type']).toBe('ECONNREFUSED');
     await expect.poll(() => logLines(started.logs).find((l) => l.msg === 'upstream failed' && l.trace_id === traceId)).toBeDefined();
+  });
+});
+
+describe('h2c upstreams (the h2 engine)', () => {
+  let started: Started;
+  let h2: Http2Server;
+  let h2Url: string;
+  let refusingH2: number;
+  const seen: Array<Record<string, unknown>> = [];
+  beforeAll(async () => {
+    h2 = createH2Server();
+    h2.on('stream', (stream, headers) => {
+      seen.push(headers);
+      stream.on('error', () => {});
+      stream.resume();
+      stream.on('end', () => {
+        if (headers['content-type'] === 'application/grpc') {
+          stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+          stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+          stream.end(Buffer.from([0, 0, 0, 0, 0]));
+          return;
+        }
+        stream.respond({ ':status': 200 });
+        stream.end('ok');
+      });
+    });
+    await new Promise<void>((resolve) => h2.listen(0, '127.0.0.1', resolve));
+    h2Url = `http://127.0.0.1:${(h2.address() as { port: number }).port}`;
+    refusingH2 = await closedPort();
+    const logs: string[] = [];
+    const config = testConfig(users.file, {
+      server: { host: '127.0.0.1', port: 0, shutdownGraceMs: 2000, h2c: true },
+      upstreams: { h2: { url: h2Url, protocol: 'h2c' }, gone: { url: `http://127.0.0.1:${refusingH2}`, protocol: 'h2c' } },
+      routes: [{ path: '/v1/h2', upstream: 'h2' }, { path: '/test.Echo', upstream: 'h2' }, { path: '/v1/gone', upstream: 'gone' }],
+      log: { level: 'info', access: true },
+    });
+    const gw = await startGateway(config, { env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '50' }, log: createLogger('info', (line) => logs.push(line)) });
+    started = { gw, logs };
+  });
+  afterAll(async () => {
+    await started?.gw.close();
+    await new Promise<void>((resolve) => h2?.close(() => resolve()));
+  });
+  const lastSeen = (path: string) => seen.filter((h) => h[':path'] === path).at(-1)!;
+
+  it('an HTTP/1.1 request: a CLIENT span of the server span, its traceparent at the upstream, the same attributes as an HTTP/1.1 upstream\'s', async () => {
+    const traceId = hex(16);
+    const path = `/v1/h2/items?n=${traceId}`;
+    const res = await fetch(`${started.gw.base}${path}`, { headers: { ...alice, traceparent: `00-${traceId}-${hex(8)}-01`, tracestate: 'vendor=opaque' } });
+    expect(res.status).toBe(200);
+    const upstream = lastSeen(path);
+    const sent = parseTraceparent(upstream.traceparent);
+    expect(sent.traceId).toBe(traceId);
+    expect(sent.sampled).toBe(true);
+    expect(upstream.tracestate).toBe('vendor=opaque');
+    const spans = await spansOf(traceId, 2);
+    const server = spans.find((s) => s.kind === SPAN_KIND.SERVER)!;
+    const client = spans.find((s) => s.kind === SPAN_KIND.CLIENT)!;
+    expect(client.parentSpanId).toBe(server.spanId);
+    expect(sent.parentId).toBe(client.spanId);
+    expect(client.name).toBe('GET');
+    expect(client.attributes).toEqual({
+      'http.request.method': 'GET', 'http.response.status_code': 200, 'server.address': '127.0.0.1',
+      'server.port': Number(new URL(h2Url).port), 'url.full': `${h2Url}/v1/h2/items`,
+    });
+    expect(client.statusCode).not.toBe(2);
+    expect(JSON.stringify(spans)).not.toContain('?n=');
+  });
+
+  it('a gRPC call over h2c: the upstream\'s metadata carries the CLIENT span\'s traceparent', async () => {
+    const traceId = hex(16);
+    const session = h2connect(started.gw.base);
+    try {
+      const stream = session.request({
+        ':method': 'POST', ':path': '/test.Echo/Unary', 'content-type': 'application/grpc', te: 'trailers',
+        authorization: alice.authorization, traceparent: `00-${traceId}-${hex(8)}-01`,
+      });
+      const trailers = new Promise<Record<string, unknown>>((resolve) => stream.on('trailers', resolve));
+      stream.end(Buffer.from([0, 0, 0, 0, 0]));
+      stream.resume();
+      expect((await trailers)['grpc-status']).toBe('0');
+    } finally {
+      session.close();
+    }
+    const sent = parseTraceparent(lastSeen('/test.Echo/Unary').traceparent);
+    expect(sent.traceId).toBe(traceId);
+    const spans = await spansOf(traceId, 2);
+    const server = spans.find((s) => s.kind === SPAN_KIND.SERVER)!;
+    const client = spans.find((s) => s.kind === SPAN_KIND.CLIENT)!;
+    expect(server.attributes['network.protocol.version']).toBe('2');
+    expect(client.parentSpanId).toBe(server.spanId);
+    expect(client.spanId).toBe(sent.parentId);
+    expect(client.attributes).toMatchObject({ 'http.request.method': 'POST', 'http.response.status_code': 200, 'url.full': `${h2Url}/test.Echo/Unary` });
+  });
+
+  it('a target that refuses the connection: the CLIENT span is an error (ECONNREFUSED), as an HTTP/1.1 upstream\'s', async () => {
+    const traceId = hex(16);
+    const res = await fetch(`${started.gw.base}/v1/gone`, { headers: { ...alice, traceparent: `00-${traceId}-${hex(8)}-01` } });
+    expect(res.status).toBe(502);
+    const spans = await spansOf(traceId, 2);
+    const server = spans.find((s) => s.kind === SPAN_KIND.SERVER)!;
+    const client = spans.find((s) => s.kind === SPAN_KIND.CLIENT)!;
+    expect(server.attributes).toMatchObject({ 'http.response.status_code': 502, 'error.type': 'bad_gateway' });
+    expect(client.parentSpanId).toBe(server.spanId);
+    expect(client.attributes['error.type']).toBe('ECONNREFUSED');
+    expect(client.statusCode).toBe(2);
   });
 });
 
