@@ -166,7 +166,8 @@ describe.each(FRONTS)('%s: what reaches the upstream', (front) => {
       expect(r.headers.cookie, how).toBe('theme=dark; lang=en');
       const raw = JSON.stringify(r.rawHeaders);
       expect(raw, how).not.toContain('__Host-gateway');
-      expect(raw, how).not.toContain(keys[front]!.split('_')[2]!);
+      // The secret is the key's last 43 characters (the id and the secret may themselves hold `_`).
+      expect(raw, how).not.toContain(keys[front]!.slice(-43));
       for (let i = 0; i < r.rawHeaders.length; i += 2) {
         const [name, value] = [r.rawHeaders[i]!.toLowerCase(), r.rawHeaders[i + 1]!];
         // The gateway itself trusts one proxy's X-Forwarded-For (server.trustProxy: 1): sent to it directly,
