@@ -151,7 +151,9 @@ export async function tlsScenario(b: Bench): Promise<Row> {
     gateway = await startVariant(b, { name: 'tls', tls, apiKeys: true, issuer: provider.issuer });
     const floorProc: Proc = { name: 'https floor', origin: `https://127.0.0.1:${floor.port}`, pid: floor.child.pid! };
     const headers = { authorization: gateway.bearer };
-    // A judged row: the gateway warmed until its CPU per request settles, as every judged row of againstFloor.
+    // A judged row: the TLS floor (a process of its own, started cold) and the gateway each warmed until
+    // their CPU per request settles, as the floor and the gateway of every judged row of againstFloor.
+    await warmUp(b, floorProc, gateway.bearer);
     await warmUp(b, gateway.proc, gateway.bearer);
     return await againstTlsFloor(b, 'tls', scenario, floorProc, gateway.proc, (p, duration) => load(b, p, { path: LIST_PATH, headers, duration }), 'wrk (https, one TLS handshake per connection, then keep-alive)', undefined, TLS_GOAL);
   } finally {
