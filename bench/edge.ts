@@ -10,6 +10,7 @@ import { load, measured, med, pair, problems, type Bench, type Proc, type Row } 
 import { basicHeader, call, createTokens, LIST_PATH, startGateway, USER, writeVariantFiles, type GatewayVariant } from './gateway.js';
 import { h2loadVersion, runH2load } from './h2load.js';
 import { miniProvider } from './mini-provider.js';
+import { newestProfile, profileTable, summarizeProfile } from './profile.js';
 import { startService, stopChild } from './procs.js';
 import type { LoadResult } from './stats.js';
 import { againstFloor, goalText, warmUp, type Goal } from './throughput.js';
@@ -56,13 +57,21 @@ function certificate(dir: string): { certFile: string; keyFile: string } {
 /** A gateway variant (its own YAML and process), its Bearer token, and a check that it answers. */
 export async function startVariant(b: Bench, variant: GatewayVariant): Promise<{ proc: Proc; stop: () => Promise<void>; bearer: string }> {
   const setup = writeVariantFiles(b.gatewaySetup, variant);
-  const gw = await startGateway(setup, b.redisUrl);
+  // With --profile, a variant gateway is profiled too; its top functions are logged when it stops.
+  const profileDir = b.params.profile ? join(b.gatewaySetup.dir, 'profiles', variant.name) : undefined;
+  const started = Date.now();
+  const gw = await startGateway(setup, b.redisUrl, profileDir);
+  const stop = async () => {
+    await stopChild(gw.child, 10_000);
+    const file = profileDir && newestProfile(profileDir, started);
+    if (file) b.log(`${variant.name}: ${profileTable(summarizeProfile(file))}`);
+  };
   try {
     const { accessToken } = await createTokens(gw.origin, USER, b.password);
     const bearer = `Bearer ${accessToken}`;
     const check = await call(gw.origin, 'GET', LIST_PATH, { authorization: bearer });
     if (check.status !== 200) throw new Error(`${variant.name}: the variant gateway answered ${check.status}; see ${setup.logFile}`);
-    return { proc: { name: variant.name, origin: gw.origin, pid: gw.child.pid! }, stop: () => stopChild(gw.child, 10_000), bearer };
+    return { proc: { name: variant.name, origin: gw.origin, pid: gw.child.pid! }, stop, bearer };
   } catch (err) {
     await stopChild(gw.child, 10_000);
     throw err;

@@ -1,4 +1,4 @@
-// npm run bench:instructions [-- --scenarios floor,bearer,bearer-all-sources,basic,grpc-floor,grpc --warm 3000 --requests 2000 --connections 8]
+// npm run bench:instructions [-- --scenarios floor,bearer,bearer-all-sources,basic,grpc-floor,grpc --warm 3000 --requests 2000 --connections 8 --simulate]
 //
 // Instructions per proxied request, counted by valgrind's callgrind: the floor (bare http-proxy) and the
 // gateway each run under callgrind, get `--warm` requests (JIT and caches settle), have their counters
@@ -51,6 +51,7 @@ const { values } = parseArgs({
     warm: { type: 'string', default: '3000' },
     requests: { type: 'string', default: '2000' },
     connections: { type: 'string', default: '8' },
+    simulate: { type: 'boolean', default: false },
   },
 });
 const scenarios = values.scenarios.split(',').map((s) => s.trim()) as Scenario[];
@@ -58,6 +59,12 @@ for (const s of scenarios) if (!SCENARIOS.includes(s)) throw new Error(`--scenar
 const warm = Number(values.warm);
 const requests = Number(values.requests);
 const connections = Number(values.connections);
+/**
+ * `--simulate`: callgrind's cache and branch simulators too (about twice as slow): per request, the
+ * instruction-cache, data-cache and last-level misses and the mispredicted branches, which instructions
+ * alone do not show and which make CPU time per request differ from the count.
+ */
+const simulate = values.simulate;
 
 /** `n` GETs of the list path, `connections` at a time over keep-alive; throws on any answer but 200. */
 async function load(port: number, n: number, headers: Record<string, string>): Promise<void> {
@@ -153,22 +160,28 @@ function answers(port: number): Promise<boolean> {
 
 /** valgrind's arguments before the node command line. */
 function callgrind(out: string): string[] {
-  return ['--tool=callgrind', '--smc-check=all-non-file', `--callgrind-out-file=${out}`, '--dump-instr=no'];
+  return ['--tool=callgrind', '--smc-check=all-non-file', `--callgrind-out-file=${out}`, '--dump-instr=no', ...(simulate ? ['--cache-sim=yes', '--branch-sim=yes'] : [])];
 }
 
-/** The instruction count of the dump made after the zeroing (`part: 1`). */
-function countOf(dir: string, prefix: string): number {
+/** The events of the dump made after the zeroing (`part: 1`), by name: `Ir` (instructions), and with --simulate the misses and mispredictions. */
+function countOf(dir: string, prefix: string): Map<string, number> {
   for (const name of readdirSync(dir)) {
     if (!name.startsWith(prefix)) continue;
     const text = readFileSync(join(dir, name), 'utf8');
     if (!/^part: 1$/m.test(text)) continue;
-    const m = /^summary: (\d+)$/m.exec(text);
-    if (m) return Number(m[1]);
+    const events = /^events: (.+)$/m.exec(text)?.[1]?.trim().split(/\s+/);
+    const summary = /^summary: (.+)$/m.exec(text)?.[1]?.trim().split(/\s+/).map(Number);
+    if (events && summary) return new Map(events.map((e, i) => [e, summary[i] ?? 0]));
   }
   throw new Error(`no callgrind dump of ${prefix} in ${dir}`);
 }
 
-async function measure(dir: string, upstreamPort: number, scenario: Scenario, issuer: string): Promise<number> {
+/** Simulated events shown with --simulate: instruction-cache, data-cache and last-level misses, mispredicted branches. */
+const SIMULATED: Array<[string, string[]]> = [
+  ['I1 misses', ['I1mr']], ['D1 misses', ['D1mr', 'D1mw']], ['LL misses', ['ILmr', 'DLmr', 'DLmw']], ['branches mispredicted', ['Bcm', 'Bim']],
+];
+
+async function measure(dir: string, upstreamPort: number, scenario: Scenario, issuer: string): Promise<Map<string, number>> {
   const out = join(dir, `${scenario}.cg`);
   let child: ChildProcess;
   let port: number;
@@ -222,7 +235,9 @@ routes:
   await drive(port, requests, headers);
   execFileSync('callgrind_control', ['-d', String(child.pid)], { stdio: 'ignore' });
   await stopChild(child, 20_000);
-  return countOf(dir, `${scenario}.cg`) / requests;
+  const events = countOf(dir, `${scenario}.cg`);
+  for (const [name, n] of events) events.set(name, n / requests);
+  return events;
 }
 
 function token(port: number): Promise<string> {
@@ -251,17 +266,24 @@ async function main(): Promise<void> {
     const grpcUpstream = scenarios.some((s) => GRPC_SCENARIOS.includes(s)) ? await startService('grpc-upstream') : undefined;
     if (scenarios.includes('bearer-all-sources')) provider = await miniProvider();
     // One at a time: each count is its own process's, so running them together would change nothing but the wall time.
-    const counts = new Map<Scenario, number>();
+    const counts = new Map<Scenario, Map<string, number>>();
     for (const s of scenarios) {
       counts.set(s, await measure(dir, (GRPC_SCENARIOS.includes(s) ? grpcUpstream : upstream)!.port, s, provider?.issuer ?? ''));
-      process.stderr.write(`${s}: ${Math.round(counts.get(s)!)} instructions per request\n`);
+      process.stderr.write(`${s}: ${Math.round(counts.get(s)!.get('Ir')!)} instructions per request\n`);
     }
     // Each row against its own floor: the gRPC rows against the h2c pass-through.
     const floorOf = (s: Scenario) => counts.get(GRPC_SCENARIOS.includes(s) ? 'grpc-floor' : 'floor');
-    process.stdout.write(`| scenario | instructions per request | × floor |\n|---|---|---|\n`);
-    for (const [s, n] of counts) {
+    const columns: Array<[string, string[]]> = [['instructions', ['Ir']], ...(simulate ? SIMULATED : [])];
+    const sum = (events: Map<string, number> | undefined, names: string[]) => (events ? names.reduce((t, e) => t + (events.get(e) ?? 0), 0) : 0);
+    process.stdout.write(`| scenario | ${columns.map(([c]) => `${c} per request | × floor`).join(' | ')} |\n|---|${columns.map(() => '---|---|').join('')}\n`);
+    for (const [s, events] of counts) {
       const floor = floorOf(s);
-      process.stdout.write(`| ${s} | ${Math.round(n)} | ${floor ? (n / floor).toFixed(2) : '–'} |\n`);
+      const cells = columns.map(([, names]) => {
+        const n = sum(events, names);
+        const f = sum(floor, names);
+        return `${Math.round(n)} | ${f ? (n / f).toFixed(2) : '–'}`;
+      });
+      process.stdout.write(`| ${s} | ${cells.join(' | ')} |\n`);
     }
   } finally {
     await provider?.close();
