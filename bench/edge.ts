@@ -13,7 +13,7 @@ import { miniProvider } from './mini-provider.js';
 import { newestProfile, profileTable, summarizeProfile } from './profile.js';
 import { startService, stopChild } from './procs.js';
 import type { LoadResult } from './stats.js';
-import { againstFloor, goalText, warmUp, type Goal } from './throughput.js';
+import { againstFloor, goalText, meets, warmUp, type Goal } from './throughput.js';
 import { startSlapd } from '../test/support/slapd.js';
 
 /** Where the issue asks for it: Basic from the directory, cached, as Basic from the htpasswd file. */
@@ -127,7 +127,7 @@ export async function againstTlsFloor(
     floorCpuUs: med(rounds.map((x) => x.floor.cpuUs), 0),
     cpuRatio,
     target: goalText(goal),
-    met: goal === null ? null : failures.length === 0 && ratio >= goal.ratio && (goal.cpuRatio === undefined || cpuRatio <= goal.cpuRatio),
+    met: goal === null ? null : failures.length === 0 && meets(goal, ratio, cpuRatio),
     notes: [
       `the floor here is ${floorText}; load by ${loader}; ` +
         `mean latency gateway ${mean('proxy')} ms, floor ${mean('floor')} ms; CPU per request of the upstream ${med(rounds.map((x) => x.floor.upstreamUs), 0)} µs`,

@@ -8,9 +8,11 @@ import type { Bench, Proc, Row } from './context.js';
 import { againstTlsFloor, skipped, startVariant } from './edge.js';
 import { h2loadVersion, runH2load } from './h2load.js';
 import { startService, stopChild } from './procs.js';
-import { againstFloor, warmUp } from './throughput.js';
+import { againstFloor, warmUp, type Goal } from './throughput.js';
 
 const STREAMS = 8;
+/** The unary row's line: CPU per call within 1.5 × the bare pass-through's (throughput not judged). */
+const GRPC_GOAL: Goal = { cpuRatio: 1.5 };
 /** The request of the unary row: one frame of test.Msg { text: "hi" }. */
 const UNARY = Buffer.from([0, 0, 0, 0, 4, 0x0a, 0x02, 0x68, 0x69]);
 
@@ -35,7 +37,7 @@ export async function grpcScenarios(b: Bench): Promise<Row[]> {
       const drive = (p: Proc, duration: number) => runH2load({ url: `${p.origin}/bench.Echo/Unary`, connections, streams: STREAMS, duration, headers, dataFile });
       rows.push(await againstTlsFloor(b, 'grpc-unary', unaryScenario, floorProc, gateway.proc, drive,
         `${version} -t1 -c${connections} -m${STREAMS} -D${b.params.duration} -d (no percentiles: p50/p99 not measured)`,
-        'a bare node:http2 pass-through (h2c-floor.ts: one h2c session to the same upstream, headers, body and trailers on)'));
+        'a bare node:http2 pass-through (h2c-floor.ts: one h2c session to the same upstream, headers, body and trailers on)', GRPC_GOAL));
     }
     await warmUp(b, gateway.proc, gateway.bearer);
     rows.push(await againstFloor(b, 'h2c-upstream', h1Scenario, gateway.proc, gateway.bearer, null));

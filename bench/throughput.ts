@@ -5,15 +5,21 @@ import { fmtLatency, load, med, pair, problems, type Bench, type Row, type Targe
 
 /** What a row is judged against (issue 12); null for a reference row that only shows a cost. */
 export interface Goal {
-  /** Least throughput as a fraction of the floor's. */
-  ratio: number;
+  /** Least throughput as a fraction of the floor's; not judged when absent (a row judged by its CPU alone). */
+  ratio?: number;
   /** Most CPU per request as a multiple of the floor's; not judged when absent. */
   cpuRatio?: number;
 }
 
 export function goalText(goal: Goal | null): string {
   if (!goal) return '(reference)';
-  return `≥ ${goal.ratio.toFixed(2)} × floor` + (goal.cpuRatio === undefined ? '' : `, CPU ≤ ${goal.cpuRatio.toFixed(2)} ×`);
+  const parts = [...(goal.ratio === undefined ? [] : [`≥ ${goal.ratio.toFixed(2)} × floor`]), ...(goal.cpuRatio === undefined ? [] : [`CPU ≤ ${goal.cpuRatio.toFixed(2)} ×`])];
+  return parts.join(', ');
+}
+
+/** Whether a row's medians meet its goal. */
+export function meets(goal: Goal, ratio: number, cpuRatio: number): boolean {
+  return (goal.ratio === undefined || ratio >= goal.ratio) && (goal.cpuRatio === undefined || cpuRatio <= goal.cpuRatio);
 }
 
 /** One window of the warm-up (s), the fewest of them per request, and the most in all. */
@@ -70,7 +76,7 @@ export async function againstFloor(b: Bench, id: string, scenario: string, targe
   const redisUs = med(rounds.map((x) => x.proxy.cpu.redisUs), 0);
   const cpuUs = med(rounds.map((x) => x.proxy.cpu.proxyUs), 0);
   const met = goal === null ? null
-    : failures.length === 0 && ratio >= goal.ratio && (goal.cpuRatio === undefined || cpuRatio <= goal.cpuRatio);
+    : failures.length === 0 && meets(goal, ratio, cpuRatio);
   return {
     id, scenario,
     rps: med(rounds.map((x) => x.proxy.rps), 0),
