@@ -61,7 +61,7 @@ async function ownerOf(slot: number): Promise<number> {
 }
 
 describe('a Cluster master dies (the others serve their slots)', () => {
-  it('signs in a user whose first hash is on a dead master, revokes all their sessions, stays ready, logs once', async () => {
+  it('signs in a user whose first hash is on a dead master, revokes all their sessions, stays ready, logs the outage once, not per failure', async () => {
     const victim = cluster.nodes[1]!;
     // A user whose first hash (the same tag as the index of before) is on the master about to die.
     let user = '';
@@ -100,7 +100,12 @@ describe('a Cluster master dies (the others serve their slots)', () => {
       expect((await fetch(`${gw.base}/v1/conversations`, { headers: { authorization: `Bearer ${c.accessToken}` } })).status).toBe(401);
     }
     expect(ready.every((s) => s === 200), JSON.stringify(ready)).toBe(true);
-    const outage = lines.filter((l) => l.msg.startsWith('redis unavailable'));
-    expect(outage.length, JSON.stringify(outage)).toBe(1);
+    // One line per outage, not one per failure (every create above failed on the dead master first). An
+    // outage ends after a second without a failure: on a loaded machine a create may come later than that,
+    // and the next failure is a new outage, logged after the "available again" that ended the one before.
+    const states = lines.filter((l) => l.msg.startsWith('redis unavailable') || l.msg === 'redis available again').map((l) => (l.msg === 'redis available again' ? 'up' : 'down'));
+    expect(states[0], JSON.stringify(states)).toBe('down');
+    expect(states.every((s, i) => i === 0 || s !== states[i - 1]), JSON.stringify(states)).toBe(true);
+    expect(states.filter((s) => s === 'down').length).toBeLessThan(statuses.length / 3);
   }, 60_000);
 });
