@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../../clock.js';
 import { sessionIdFor } from './user-index.js';
-import { RevocationFeed } from './revocations.js';
+import { Listeners } from '../listeners.js';
 import type { NewSession, RotateOutcome, Rotation, SessionDevice, SessionInfo, SessionStore } from './session-store.js';
 
 interface Session {
@@ -25,7 +25,7 @@ export class MemorySessionStore implements SessionStore {
   /** user -> ids of their sessions (some may be gone: checked on read, dropped then). */
   private readonly byUser = new Map<string, Set<string>>();
   private readonly sweeper: NodeJS.Timeout;
-  private readonly revocations = new RevocationFeed();
+  private readonly revocations = new Listeners<string>();
   /** tag -> session id -> when the filing lapses (ms). */
   private readonly tagged = new Map<string, Map<string, number>>();
   /** marker -> when it is forgotten (ms). */

@@ -8,7 +8,7 @@ import { ACTIVATE5, CREATE5, DEVICE_NOTE, INDEX_ADD, LEGACY_REVOKE, LEGACY_ROTAT
 import { OutageLog } from '../redis/outage-log.js';
 import { ReplicaWaits } from '../redis/replication.js';
 import { RevocationChannel } from '../redis/revocation-channel.js';
-import { RevocationFeed } from './revocations.js';
+import { Listeners } from '../listeners.js';
 import { readSessionRecord, readSessionValue } from './session-record.js';
 import { closeClient } from '../redis/clients.js';
 import { connect } from '../redis/topology.js';
@@ -97,7 +97,7 @@ export class RedisSessionStore implements SessionStore {
   private readonly channelName: string;
   private readonly outage: OutageLog;
   private readonly revocationWaitMs: number;
-  private readonly revocations = new RevocationFeed();
+  private readonly revocations = new Listeners<string>();
   /** store.writeLegacySessions: new sessions get a legacy record, and rotations renew it (see lua.ts). */
   private readonly legacyWrites: boolean;
 

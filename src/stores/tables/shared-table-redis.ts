@@ -6,7 +6,7 @@ import { LivenessCache } from '../redis/liveness-cache.js';
 import { OutageLog } from '../redis/outage-log.js';
 import { HEARTBEAT_MS, readyWithin, REVOCATION_WAIT_MS, type RedisStoreOptions } from '../sessions/redis-session-store.js';
 import { RevocationChannel } from '../redis/revocation-channel.js';
-import { RevocationFeed } from '../sessions/revocations.js';
+import { Listeners } from '../listeners.js';
 import { connect } from '../redis/topology.js';
 import { StoreUnavailableError } from '../sessions/session-store.js';
 import { deepFreeze, type SharedTable } from './shared-table.js';
@@ -65,7 +65,7 @@ export class RedisTable<T> implements SharedTable<T> {
   private readonly channelName: string;
   private readonly changeWaitMs: number;
   private readonly outage: OutageLog;
-  private readonly feed = new RevocationFeed();
+  private readonly feed = new Listeners<string>();
   /** The connection was ready once: before, a command waits for it (a start's first requests), after, it fails fast. */
   private connectedOnce = false;
 
