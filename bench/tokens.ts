@@ -3,7 +3,7 @@
 import { CREATE_USER_PREFIX, createTokens, USER } from './gateway.js';
 import { fmtLatency, load, med, pair, problems, type Bench, type CpuPerRequest, type Row } from './context.js';
 import { runJson, settle } from './procs.js';
-import { REVOCATION_WAIT_MS } from '../src/stores/sessions/redis-session-store.js';
+import { REVOCATION_WAIT_MS } from '../src/stores/redis/store-options.js';
 
 const REFRESH_TARGET = 3000;
 const CREATE_TARGET = 0.8;

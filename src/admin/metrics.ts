@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { ReplicationStats } from '../stores/sessions/session-store.js';
+import type { ReplicationStats } from '../stores/store-contracts.js';
 import type { FloodReason } from '../http/http2.js';
 import type { ProblemCode } from '../http/problem.js';
 import { TallyCounter, TallyHistogram } from './tally.js';

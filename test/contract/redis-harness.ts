@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, expect } from 'vitest';
 import { RedisCounters } from '../../src/stores/counters/redis-counters.js';
 import { silentLogger } from '../../src/log.js';
-import { RedisSessionStore, type RedisStoreOptions } from '../../src/stores/sessions/redis-session-store.js';
+import { RedisSessionStore } from '../../src/stores/sessions/redis-session-store.js';
+import type { RedisStoreOptions } from '../../src/stores/redis/store-options.js';
 import { counterStoreContract } from './counter-store.js';
 import { sessionStoreContract } from './session-store.js';
 

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
-import { StoreUnavailableError } from '../../src/stores/sessions/session-store.js';
+import { StoreUnavailableError } from '../../src/stores/store-contracts.js';
 import { RedisSessionStore } from '../../src/stores/sessions/redis-session-store.js';
 import { SENTINEL_MASTER_NAME, startSentinel, type TestSentinel } from '../support/redis-sentinel.js';
 import { redisContracts } from './redis-harness.js';

@@ -6,7 +6,7 @@ import { DomainError, type DomainCode } from '../../src/core/domain-error.js';
 import type { Exchange } from '../../src/core/exchange.js';
 import { HttpProblem } from '../../src/http/problem.js';
 import { DOMAIN_ANSWERS, toProblem } from '../../src/http/errors.js';
-import { StoreUnavailableError } from '../../src/stores/sessions/session-store.js';
+import { StoreUnavailableError } from '../../src/stores/store-contracts.js';
 import { refusalOf } from '../support/refusal.js';
 
 /** Every domain code, spelled out here so a new one must be decided on in the table and in this test. */

@@ -5,7 +5,7 @@ import type { Principal } from '../../src/core/principal.js';
 import { HttpProblem } from '../../src/http/problem.js';
 import { silentLogger } from '../../src/log.js';
 import { Tunnels, type TunnelChecks } from '../../src/proxy/tunnels.js';
-import { StoreUnavailableError } from '../../src/stores/sessions/session-store.js';
+import { StoreUnavailableError } from '../../src/stores/store-contracts.js';
 
 const bearer = (sid: string, exp: number): Principal => ({ user: 'bob', via: 'bearer', groups: undefined, ownGroups: false, sid, expiresAt: exp, ambient: false, proof: 't', credential: undefined });
 const basic = (user: string): Principal => ({ user, via: 'basic', groups: undefined, ownGroups: false, sid: undefined, expiresAt: undefined, ambient: true, proof: 'v1', credential: undefined });

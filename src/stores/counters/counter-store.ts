@@ -1,4 +1,4 @@
-import type { StoreLifecycle } from '../sessions/session-store.js';
+import type { StoreLifecycle } from '../store-contracts.js';
 
 /**
  * Counters that protect the gateway (lockout, rate limits): shared by every instance on one Redis.

@@ -10,6 +10,21 @@ export async function closeClient(client: Redis | Cluster): Promise<void> {
   else client.disconnect();
 }
 
+/** Resolves true once the client is ready, false after `timeoutMs`; never throws. */
+export function readyWithin(client: Redis | Cluster, timeoutMs: number): Promise<boolean> {
+  if (client.status === 'ready') return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      client.off('ready', onReady);
+      resolve(ok);
+    };
+    const onReady = () => done(true);
+    const timer = setTimeout(() => done(false), timeoutMs);
+    client.on('ready', onReady);
+  });
+}
+
 /** The first reconnection after an unexpected end, then up to retryStrategy's pace. */
 const REVIVE_DELAY_MS = 100;
 

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../log.js';
-import type { ReplicationOutcome, ReplicationStats } from '../sessions/session-store.js';
+import type { ReplicationOutcome, ReplicationStats } from '../store-contracts.js';
 
 /** What to do with a session write while fewer replicas than store.waitForReplicas are connected. */
 export type Durability = 'available' | 'strict';

@@ -1,6 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
-import type { RedisStoreConfig } from '../../config/types.js';
 import type { Logger } from '../../log.js';
 import { enforceDeadlines, withDeadline } from '../redis/deadline.js';
 import { LivenessCache } from '../redis/liveness-cache.js';
@@ -10,15 +9,12 @@ import { ReplicaWaits } from '../redis/replication.js';
 import { RevocationChannel } from '../redis/revocation-channel.js';
 import { Listeners } from '../listeners.js';
 import { readSessionRecord, readSessionValue } from './session-record.js';
-import { closeClient } from '../redis/clients.js';
+import { closeClient, readyWithin } from '../redis/clients.js';
+import { HEARTBEAT_MS, REVOCATION_WAIT_MS, type RedisStoreOptions } from '../redis/store-options.js';
 import { connect } from '../redis/topology.js';
 import { legacySessionKey, sessionIdFor, sessionIdOnItsSlot, sessionPlace, userIndexKeys, userSessionKey, userTag } from './user-index.js';
-import {
-  StoreUnavailableError, type NewSession, type ReplicationStats, type RotateOutcome, type Rotation, type SessionDevice, type SessionInfo, type SessionStore,
-} from './session-store.js';
-
-/** The store's settings; `writeLegacySessions` absent: true, its default. */
-export type RedisStoreOptions = Omit<RedisStoreConfig, 'kind' | 'writeLegacySessions'> & { writeLegacySessions?: boolean };
+import type { NewSession, RotateOutcome, Rotation, SessionDevice, SessionInfo, SessionStore } from './session-store.js';
+import { StoreUnavailableError, type ReplicationStats } from '../store-contracts.js';
 
 type Rotated = [number, string?, string?, number?, number?, number?];
 
@@ -49,13 +45,6 @@ interface Scripts {
 
 type Scripted = (Redis | Cluster) & Scripts;
 
-/** How often each revocation listener proves it is alive. */
-export const HEARTBEAT_MS = 100;
-/**
- * A cache hit needs a heartbeat confirmation younger than this, and a revoking instance waits this long
- * before it answers (see LivenessCache): the price of synchronous revocation, paid by revocations only.
- */
-export const REVOCATION_WAIT_MS = 3 * HEARTBEAT_MS;
 /** A format-4 session id (sessions made before the per-user hashes, read until they expire). */
 const LEGACY_ID = /^[A-Za-z0-9_-]{22}$/;
 const monotonic = () => performance.now();
@@ -497,21 +486,6 @@ export class RedisSessionStore implements SessionStore {
       throw new StoreUnavailableError(err);
     }
   }
-}
-
-/** Resolves true once the client is ready, false after `timeoutMs`; never throws. */
-export function readyWithin(client: Redis | Cluster, timeoutMs: number): Promise<boolean> {
-  if (client.status === 'ready') return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const done = (ok: boolean) => {
-      clearTimeout(timer);
-      client.off('ready', onReady);
-      resolve(ok);
-    };
-    const onReady = () => done(true);
-    const timer = setTimeout(() => done(false), timeoutMs);
-    client.on('ready', onReady);
-  });
 }
 
 /** The sorted set of a session tag (its own slot in a Cluster). */

@@ -1,4 +1,4 @@
-import { DomainError } from '../../core/domain-error.js';
+import type { ReplicationStats, StoreLifecycle } from '../store-contracts.js';
 
 /**
  * Where sessions live, seen by what its callers use. Every method either answers or throws
@@ -82,11 +82,6 @@ export interface StoreHealth {
   waitUntilReady(timeoutMs: number): Promise<boolean>;
 }
 
-export interface StoreLifecycle {
-  readonly kind: 'memory' | 'redis';
-  close(): Promise<void>;
-}
-
 /** What a backend implements: every role. */
 export interface SessionStore extends Sessions, RevocationFeed, StoreHealth, StoreLifecycle {}
 
@@ -115,27 +110,6 @@ export type RotateOutcome =
   | { result: 'unknown' }
   /** A rotated-away token whose successor was used (or any, with graceMs 0): the session is revoked. */
   | { result: 'reused' };
-
-/** How a session write fared with store.waitForReplicas. */
-export type ReplicationOutcome = 'replicated' | 'unreplicated' | 'refused';
-
-export interface ReplicationStats {
-  wanted: number;
-  /** Replicas connected to the master at the last look; undefined before the first. */
-  connected: number | undefined;
-  /** Session writes by outcome since start. */
-  outcomes: Record<ReplicationOutcome, number>;
-  /** store.durability strict with fewer replicas connected than wanted: session writes are refused now. */
-  refusing: boolean;
-}
-
-/** The store did not answer (a domain error: `store_unavailable`, 503 with `Retry-After: 1`). */
-export class StoreUnavailableError extends DomainError {
-  constructor(cause?: unknown) {
-    super('store_unavailable', 'token store unavailable', { retryAfterSeconds: 1, cause });
-    this.name = 'StoreUnavailableError';
-  }
-}
 
 /** Where a session was made from: shown to its user (never trusted as HTML). */
 export interface SessionDevice {

@@ -1,14 +1,14 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from '../../log.js';
-import { closeClient } from '../redis/clients.js';
+import { closeClient, readyWithin } from '../redis/clients.js';
 import { enforceDeadlines, withDeadline } from '../redis/deadline.js';
 import { LivenessCache } from '../redis/liveness-cache.js';
 import { OutageLog } from '../redis/outage-log.js';
-import { HEARTBEAT_MS, readyWithin, REVOCATION_WAIT_MS, type RedisStoreOptions } from '../sessions/redis-session-store.js';
+import { HEARTBEAT_MS, REVOCATION_WAIT_MS, type RedisStoreOptions } from '../redis/store-options.js';
 import { RevocationChannel } from '../redis/revocation-channel.js';
 import { Listeners } from '../listeners.js';
 import { connect } from '../redis/topology.js';
-import { StoreUnavailableError } from '../sessions/session-store.js';
+import { StoreUnavailableError } from '../store-contracts.js';
 import { deepFreeze, type SharedTable } from './shared-table.js';
 
 /** How long an entry read from Redis is answered from memory (the change channel keeps it true meanwhile). */

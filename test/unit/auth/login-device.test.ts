@@ -5,7 +5,8 @@ import { systemClock } from '../../../src/clock.js';
 import { checkConfig } from '../../../src/config/validate.js';
 import { silentLogger, type Logger } from '../../../src/log.js';
 import { MemorySessionStore } from '../../../src/stores/sessions/memory-session-store.js';
-import { MAX_NOTED_USER_AGENT, StoreUnavailableError, type SessionDevice } from '../../../src/stores/sessions/session-store.js';
+import { MAX_NOTED_USER_AGENT, type SessionDevice } from '../../../src/stores/sessions/session-store.js';
+import { StoreUnavailableError } from '../../../src/stores/store-contracts.js';
 
 const base = {
   users: { htpasswd: 'u' },
