@@ -33,7 +33,7 @@ import { acceptUpgrades } from './proxy/websocket.js';
 import { buildRuntime, restartOnlyChanges, retireRuntime, type Shared } from './runtime.js';
 import type { TokenService } from './tokens/service.js';
 import { createCounters, createStore } from './stores/kinds.js';
-import { storeCredentials } from './stores/tables/credential-tables.js';
+import { storeCredentials } from './stores/credential-tables.js';
 import type { ApiKeys } from './stores/tables/api-keys.js';
 import type { StoreUsers } from './stores/tables/store-users.js';
 import { refusedWrites } from './stores/redis/replication.js';

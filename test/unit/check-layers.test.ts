@@ -41,6 +41,22 @@ describe('the layer check', () => {
     expect(problems[0]).toMatch(/^src\/core\/low\.ts imports src\/server\.ts: core \(core\) may not import server\.ts$/);
   });
 
+  it('fails on the Redis plumbing or a shared store file that imports a backend, and on a backend that imports one listed after it', () => {
+    const problems = checkLayers(tree({
+      'src/stores/sessions/session-store.ts': 'export interface Sessions { x: number }\n',
+      'src/stores/tables/shared-table.ts': 'export const t = 1;\n',
+      'src/stores/redis/replication.ts': "import type { Sessions } from '../sessions/session-store.js';\nexport type S = Sessions;\n",
+      'src/stores/store-contracts.ts': "export type R = import('./redis/replication.js').S;\n",
+      'src/stores/counters/redis-counters.ts': "export const c = import('../tables/shared-table.js');\n",
+      'src/stores/kinds.ts': "import { t } from './tables/shared-table.js';\nimport type { Sessions } from './sessions/session-store.js';\nexport const k: Sessions = { x: t };\n",
+    }));
+    expect(problems).toEqual([
+      'src/stores/counters/redis-counters.ts imports src/stores/tables/shared-table.ts: stores/counters (stores) may not import stores/tables',
+      'src/stores/redis/replication.ts imports src/stores/sessions/session-store.ts: stores/redis (stores) may not import stores/sessions',
+      'src/stores/store-contracts.ts imports src/stores/redis/replication.ts: stores/store-contracts.ts (stores) may not import stores/redis',
+    ]);
+  });
+
   it('fails on domain code that names the HTTP problem, and on a part in no layer', () => {
     const problems = checkLayers(tree({
       'src/tokens/service.ts': "import { HttpProblem } from '../http/problem.js';\nexport const p = HttpProblem;\n",

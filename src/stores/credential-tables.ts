@@ -1,9 +1,9 @@
-import type { Clock } from '../../clock.js';
-import type { Config } from '../../config/types.js';
-import type { Logger } from '../../log.js';
-import { ApiKeys, type ApiKeyRecord } from './api-keys.js';
-import { createTable } from '../kinds.js';
-import { StoreUsers, type StoreUser } from './store-users.js';
+import type { Clock } from '../clock.js';
+import type { Config } from '../config/types.js';
+import type { Logger } from '../log.js';
+import { ApiKeys, type ApiKeyRecord } from './tables/api-keys.js';
+import { createTable } from './kinds.js';
+import { StoreUsers, type StoreUser } from './tables/store-users.js';
 
 /** The credentials kept in the store's tables, as the configuration at start asks for them. */
 export interface StoreCredentials {
