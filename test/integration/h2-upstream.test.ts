@@ -1,8 +1,8 @@
 import { connect as h2connect, constants, createServer as createH2Server, type Http2Server, type Http2Session, type ServerHttp2Stream } from 'node:http2';
-import { connect as netConnect } from 'node:net';
 import { afterEach, expect, it } from 'vitest';
 import { gatewayFixture } from '../support/fixtures.js';
 import { grpc, grpcClient, grpcUpstream, withAuthorization, type GrpcUpstream, type Msg } from '../support/grpc.js';
+import { exchangeUntilClosed } from '../support/raw-client.js';
 
 const BASIC = 'Basic ' + Buffer.from('alice:alice-pw').toString('base64');
 /** What the bare upstream does with each stream; a test sets it. */
@@ -104,16 +104,7 @@ it('response trailers of an h2 upstream reach an HTTP/1.1 client on its chunked 
     stream.on('wantTrailers', () => stream.sendTrailers({ 'x-checksum': 'abc', 'grpc-status': '0' }));
     stream.end('body');
   };
-  const raw = await new Promise<string>((resolve, reject) => {
-    const socket = netConnect(gw.port, '127.0.0.1', () => {
-      socket.write(`GET /one/t HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${BASIC}\r\nTE: trailers\r\nConnection: close\r\n\r\n`);
-    });
-    let text = '';
-    socket.setEncoding('utf8');
-    socket.on('data', (d: string) => (text += d));
-    socket.on('end', () => resolve(text));
-    socket.on('error', reject);
-  });
+  const raw = await exchangeUntilClosed(gw.port, `GET /one/t HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${BASIC}\r\nTE: trailers\r\nConnection: close\r\n\r\n`);
   expect(raw).toMatch(/^HTTP\/1\.1 200/);
   expect(raw).toMatch(/transfer-encoding: chunked/i);
   expect(raw).toMatch(/\r\n0\r\nx-checksum: abc\r\ngrpc-status: 0\r\n\r\n$/);
@@ -232,17 +223,7 @@ it('request trailers of a chunked HTTP/1.1 body reach an h2 upstream', async () 
       stream.end(`${body}|${String(t['x-sent'])}`);
     });
   };
-  const raw = await new Promise<string>((resolve, reject) => {
-    const socket = netConnect(gw.port, '127.0.0.1', () => {
-      socket.write(`POST /one/rt HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${BASIC}\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sent\r\nConnection: close\r\n\r\n`);
-      socket.write('5\r\nhello\r\n0\r\nX-Sent: yes\r\n\r\n');
-    });
-    let text = '';
-    socket.setEncoding('utf8');
-    socket.on('data', (d: string) => (text += d));
-    socket.on('end', () => resolve(text));
-    socket.on('error', reject);
-  });
+  const raw = await exchangeUntilClosed(gw.port, `POST /one/rt HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${BASIC}\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sent\r\nConnection: close\r\n\r\n` + '5\r\nhello\r\n0\r\nX-Sent: yes\r\n\r\n');
   expect(raw).toMatch(/^HTTP\/1\.1 200/);
   expect(raw).toContain('hello|yes');
 });
@@ -254,16 +235,7 @@ it('an HTTP/1.1 request with an HTTP2-Settings header reaches an h2 upstream wit
     stream.end('ok');
   };
   bare.once('stream', (_s, headers) => (seen = headers));
-  const raw = await new Promise<string>((resolve, reject) => {
-    const socket = netConnect(gw.port, '127.0.0.1', () => {
-      socket.write(`GET /one/settings HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${BASIC}\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\nConnection: close\r\n\r\n`);
-    });
-    let text = '';
-    socket.setEncoding('utf8');
-    socket.on('data', (d: string) => (text += d));
-    socket.on('end', () => resolve(text));
-    socket.on('error', reject);
-  });
+  const raw = await exchangeUntilClosed(gw.port, `GET /one/settings HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${BASIC}\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\nConnection: close\r\n\r\n`);
   expect(raw).toMatch(/^HTTP\/1\.1 200/);
   expect(seen['http2-settings']).toBeUndefined();
 });
@@ -276,16 +248,7 @@ it('103 Early Hints of an h2 upstream reach an HTTP/1.1 client before its answer
       stream.end('after hints');
     }, 20).unref();
   };
-  const raw = await new Promise<string>((resolve, reject) => {
-    const socket = netConnect(gw.port, '127.0.0.1', () => {
-      socket.write(`GET /one/hints1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${BASIC}\r\nConnection: close\r\n\r\n`);
-    });
-    let text = '';
-    socket.setEncoding('utf8');
-    socket.on('data', (d: string) => (text += d));
-    socket.on('end', () => resolve(text));
-    socket.on('error', reject);
-  });
+  const raw = await exchangeUntilClosed(gw.port, `GET /one/hints1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${BASIC}\r\nConnection: close\r\n\r\n`);
   expect(raw).toMatch(/^HTTP\/1\.1 103 Early Hints\r\n[Ll]ink: <\/app\.js>; rel=preload\r\n\r\nHTTP\/1\.1 200/);
   expect(raw).toMatch(/after hints/);
 });
@@ -300,16 +263,7 @@ it('103 Early Hints of an h2 upstream never reach an HTTP/1.0 client (it has no 
       stream.end('after hints');
     }, 20).unref();
   };
-  const raw = await new Promise<string>((resolve, reject) => {
-    const socket = netConnect(gw.port, '127.0.0.1', () => {
-      socket.write(`GET /one/hints10 HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: ${BASIC}\r\n\r\n`);
-    });
-    let text = '';
-    socket.setEncoding('latin1');
-    socket.on('data', (d: string) => (text += d));
-    socket.on('end', () => resolve(text));
-    socket.on('error', reject);
-  });
+  const raw = await exchangeUntilClosed(gw.port, `GET /one/hints10 HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: ${BASIC}\r\n\r\n`);
   expect(hinted).toBe(true);
   expect(raw).toMatch(/^HTTP\/1\.1 200 /);
   expect(raw).not.toMatch(/103|Early Hints|[Ll]ink:/);
