@@ -44,7 +44,8 @@ const UNUSABLE_ACCOUNTS: Record<string, { preferred_username: string }> = {
 function gatewayConfig(): Record<string, unknown> {
   return {
     server: { host: '127.0.0.1', port: 0, shutdownGraceMs: 500, tls: { certFile: ca.certFile, keyFile: ca.keyFile } },
-    store: { kind: 'redis', url: redis.url },
+    // Chromium shares the cores with the suite; this file is not about outages, so a slow command is no 503.
+    store: { kind: 'redis', url: redis.url, commandTimeoutMs: 3000 },
     identity: { issuers: [{ name: 'corp', issuer: provider.issuer, audiences: ['gateway-api'], userClaim: 'preferred_username', groupsClaim: 'groups', caFile: ca.caFile }] },
     login: { issuer: 'corp', clientId: 'gateway', clientSecret: CLIENT_SECRET, scopes: ['openid', 'profile', 'groups'] },
     forwardAuth: { path: '/auth/verify' },
