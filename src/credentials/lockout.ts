@@ -1,4 +1,4 @@
-import { sha256 } from './digest.js';
+import { sha256 } from '../core/digest.js';
 import type { LockoutConfig } from '../config/types.js';
 import { DomainError } from '../core/domain-error.js';
 import type { Logger } from '../log.js';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { DomainError } from '../core/domain-error.js';
-import { sha256 } from './digest.js';
+import { sha256 } from '../core/digest.js';
 
 const MAX_ENTRIES = 10_000;
 

@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { destroySoon, headerLines, rawHeaderLines, statusLine } from '../core/raw-head.js';
 import { setPendingBytes } from './websocket-protocol.js';
-import { sha1Base64 } from '../credentials/digest.js';
+import { sha1Base64 } from '../core/digest.js';
 
 /** RFC 6455 section 1.3. */
 const GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';

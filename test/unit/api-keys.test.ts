@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { apiKeyAuthenticator } from '../../src/auth/api-key.js';
@@ -58,6 +59,13 @@ describe('ApiKeys', () => {
     expect(k.judge(k.lookupNow(record.id)!, presented)).toBeUndefined();
     expect(k.judge(k.lookupNow(record.id)!, { ...presented, secret: presented.secret.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')) })).toBe('unknown');
     expect(k.judge(null, presented)).toBe('unknown');
+    // The kept digest is what decides: one differing in its first or last character, or of another length, refuses.
+    const kept = k.lookupNow(record.id)!;
+    const flip = (c: string) => (c === 'A' ? 'B' : 'A');
+    expect(kept.sha256).toBe(createHash('sha256').update(presented.secret).digest('base64url'));
+    for (const sha256 of [flip(kept.sha256[0]!) + kept.sha256.slice(1), kept.sha256.slice(0, -1) + flip(kept.sha256.at(-1)!), kept.sha256.slice(0, -1), `${kept.sha256}A`, '']) {
+      expect(k.judge({ ...kept, sha256 }, presented)).toBe('unknown');
+    }
     clock.advance(60_000);
     expect(k.judge(k.lookupNow(record.id)!, presented)).toBe('expired');
   });

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { sha1Base64, sha256 } from '../../src/credentials/digest.js';
+import { sha1Base64, sha256 } from '../../src/core/digest.js';
 
 describe('sha256 (the one-call digest of the cached Basic path)', () => {
   it('is the SHA-256 of the UTF-8 bytes, base64url: the lockout keys already in a store keep their names', () => {

@@ -1,5 +1,5 @@
 import type { RateLimitRule } from '../../config/types.js';
-import { sha256 } from '../../credentials/digest.js';
+import { sha256 } from '../../core/digest.js';
 import { HttpProblem } from '../../http/problem.js';
 import type { GatewayExchange } from '../../http/state.js';
 import type { RateBuckets } from '../../stores/counters/counter-store.js';

@@ -1,4 +1,5 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { sha256 } from '../../core/digest.js';
 import type { SharedTable } from './shared-table.js';
 
 /** What the store keeps of an API key: never its secret, only the SHA-256 of it. */
@@ -46,8 +47,8 @@ export interface PresentedKey {
 const LAST_USED_EVERY_MS = 60_000;
 const ID = /^[0-9a-f]{16}$/;
 const SECRET = /^[A-Za-z0-9_-]{43}$/;
-/** What is compared with when there is no key of the presented id: unknown keys take the same steps. */
-const NO_KEY = Buffer.alloc(32);
+/** What is compared with when there is no key of the presented id (32 zero bytes): unknown keys take the same steps. */
+const NO_KEY = 'A'.repeat(43);
 
 /**
  * The API keys of the store: created with a random id and a 256-bit secret shown once as
@@ -80,9 +81,7 @@ export class ApiKeys {
    * time (with a zero hash when there is no record), then the expiry. Undefined when it is; else why not.
    */
   judge(record: ApiKeyRecord | null, presented: PresentedKey): 'unknown' | 'expired' | undefined {
-    const expected = record ? Buffer.from(record.sha256, 'base64url') : NO_KEY;
-    const given = createHash('sha256').update(presented.secret).digest();
-    const same = expected.length === given.length && timingSafeEqual(expected, given);
+    const same = sameDigest(record ? record.sha256 : NO_KEY, sha256(presented.secret));
     if (!record || !same) return 'unknown';
     if (record.expiresAtMs !== undefined && record.expiresAtMs <= this.now()) return 'expired';
     this.used(record.id);
@@ -105,7 +104,7 @@ export class ApiKeys {
         expiresAtMs: spec.expiresInSeconds === undefined ? undefined : now + spec.expiresInSeconds * 1000,
         rate: spec.rate,
         createdAtMs: now,
-        sha256: createHash('sha256').update(secret).digest('base64url'),
+        sha256: sha256(secret),
       };
       // 64 random bits: a taken id is all but impossible, and then simply drawn again.
       if (await this.table.create(id, record)) return { record, key: formatKey(prefix, id, secret) };
@@ -158,6 +157,18 @@ export class ApiKeys {
 
 function formatKey(prefix: string, id: string, secret: string): string {
   return `${prefix}_${id}_${secret}`;
+}
+
+/**
+ * Whether two digests (base64url text) are equal, in a time that does not depend on where they differ:
+ * every character is looked at. The digest's text is compared as it is kept, with no Hash object or
+ * Buffers made per request (they cost several times the hashing).
+ */
+function sameDigest(expected: string, given: string): boolean {
+  if (expected.length !== given.length) return false;
+  let diff = 0;
+  for (let i = 0; i < expected.length; i++) diff |= expected.charCodeAt(i) ^ given.charCodeAt(i);
+  return diff === 0;
 }
 
 /** `<prefix>_<id>_<secret>` of this prefix, or undefined for anything else. */
