@@ -2,6 +2,7 @@ import type { IssuerAlg } from '../config/types.js';
 import { DomainError, type DomainCode } from '../core/domain-error.js';
 import { isGroupName, isUsableName } from '../core/headers.js';
 import type { Principal } from '../core/principal.js';
+import { TokenMap } from '../core/token-map.js';
 import { KeysUnavailable, type IssuerKeys, type ProviderKey } from '../identity/issuer-keys.js';
 import { claimAt, decodeToken, signedByOneOf, type DecodedToken } from '../identity/provider-jwt.js';
 import type { Authenticator } from './authenticator.js';
@@ -47,7 +48,7 @@ export function oidcAuthenticator(issuers: readonly IssuerKeys[]): Authenticator
   const byIssuer = new Map(issuers.map((i) => [i.issuer, i]));
   // Byte-identical tokens verified before, with the key set that verified them: while that set is the
   // issuer's current one, only exp is checked again (the signature and the other claims cannot change).
-  const verified = new Map<string, VerifiedToken>();
+  const verified = new TokenMap<VerifiedToken>();
   const remember = (token: string, issuer: IssuerKeys, p: Principal) => {
     if (verified.size >= MAX_VERIFIED) verified.clear();
     verified.set(token, { issuer, generation: issuer.generation, user: p.user, groups: p.groups as string[], exp: p.expiresAt! });

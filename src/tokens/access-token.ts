@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import type { Clock } from '../clock.js';
 import { DomainError } from '../core/domain-error.js';
+import { TokenMap } from '../core/token-map.js';
 import { isLowSEs256, lowSEs256 } from '../identity/ecdsa.js';
 import type { KeySet } from './keys.js';
 
@@ -34,7 +35,7 @@ const JWS_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 
 /** Signs and verifies the gateway's access tokens (JWT). */
 export class AccessTokenCodec {
-  private readonly verified = new Map<string, AccessClaims>();
+  private readonly verified = new TokenMap<AccessClaims>();
 
   constructor(private readonly keys: KeySet, private readonly options: AccessTokenOptions, private readonly clock: Clock) {}
 
@@ -79,7 +80,7 @@ export class AccessTokenCodec {
    * string cannot carry other claims. Bounded, oldest first out.
    */
   private remember(token: string, claims: AccessClaims): void {
-    if (this.verified.size >= VERIFIED_CACHE_ENTRIES) this.verified.delete(this.verified.keys().next().value!);
+    if (this.verified.size >= VERIFIED_CACHE_ENTRIES) this.verified.deleteOldest();
     this.verified.set(token, claims);
   }
 
