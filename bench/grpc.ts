@@ -2,6 +2,8 @@
 // gateway (server.h2c, an h2c upstream) against a bare node:http2 pass-through (h2c-floor.ts); and
 // HTTP/1.1 clients (wrk) through the gateway to an h2c upstream, against the plain floor (http-proxy to
 // the HTTP/1.1 upstream). Both upstreams answer the same bytes (bench/grpc-upstream.ts, upstream.ts).
+// A third row (reference) runs the unary call against the same pass-through with the gateway's
+// replacement of Node 20's AsyncResource.bind (h2c-floor.ts --bind-backport): the like-for-like ratio.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Bench, Proc, Row } from './context.js';
@@ -22,6 +24,7 @@ export async function grpcScenarios(b: Bench): Promise<Row[]> {
   const h1Scenario = 'Bearer GET /v1/conversations, HTTP/1.1 clients to an h2c upstream (vs the plain floor to the HTTP/1.1 upstream)';
   const upstream = await startService('grpc-upstream');
   const floor = await startService('h2c-floor', [`http://127.0.0.1:${upstream.port}`]);
+  const backported = await startService('h2c-floor', [`http://127.0.0.1:${upstream.port}`, '--bind-backport']);
   let gateway: Awaited<ReturnType<typeof startVariant>> | undefined;
   try {
     gateway = await startVariant(b, { name: 'grpc', h2cUpstreamPort: upstream.port });
@@ -38,6 +41,12 @@ export async function grpcScenarios(b: Bench): Promise<Row[]> {
       rows.push(await againstTlsFloor(b, 'grpc-unary', unaryScenario, floorProc, gateway.proc, drive,
         `${version} -t1 -c${connections} -m${STREAMS} -D${b.params.duration} -d (no percentiles: p50/p99 not measured)`,
         'a bare node:http2 pass-through (h2c-floor.ts: one h2c session to the same upstream, headers, body and trailers on)', GRPC_GOAL));
+      // The gateway replaces Node 20's AsyncResource.bind, which Node's HTTP/2 client calls per request
+      // (src/core/async-bind.ts); the bare floor above pays it. This reference gives the floor the same.
+      const backportedProc: Proc = { name: 'h2c floor + bind backport', origin: `http://127.0.0.1:${backported.port}`, pid: backported.child.pid! };
+      rows.push(await againstTlsFloor(b, 'grpc-unary-like-for-like', unaryScenario.replace('vs a bare node:http2 pass-through', 'vs the same pass-through with the gateway\'s AsyncResource.bind'), backportedProc, gateway.proc, drive,
+        `${version} -t1 -c${connections} -m${STREAMS} -D${b.params.duration} -d (no percentiles: p50/p99 not measured)`,
+        'h2c-floor.ts --bind-backport: the bare pass-through with src/core/async-bind.ts installed, as the gateway has it', null));
     }
     await warmUp(b, gateway.proc, gateway.bearer);
     rows.push(await againstFloor(b, 'h2c-upstream', h1Scenario, gateway.proc, gateway.bearer, null));
@@ -45,6 +54,7 @@ export async function grpcScenarios(b: Bench): Promise<Row[]> {
   } finally {
     await gateway?.stop();
     await stopChild(floor.child);
+    await stopChild(backported.child);
     await stopChild(upstream.child);
   }
 }

@@ -2,13 +2,18 @@
 // the upstream: each stream's headers (pseudo-headers but method and path dropped), body and trailers on,
 // the response's headers, body and trailers back. Nothing else: no pool, no timeouts, no policy.
 // As every floor and gateway process, it holds one nextTick entry (see passthrough.ts).
-// Usage: node h2c-floor.js UPSTREAM_URL ; prints {"port":N} once listening.
+// With --bind-backport it also takes the gateway's replacement of Node 20's AsyncResource.bind
+// (src/core/async-bind.ts), which Node's HTTP/2 client calls per request: the like-for-like reference of
+// the gRPC row (bench/grpc.ts), which shows how much of the gateway's distance is its own.
+// Usage: node h2c-floor.js UPSTREAM_URL [--bind-backport] ; prints {"port":N} once listening.
 import { connect, constants, createServer, type ClientHttp2Session, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
+import { installAsyncResourceBind } from '../src/core/async-bind.js';
 import { holdTickShape } from '../src/core/tick-shape.js';
 
-const [target] = process.argv.slice(2);
-if (!target) throw new Error('usage: h2c-floor.js UPSTREAM_URL');
+const [target, option] = process.argv.slice(2);
+if (!target || (option !== undefined && option !== '--bind-backport')) throw new Error('usage: h2c-floor.js UPSTREAM_URL [--bind-backport]');
 void holdTickShape();
+if (option) installAsyncResourceBind();
 let upstream = open();
 
 /** The one session to the upstream, opened again if it went away. */
