@@ -3,8 +3,8 @@ import { AsyncResource } from 'node:async_hooks';
 const DEP0172 = 'The asyncResource property on bound functions is deprecated';
 
 /**
- * Makes `AsyncResource.prototype.bind` cheap where Node's own is the slow one of Node 20–23, keeping
- * what it does. Node's HTTP/2 client calls it once per request (`ClientHttp2Session.request` binds the
+ * Makes `AsyncResource.prototype.bind` cheap where Node's own is the slow one (Node 20 to 23, and 24
+ * before the fix below), keeping what it does. Node's HTTP/2 client calls it once per request (`ClientHttp2Session.request` binds the
  * stream's start to a new AsyncResource), so every request to an `h2c`/`h2` upstream pays it.
  *
  * The cost: Node's `bind` defines the bound function's deprecated `asyncResource` property (DEP0172)
